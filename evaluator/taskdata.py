@@ -142,6 +142,10 @@ class Task:
     atol: float = DEFAULT_ATOL
     rtol: float = DEFAULT_RTOL
     directory: str = ""
+    # Inputs that must be consistent with others (attention backward's O and LSE come from a forward pass):
+    # trusted Python source defining `function(inputs: dict[str, Tensor]) -> dict[str, Tensor]`, run by the
+    # evaluator after the random inputs are drawn; the returned tensors replace those inputs. None when unused.
+    input_generator: Baseline | None = None
 
     @property
     def name(self) -> str:
@@ -429,32 +433,10 @@ def parse_task(
     if not targets:
         raise TaskDataError(path, "targets", "must name at least one architecture")
 
-    baselines = []
-    for i, spec in enumerate(_req(extras, "baselines", list, path)):
-        where = f"baselines[{i}]"
-        file = _req(spec, "file", str, path, f"{where}.")
-        if "/" in file or file.startswith("."):
-            raise TaskDataError(path, f"{where}.file", "must be a file name in the task folder")
-        source_path = directory / file
-        try:
-            source = source_path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise TaskDataError(path, f"{where}.file", f"{file} does not exist") from None
-        function = _opt(spec, "function", str, "run", path, f"{where}.")
-        try:
-            module = ast.parse(source)
-        except SyntaxError as exc:
-            raise TaskDataError(source_path, "<python>", f"line {exc.lineno}: {exc.msg}") from None
-        if not any(isinstance(n, ast.FunctionDef) and n.name == function for n in module.body):
-            raise TaskDataError(path, f"{where}.function", f"{file} defines no function {function!r}")
-        baselines.append(
-            Baseline(
-                id=_req(spec, "id", str, path, f"{where}."),
-                name=_req(spec, "name", str, path, f"{where}."),
-                source=source,
-                function=function,
-            )
-        )
+    baselines = [
+        _load_python(spec, f"baselines[{i}]", path, directory, default_function="run")
+        for i, spec in enumerate(_req(extras, "baselines", list, path))
+    ]
     if not baselines:
         raise TaskDataError(path, "baselines", "must list at least one library baseline")
 
@@ -467,6 +449,10 @@ def parse_task(
             raise TaskDataError(path, f"knowledge_packs.{arch}", "unknown architecture")
         if not isinstance(pack, str):
             raise TaskDataError(path, f"knowledge_packs.{arch}", "must be a pack id")
+    input_generator = None
+    gen = _opt(extras, "input_generator", dict, None, path)
+    if gen is not None:
+        input_generator = _load_python(gen, "input_generator", path, directory, default_function="derive")
     tol = _opt(extras, "tolerance", dict, {}, path)
     atol = float(_opt(tol, "atol", (int, float), DEFAULT_ATOL, path, "tolerance."))
     rtol = float(_opt(tol, "rtol", (int, float), DEFAULT_RTOL, path, "tolerance."))
@@ -482,6 +468,34 @@ def parse_task(
         atol=atol,
         rtol=rtol,
         directory=str(directory),
+        input_generator=input_generator,
+    )
+
+
+def _load_python(spec: Any, where: str, path: Path, directory: Path, *, default_function: str) -> Baseline:
+    """Read a {id, name, file, function} entry naming trusted Python code in the task folder."""
+    if not isinstance(spec, Mapping):
+        raise TaskDataError(path, where, "must be an object")
+    file = _req(spec, "file", str, path, f"{where}.")
+    if "/" in file or "\\" in file or file.startswith("."):
+        raise TaskDataError(path, f"{where}.file", "must be a file name in the task folder")
+    source_path = directory / file
+    try:
+        source = source_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TaskDataError(path, f"{where}.file", f"{file} does not exist") from None
+    function = _opt(spec, "function", str, default_function, path, f"{where}.")
+    try:
+        module = ast.parse(source)
+    except SyntaxError as exc:
+        raise TaskDataError(source_path, "<python>", f"line {exc.lineno}: {exc.msg}") from None
+    if not any(isinstance(n, ast.FunctionDef) and n.name == function for n in module.body):
+        raise TaskDataError(path, f"{where}.function", f"{file} defines no function {function!r}")
+    return Baseline(
+        id=_opt(spec, "id", str, where, path, f"{where}."),
+        name=_opt(spec, "name", str, file, path, f"{where}."),
+        source=source,
+        function=function,
     )
 
 
