@@ -1,0 +1,50 @@
+# PTXBench Portal. `make run` and `make test` work on a fresh Debian/Ubuntu machine with Python 3.11+.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip -q --disable-pip-version-check
+RUFF := $(VENV)/bin/ruff
+
+.PHONY: run test lint format migrations-check venv deps-run deps-test redis test-gpu clean
+
+$(VENV)/bin/python:
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip
+
+venv: $(VENV)/bin/python
+
+deps-run: venv
+	$(PIP) install -e '.[compile]'
+
+# The CPU build of PyTorch (2.13.0 lies on local disk on our machines; an unpinned torch pulls CUDA wheels).
+deps-test: venv
+	$(PIP) install 'torch==2.13.0'
+	$(PIP) install -e '.[compile,dev]'
+
+redis:
+	@bash scripts/ensure_redis.sh install
+
+## Set everything up and serve the portal on http://127.0.0.1:8000 (Ctrl-C stops it).
+run: deps-run redis
+	@bash scripts/run_portal.sh
+
+## Set everything up and run the whole CPU test suite (lint, migrations check, pytest with a real Redis).
+test: deps-test redis
+	$(RUFF) check .
+	$(RUFF) format --check .
+	$(PY) manage.py makemigrations --check --dry-run
+	$(PY) -m pytest -m "not gpu" -q
+
+lint: venv
+	$(RUFF) check . && $(RUFF) format --check .
+
+format: venv
+	$(RUFF) format . && $(RUFF) check --fix .
+
+migrations-check: venv
+	$(PY) manage.py makemigrations --check --dry-run
+
+clean:
+	rm -rf staticfiles .pytest_cache .ruff_cache

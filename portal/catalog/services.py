@@ -1,0 +1,169 @@
+"""Writes to the catalog. The only writer is `catalog_sync`, fed by the pure loaders in `evaluator`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.db import transaction
+
+from evaluator.arches import ARCHES
+from evaluator.taskdata import ImportedDefinition, Task as TaskData, run_signature
+from portal.catalog.models import ArchitectureTarget, KnowledgePack, Task, Workload
+
+
+@dataclass
+class SyncReport:
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    deactivated: list[str] = field(default_factory=list)
+    packs: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (
+            f"tasks: {len(self.created)} created, {len(self.updated)} updated, {len(self.unchanged)} unchanged, "
+            f"{len(self.deactivated)} deactivated; packs: {len(self.packs)}"
+        )
+
+
+def _digest(payload: dict) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _task_fields(task: TaskData) -> dict:
+    d = task.definition
+    starter_path = Path(task.directory) / "starter.cu"
+    starter = starter_path.read_text(encoding="utf-8") if starter_path.is_file() else ""
+    return {
+        "op_type": d.op_type,
+        "group": task.group,
+        "description": d.description,
+        "definition": dict(d.raw),
+        "reference": d.reference,
+        "tags": list(d.tags),
+        "flops": task.flops,
+        "baselines": [{"id": b.id, "name": b.name, "function": b.function, "source": b.source} for b in task.baselines],
+        "atol": task.atol,
+        "rtol": task.rtol,
+        "run_signature": run_signature(d),
+        "starter": starter,
+        "source": Task.Source.SUITE,
+    }
+
+
+def _imported_fields(item: ImportedDefinition) -> dict:
+    d = item.definition
+    return {
+        "op_type": d.op_type,
+        "group": d.op_type,
+        "description": d.description,
+        "definition": dict(d.raw),
+        "reference": d.reference,
+        "tags": list(d.tags),
+        "flops": "",
+        "baselines": [],
+        "atol": 1e-2,
+        "rtol": 1e-2,
+        "run_signature": run_signature(d),
+        "starter": "",
+        "source": Task.Source.IMPORT,
+    }
+
+
+def _upsert_task(slug: str, fields: dict, report: SyncReport) -> tuple[Task, bool]:
+    fields = {**fields, "content_sha256": _digest(fields), "is_active": True}
+    existing = Task.objects.filter(slug=slug).first()
+    if existing is None:
+        report.created.append(slug)
+        return Task.objects.create(slug=slug, **fields), True
+    if existing.content_sha256 == fields["content_sha256"] and existing.is_active:
+        report.unchanged.append(slug)
+        return existing, False
+    for key, value in fields.items():
+        setattr(existing, key, value)
+    existing.save()
+    report.updated.append(slug)
+    return existing, True
+
+
+def _sync_workloads(task: Task, workloads, headline: str | None) -> None:
+    seen = []
+    for position, w in enumerate(workloads):
+        seen.append(w.uuid)
+        Workload.objects.update_or_create(
+            uuid=w.uuid,
+            defaults={
+                "task": task,
+                "axes": dict(w.axes),
+                "inputs": dict(w.inputs),
+                "is_headline": w.uuid == headline,
+                "position": position,
+                "is_active": True,
+            },
+        )
+    task.workloads.exclude(uuid__in=seen).update(is_active=False, is_headline=False)
+
+
+@transaction.atomic
+def catalog_sync(*, tasks: list[TaskData], packs: list, deactivate_missing: bool = True) -> SyncReport:
+    """Make the catalog match the loaded task data. Everything is validated before this is called,
+    and this runs in one transaction, so a failure leaves the database as it was."""
+    report = SyncReport()
+    pack_rows: dict[str, KnowledgePack] = {}
+    for pack in packs:
+        row, _ = KnowledgePack.objects.update_or_create(
+            slug=pack.id,
+            defaults={
+                "title": pack.title,
+                "arch": pack.arch or "",
+                "description": pack.description,
+                "text": pack.text,
+                "token_count": pack.token_count,
+                "tokenizer": pack.tokenizer,
+                "sha256": pack.sha256,
+                "manifest": {"fragments": list(pack.fragments), "headers": list(pack.headers)},
+            },
+        )
+        pack_rows[pack.id] = row
+        report.packs.append(pack.id)
+
+    for data in tasks:
+        task, changed = _upsert_task(data.name, _task_fields(data), report)
+        if changed:
+            _sync_workloads(task, data.workloads, data.headline_workload)
+            task.targets.exclude(arch__in=list(data.targets)).delete()
+        # Pack links are refreshed every time: packs may change while the task does not.
+        for arch, target in data.targets.items():
+            ArchitectureTarget.objects.update_or_create(
+                task=task,
+                arch=arch,
+                defaults={
+                    "families": list(target.families),
+                    "note": target.note,
+                    "pack": pack_rows.get(data.knowledge_packs.get(arch, "")),
+                },
+            )
+
+    if deactivate_missing:
+        names = [t.name for t in tasks]
+        gone = Task.objects.filter(source=Task.Source.SUITE, is_active=True).exclude(slug__in=names)
+        report.deactivated = list(gone.values_list("slug", flat=True))
+        gone.update(is_active=False)
+    return report
+
+
+@transaction.atomic
+def catalog_import(*, items: list[ImportedDefinition]) -> SyncReport:
+    """Add definitions from a FlashInfer-Trace data set. They get the architecture families of every
+    target but no baseline (so they can be checked for correctness and instructions, not timed)."""
+    report = SyncReport()
+    for item in items:
+        task, changed = _upsert_task(item.definition.name, _imported_fields(item), report)
+        if changed:
+            _sync_workloads(task, item.workloads, item.workloads[-1].uuid if item.workloads else None)
+        for arch in ARCHES.values():
+            ArchitectureTarget.objects.get_or_create(task=task, arch=arch.name, defaults={"families": list(arch.families)})
+    return report

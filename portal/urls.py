@@ -1,0 +1,12 @@
+from django.contrib import admin
+from django.urls import include, path
+
+from portal.core import views as core_views
+
+urlpatterns = [
+    path("", core_views.home, name="home"),
+    path("healthz", core_views.healthz, name="healthz"),
+    path("", include("portal.catalog.urls")),
+    # The RQ dashboard is registered inside the admin by django-rq: /admin/django_rq/dashboard/ (staff only).
+    path("admin/", admin.site.urls),
+]

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Bring the portal up on a prepared virtualenv: Redis, migrations, task catalog, admin user,
+# a worker for the CPU queues, and gunicorn on 127.0.0.1:8000. Ctrl-C stops the worker and the site.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=.venv/bin/python
+BIND=${BIND:-127.0.0.1:8000}
+mkdir -p data/logs
+
+bash scripts/ensure_redis.sh start
+$PY manage.py migrate --noinput -v 0
+$PY manage.py sync_tasks
+$PY manage.py ensure_admin
+$PY manage.py collectstatic --noinput -v 0
+
+# CPU queues only here; GPU hosts run `manage.py gpu_worker` for their architecture's queue.
+$PY manage.py rqworker default agent --with-scheduler >>data/logs/worker.log 2>&1 &
+worker=$!
+trap 'kill $worker 2>/dev/null; wait $worker 2>/dev/null' EXIT INT TERM
+echo "Worker (queues: default, agent) pid $worker, log data/logs/worker.log"
+echo "Portal on http://$BIND  (admin: http://$BIND/admin/)"
+.venv/bin/gunicorn portal.wsgi:application --bind "$BIND" --workers "${WEB_WORKERS:-3}" \
+  --access-logfile - --error-logfile - --log-level warning

@@ -1,0 +1,84 @@
+"""The public catalog pages: home, task list, task detail, packs; 404 for unknown slugs."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from django.core.management import call_command
+
+from portal.catalog.models import KnowledgePack, Task
+from tests.factories import GEMM
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def catalog():
+    call_command("sync_tasks")
+
+
+def test_home_explains_the_three_layers(client, catalog):
+    response = client.get("/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    for phrase in ("Three layers", "predicated-on", "cuBLAS", "Hopper (sm_90a)", "Blackwell (sm_100a)"):
+        assert phrase in html
+
+
+def test_task_list_links_every_active_task(client, catalog):
+    html = client.get("/tasks/").content.decode()
+    for slug in Task.objects.filter(is_active=True).values_list("slug", flat=True):
+        assert f'href="/tasks/{slug}/"' in html
+
+
+def test_task_detail_shows_signature_targets_workloads_and_pack(client, catalog):
+    response = client.get(f"/tasks/{GEMM}/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "TensorView" in html and "[M, K]" in html and "bfloat16" in html
+    assert "gmma" in html and "tcgen05" in html
+    assert "7abd165d-8d16-5996-9d55-3b80c1718242" in html  # the headline workload's uuid
+    assert "headline" in html
+    assert "/packs/hopper/download" in html
+    assert "tokens" in html
+
+
+def test_unknown_task_is_a_404_page(client, catalog):
+    response = client.get("/tasks/no_such_task/")
+    assert response.status_code == 404
+    assert b"Not found" in response.content
+
+
+def test_retired_task_is_a_404(client, catalog):
+    Task.objects.filter(slug=GEMM).update(is_active=False)
+    assert client.get(f"/tasks/{GEMM}/").status_code == 404
+
+
+def test_pack_download_is_an_attachment_with_the_stored_bytes(client, catalog):
+    pack = KnowledgePack.objects.get(slug="hopper")
+    response = client.get("/packs/hopper/download")
+    assert response.status_code == 200
+    assert response["Content-Disposition"] == 'attachment; filename="ptxbench-pack-hopper.md"'
+    assert response["Content-Type"].startswith("text/markdown")
+    assert hashlib.sha256(response.content).hexdigest() == pack.sha256
+
+
+def test_pack_page_renders_markdown_without_passing_raw_html(client, catalog):
+    KnowledgePack.objects.filter(slug="hopper").update(text="# Title\n\n<script>alert(1)</script>\n")
+    html = client.get("/packs/hopper/").content.decode()
+    assert "<h1>Title</h1>" in html
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_starter_download(client, catalog):
+    task = Task.objects.get(slug=GEMM)
+    response = client.get(f"/tasks/{GEMM}/starter.cu")
+    assert response.status_code == 200
+    assert response["Content-Disposition"].startswith("attachment;")
+    assert response.content.decode() == task.starter
+
+
+def test_healthz(client):
+    assert client.get("/healthz").json() == {"status": "ok"}
