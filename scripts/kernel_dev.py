@@ -1,0 +1,501 @@
+"""Standalone GPU harness for the reference kernels in tasks/*/solutions/.
+
+Builds each solution's kernel.cu the way the evaluator does (nvcc, tvm_ffi headers and library), checks it
+against an fp32 reference on every workload with fresh random inputs and NaN-poisoned outputs, times it
+against the library baseline (triton.testing.do_bench, median), and optionally profiles one call under
+Nsight Compute to capture the per-SASS-instruction source page (executed and predicated-on counts).
+
+Each solution runs in its own child process with a time limit, so a hung or crashing kernel costs at most
+that limit. This is a developer tool, independent of evaluator/ (it needs only torch, triton, tvm_ffi).
+
+    python scripts/kernel_dev.py tasks/gemm_n7168_k5120/solutions/hopper_tma_wgmma --ncu --out $OUT
+    python scripts/kernel_dev.py --build-only --arch sm_100a tasks/gemm_n7168_k5120/solutions/blackwell_tcgen05
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import dataclasses
+import functools
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+ATOL = 1e-2
+RTOL = 1e-2
+
+# Workloads per definition (the M / S axis values of each task's workloads.jsonl), headline last.
+GEMM_M = [128, 1024, 4096, 8192]
+MHA_S = [512, 1024, 2048, 4096, 8192, 16384]
+MHA_HEADLINE_S = 4096
+MHA_B, MHA_H, MHA_D = 4, 48, 128
+
+
+@dataclasses.dataclass
+class Solution:
+    """One solution folder and what the harness needs to know about it."""
+
+    path: Path  # tasks/<task>/solutions/<name>
+    definition: str  # task name from solution.json
+    name: str  # solution name (folder name, or name:variant when built with extra flags)
+    defines: list[str]  # extra -D flags for exploratory variants (never part of the committed solution)
+
+    @property
+    def kind(self) -> str:
+        return "gemm" if self.definition.startswith("gemm_") else "mha"
+
+    @property
+    def causal(self) -> bool:
+        return self.definition.endswith("_causal")
+
+
+def load_solution(spec: str) -> Solution:
+    """`path` or `path::-DNAME=1,-DOTHER` (a variant of the same source built with extra defines)."""
+    path_s, _, defs = spec.partition("::")
+    path = Path(path_s).resolve()
+    meta = json.loads((path / "solution.json").read_text())
+    defines = [d for d in defs.split(",") if d]
+    name = meta["name"] + (":" + "+".join(d.removeprefix("-D") for d in defines) if defines else "")
+    return Solution(path=path, definition=meta["definition"], name=name, defines=defines)
+
+
+# ---------------------------------------------------------------------------------------------- build
+
+
+def tvm_ffi_dirs() -> tuple[str, str]:
+    import tvm_ffi
+
+    root = os.path.dirname(tvm_ffi.__file__)
+    return os.path.join(root, "include"), os.path.join(root, "lib")
+
+
+def nvcc_command(src: Path, out: Path, arch: str, defines: list[str]) -> list[str]:
+    inc, lib = tvm_ffi_dirs()
+    virt = arch.replace("sm_", "compute_")
+    return [
+        shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc",
+        "-O3",
+        "-lineinfo",
+        "-std=c++17",
+        "-gencode",
+        f"arch={virt},code={arch}",
+        "-shared",
+        "-Xcompiler",
+        "-fPIC",
+        "-Xptxas",
+        "-v",
+        *defines,
+        f"-I{inc}",
+        f"-L{lib}",
+        "-ltvm_ffi",
+        "-o",
+        str(out),
+        str(src),
+    ]
+
+
+def build(sol: Solution, build_dir: Path, arch: str) -> tuple[Path | None, str]:
+    """Compile one solution; returns (shared object or None, compiler log)."""
+    build_dir.mkdir(parents=True, exist_ok=True)
+    out = build_dir / (sol.name.replace(":", "__").replace("+", "_").replace("=", "") + f".{arch}.so")
+    cmd = nvcc_command(sol.path / "kernel.cu", out, arch, sol.defines)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    log = proc.stdout + proc.stderr
+    return (out if proc.returncode == 0 else None), log
+
+
+def ptxas_summary(log: str) -> str:
+    """Registers and spill figures of each kernel entry, from the -Xptxas -v log."""
+    lines = []
+    for line in log.splitlines():
+        if "registers" in line or "spill" in line or "warning" in line.lower():
+            lines.append(line.strip().removeprefix("ptxas info    : "))
+    return "\n".join(lines)
+
+
+def find_cuobjdump() -> str | None:
+    """cuobjdump from PATH, the CUDA toolkit, or the nvidia-cuda-cuobjdump wheel of this interpreter."""
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    candidates = [Path("/usr/local/cuda/bin/cuobjdump")]
+    try:
+        import nvidia
+
+        candidates += [Path(p) / "cu13" / "bin" / "cuobjdump" for p in nvidia.__path__]
+    except ImportError:
+        pass
+    return next((str(c) for c in candidates if c.exists()), None)
+
+
+def sass_opcodes(so: Path) -> dict[str, int]:
+    """Static count of the target opcode families in the shared object's SASS."""
+    cuobjdump = find_cuobjdump()
+    if cuobjdump is None:
+        return {"error": -1}
+    proc = subprocess.run([cuobjdump, "-sass", str(so)], capture_output=True, text=True, timeout=120)
+    counts: dict[str, int] = {}
+    for line in proc.stdout.splitlines():
+        for word in line.replace(";", " ").split():
+            if word.startswith(("HGMMA", "UTMALDG", "UTMASTG", "UTCHMMA", "UTCQMMA", "UTCBAR", "LDTM", "STTM", "HMMA")):
+                counts[word] = counts.get(word, 0) + 1
+            elif word.startswith(("UTCATOMSWS", "UTCMMA")):
+                counts[word] = counts.get(word, 0) + 1
+    return counts
+
+
+# ---------------------------------------------------------------------------------------------- child
+
+
+def gemm_flops(m: int) -> float:
+    return 2.0 * m * 7168 * 5120
+
+
+def mha_flops(s: int, causal: bool) -> float:
+    f = 4.0 * MHA_B * MHA_H * s * s * MHA_D
+    return f / 2 if causal else f
+
+
+def compare(out, ref) -> dict:
+    """Element rule of the evaluator: fails only where both |out-ref| > atol and |out-ref|/|ref| > rtol."""
+    import torch
+
+    out = out.float()
+    ref = ref.float()
+    diff = (out - ref).abs()
+    rel = diff / ref.abs().clamp_min(1e-30)
+    bad = (diff > ATOL) & (rel > RTOL)
+    bad |= ~torch.isfinite(out)
+    finite = torch.isfinite(diff)
+    return {
+        "bad": int(bad.sum().item()),
+        "max_abs": float(diff[finite].max().item()) if finite.any() else math.inf,
+        "max_rel": float(torch.where(diff > ATOL, rel, torch.zeros_like(rel))[finite].max().item())
+        if finite.any()
+        else math.inf,
+    }
+
+
+def mha_reference(q, k, v, causal: bool):
+    """fp32 attention with natural-log LSE, chunked over heads to bound memory."""
+    import torch
+
+    b, h, s, d = q.shape
+    scale = 1.0 / math.sqrt(d)
+    o = torch.empty(b, h, s, d, dtype=torch.float32, device=q.device)
+    lse = torch.empty(b, h, s, dtype=torch.float32, device=q.device)
+    chunk = max(1, min(h, (2 << 30) // (s * s * 4)))
+    mask = None
+    if causal:
+        mask = torch.ones(s, s, dtype=torch.bool, device=q.device).triu(1)
+    for bi in range(b):
+        for h0 in range(0, h, chunk):
+            qs = q[bi, h0 : h0 + chunk].float()
+            ks = k[bi, h0 : h0 + chunk].float()
+            vs = v[bi, h0 : h0 + chunk].float()
+            sc = torch.matmul(qs, ks.transpose(-1, -2)) * scale
+            if mask is not None:
+                sc.masked_fill_(mask, -math.inf)
+            ls = torch.logsumexp(sc, dim=-1)
+            p = torch.exp(sc - ls.unsqueeze(-1))
+            o[bi, h0 : h0 + chunk] = torch.matmul(p, vs)
+            lse[bi, h0 : h0 + chunk] = ls
+            del sc, p
+    return o, lse
+
+
+def child_main(args: argparse.Namespace) -> None:
+    """Runs in its own process: correctness on each workload, then timing (or one profiled call)."""
+    import torch
+    import tvm_ffi
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    mod = tvm_ffi.load_module(args.so)
+    dev = torch.device("cuda")
+    causal = args.definition.endswith("_causal")
+    kind = "gemm" if args.definition.startswith("gemm_") else "mha"
+    sizes = [int(x) for x in args.sizes.split(",")]
+    rows = []
+
+    def make_gemm(m):
+        a = torch.randn(m, 5120, dtype=torch.bfloat16, device=dev)
+        b = torch.randn(7168, 5120, dtype=torch.bfloat16, device=dev)
+        c = torch.full((m, 7168), float("nan"), dtype=torch.bfloat16, device=dev)
+        return a, b, c
+
+    def make_mha(s):
+        q, k, v = (torch.randn(MHA_B, MHA_H, s, MHA_D, dtype=torch.bfloat16, device=dev) for _ in range(3))
+        o = torch.full_like(q, float("nan"))
+        lse = torch.full((MHA_B, MHA_H, s), float("nan"), dtype=torch.float32, device=dev)
+        return q, k, v, o, lse
+
+    if args.profile_once:
+        # Exactly one candidate call; ncu filters on the candidate's kernel name.
+        size = sizes[-1]
+        tensors = make_gemm(size) if kind == "gemm" else make_mha(size)
+        mod.run(*tensors)
+        torch.cuda.synchronize()
+        print(json.dumps({"profiled": size}), flush=True)
+        return
+
+    from triton.testing import do_bench
+
+    def bench(fn) -> float:
+        return do_bench(fn, warmup=10, rep=args.rep, return_mode="median")
+
+    for size in sizes:
+        row: dict = {"size": size}
+        torch.manual_seed(1000 + size)
+        if kind == "gemm":
+            a, b, c = make_gemm(size)
+            mod.run(a, b, c)
+            torch.cuda.synchronize()
+            ref = torch.matmul(a.float(), b.float().t())
+            row.update(compare(c, ref))
+            del ref
+            flops = gemm_flops(size)
+            if not args.no_timing:
+                bt = b.t()
+                row["ms"] = bench(functools.partial(mod.run, a, b, c))
+                row["base_ms"] = bench(functools.partial(torch.matmul, a, bt))
+        else:
+            q, k, v, o, lse = make_mha(size)
+            mod.run(q, k, v, o, lse)
+            torch.cuda.synchronize()
+            ro, rl = mha_reference(q, k, v, causal)
+            co = compare(o, ro)
+            cl = compare(lse, rl)
+            row.update({"bad": co["bad"] + cl["bad"], "max_abs": co["max_abs"], "max_rel": co["max_rel"]})
+            row.update({"lse_max_abs": cl["max_abs"]})
+            del ro, rl
+            flops = mha_flops(size, causal)
+            if not args.no_timing:
+                import torch.nn.functional as F
+                from torch.nn.attention import SDPBackend, sdpa_kernel
+
+                row["ms"] = bench(functools.partial(mod.run, q, k, v, o, lse))
+                sdpa = functools.partial(F.scaled_dot_product_attention, q, k, v, is_causal=causal)
+                backends = (("base_ms", SDPBackend.CUDNN_ATTENTION), ("flash_ms", SDPBackend.FLASH_ATTENTION))
+                for label, backend in backends:
+                    try:
+                        with sdpa_kernel(backend):
+                            row[label] = bench(sdpa)
+                    except RuntimeError as exc:  # backend unavailable for this shape
+                        row[label + "_error"] = str(exc)[:200]
+        if "ms" in row:
+            row["tflops"] = flops / row["ms"] / 1e9
+            if "base_ms" in row:
+                row["base_tflops"] = flops / row["base_ms"] / 1e9
+                row["ratio"] = row["base_ms"] / row["ms"]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+
+
+# ---------------------------------------------------------------------------------------------- parent
+
+
+def run_child(sol: Solution, so: Path, sizes: list[int], timeout: float, extra: list[str]) -> tuple[list[dict], str]:
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child",
+        "--so",
+        str(so),
+        "--definition",
+        sol.definition,
+        "--sizes",
+        ",".join(map(str, sizes)),
+        *extra,
+    ]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        out, err, rc = proc.stdout, proc.stderr, proc.returncode
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        err, rc = f"TIMEOUT after {timeout}s", -9
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    log = f"rc={rc}\n{out}\n{err}"
+    return rows, log
+
+
+def run_ncu(sol: Solution, so: Path, kernel_regex: str, size: int, out_dir: Path, timeout: float) -> str:
+    ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
+    csv_path = out_dir / f"ncu_source_{sol.name.replace(':', '__').replace('+', '_').replace('=', '')}.csv"
+    cmd = [
+        ncu,
+        "--clock-control",
+        "none",
+        "--section",
+        "SourceCounters",
+        "--page",
+        "source",
+        "--print-source",
+        "sass",
+        "--csv",
+        "-k",
+        f"regex:{kernel_regex}",
+        "-c",
+        "1",
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child",
+        "--profile-once",
+        "--so",
+        str(so),
+        "--definition",
+        sol.definition,
+        "--sizes",
+        str(size),
+    ]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"ncu TIMEOUT after {timeout}s"
+    csv_path.write_text(proc.stdout)
+    return f"rc={proc.returncode} -> {csv_path.name}; " + summarize_ncu(proc.stdout) + "\n" + proc.stderr[-2000:]
+
+
+def summarize_ncu(text: str) -> str:
+    """Sum executed and predicated-on counts per opcode family from the source-page CSV."""
+    import csv
+    import io
+
+    lines = text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith('"#"') or ln.startswith('"Address"')), None)
+    if start is None:
+        start = next((i for i, ln in enumerate(lines) if "Source" in ln and "," in ln), None)
+    if start is None:
+        return "no CSV table found"
+    reader = csv.DictReader(io.StringIO("\n".join(lines[start:])))
+    fam: dict[str, list[int]] = {}
+    exec_key = pred_key = src_key = None
+    for rec in reader:
+        if exec_key is None:
+            keys = list(rec.keys())
+            exec_key = next((k for k in keys if k and k.startswith("Instructions Executed")), None)
+            pred_key = next((k for k in keys if k and k.startswith("Predicated-On Thread")), None)
+            src_key = next((k for k in keys if k and k.strip() == "Source"), None)
+            if exec_key is None or src_key is None:
+                return "columns not found: " + ",".join(k for k in keys if k)[:300]
+        src = (rec.get(src_key) or "").strip()
+        op = src.split()[0] if src else ""
+        if op.startswith("@"):
+            op = src.split()[1] if len(src.split()) > 1 else ""
+        base = op.split(".")[0]
+        if base in ("HGMMA", "UTMALDG", "UTMASTG", "FFMA", "UTCHMMA", "LDTM", "SYNCS"):
+            key = op if base in ("HGMMA", "UTMALDG") else base
+
+            def num(v: str | None) -> int:
+                try:
+                    return int(float((v or "0").replace(",", "")))
+                except ValueError:
+                    return 0
+
+            agg = fam.setdefault(key, [0, 0, 0])
+            agg[0] += 1
+            agg[1] += num(rec.get(exec_key))
+            agg[2] += num(rec.get(pred_key)) if pred_key else 0
+    return "; ".join(f"{k}: static={v[0]} exec={v[1]} pred_on={v[2]}" for k, v in sorted(fam.items()))
+
+
+def fmt_row(sol: Solution, r: dict) -> str:
+    status = "PASS" if r.get("bad", 1) == 0 else f"FAIL({r.get('bad')})"
+    ms = r.get("ms")
+    base = r.get("base_ms")
+    return (
+        f"{sol.name:<42} {r['size']:>6} {status:<10} {r.get('max_abs', float('nan')):>9.3g} "
+        + (f"{ms:>9.3f} {r['tflops']:>7.1f}" if ms else f"{'-':>9} {'-':>7}")
+        + (f" {base:>9.3f} {r['base_tflops']:>7.1f} {r['ratio']:>6.3f}" if base else "")
+        + (f"  flash {r['flash_ms']:.3f}ms" if r.get("flash_ms") else "")
+        + (f"  lse_abs {r['lse_max_abs']:.3g}" if "lse_max_abs" in r else "")
+    )
+
+
+KERNEL_REGEX = {
+    "hopper_tma_wgmma": "gemm_tma_wgmma",
+    "simt_dead_wgmma": "simt_gemm",
+    "simt_token_wgmma": "simt_gemm",
+    "hopper_wgmma_fa": "attn_fwd",
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("solutions", nargs="*", help="solution folders, optionally path::-DFLAG=1,-DOTHER")
+    ap.add_argument("--arch", default="sm_90a")
+    ap.add_argument("--build-only", action="store_true")
+    ap.add_argument("--build-dir", default=str(REPO / "build" / "kernel_dev"))
+    ap.add_argument("--out", default=os.environ.get("OUT", str(REPO / "build" / "kernel_dev" / "out")))
+    ap.add_argument("--ncu", action="store_true", help="profile one headline call per solution under ncu")
+    ap.add_argument("--no-timing", action="store_true")
+    ap.add_argument("--sizes", default="", help="override the M or S values (comma separated)")
+    ap.add_argument("--rep", type=int, default=200, help="do_bench rep (ms)")
+    ap.add_argument("--timeout", type=float, default=240.0, help="seconds per solution child")
+    ap.add_argument("--ncu-timeout", type=float, default=120.0)
+    # child-only
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--profile-once", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--so", help=argparse.SUPPRESS)
+    ap.add_argument("--definition", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child_main(args)
+        return
+
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sols = [load_solution(s) for s in args.solutions]
+    t0 = time.time()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1))) as pool:
+        builds = list(pool.map(lambda s: build(s, Path(args.build_dir), args.arch), sols))
+    print(f"# built {len(sols)} in {time.time() - t0:.1f}s", flush=True)
+    log_lines = []
+    for sol, (so, log) in zip(sols, builds, strict=True):
+        head = f"== {sol.name} ({sol.definition}) build {'ok' if so else 'FAILED'}"
+        summary = ptxas_summary(log)
+        ops = sass_opcodes(so) if so else {}
+        print(head + "\n" + summary + "\nSASS: " + json.dumps(ops), flush=True)
+        log_lines.append(head + "\n" + log + "\nSASS: " + json.dumps(ops))
+    (out_dir / "build.log").write_text("\n".join(log_lines))
+    if args.build_only:
+        return
+
+    table = []
+    detail = []
+    for sol, (so, _) in zip(sols, builds, strict=True):
+        if so is None:
+            table.append(f"{sol.name:<42} BUILD FAILED")
+            continue
+        sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else (GEMM_M if sol.kind == "gemm" else MHA_S)
+        t1 = time.time()
+        extra = ["--rep", str(args.rep)] + (["--no-timing"] if args.no_timing else [])
+        rows, log = run_child(sol, so, sizes, args.timeout, extra)
+        detail.append(f"== {sol.name} ({time.time() - t1:.1f}s)\n{log}")
+        print(f"== {sol.name} child done in {time.time() - t1:.1f}s", flush=True)
+        if not rows:
+            table.append(f"{sol.name:<42} NO RESULT: {log[-600:]}")
+        table.extend(fmt_row(sol, r) for r in rows)
+        if args.ncu:
+            base_name = sol.path.name
+            regex = KERNEL_REGEX.get(base_name, ".*")
+            size = 8192 if sol.kind == "gemm" else MHA_HEADLINE_S
+            t2 = time.time()
+            res = run_ncu(sol, so, regex, size, out_dir, args.ncu_timeout)
+            table.append(f"   ncu {sol.name} ({time.time() - t2:.1f}s): {res.splitlines()[0] if res else ''}")
+            detail.append(f"== ncu {sol.name}\n{res}")
+    (out_dir / "run.log").write_text("\n".join(detail))
+    print(f"\n# {'solution':<40} {'size':>6} {'status':<10} {'max_abs':>9} {'ms':>9} {'TFLOP/s':>7}", end="")
+    print(f" {'base_ms':>9} {'base_TF':>7} {'ratio':>6}")
+    print("\n".join(table))
+    print(f"# total {time.time() - t0:.1f}s")
+
+
+if __name__ == "__main__":
+    main()
