@@ -1,0 +1,349 @@
+"""Write the PTXBench task suite (tasks/<name>/) from the templates in scripts/suite_templates/.
+
+Tasks are data; this script is how they were made. Running it again reproduces them byte for byte (a test
+checks), so change a task here and re-run rather than editing the generated files by hand.
+
+    python scripts/make_suite.py            # write tasks/
+    python scripts/make_suite.py --check    # exit 1 if tasks/ differs from what this script would write
+    python scripts/make_suite.py --out DIR  # write somewhere else
+
+Only the files listed per task below are written; anything else in a task folder (solutions/, ...) and
+tasks/packs/ are left alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+TEMPLATES = Path(__file__).resolve().parent / "suite_templates"
+DEFAULT_ROOT = Path(__file__).resolve().parent.parent / "tasks"
+
+# uuid5 namespace of the suite: workload ids are uuid5(NAMESPACE, "<task>/M=<m>") or "<task>/S=<s>".
+NAMESPACE = uuid.UUID("6f1f7a52-0d0e-4c55-9d1e-5054584245e4")
+
+GEMM_SHAPES = ((7168, 5120), (4096, 4096), (2048, 4096), (28672, 4096), (256, 7168))  # (N, K)
+GEMM_M = (128, 1024, 4096, 8192)
+GEMM_HEADLINE_M = 8192
+ATTN_BATCH = 4
+ATTN_HEADS = 48
+ATTN_HEAD_DIMS = (64, 96, 128)
+ATTN_S = (512, 1024, 2048, 4096, 8192, 16384)
+ATTN_HEADLINE_S = 4096
+
+TARGETS = {
+    "sm_90a": {
+        "families": ["gmma", "tma"],
+        "note": "wgmma (HGMMA in SASS) and/or TMA bulk tensor copies (UTMALDG/UTMASTG/UTMAREDG)",
+    },
+    "sm_100a": {
+        "families": ["tcgen05"],
+        "note": "tcgen05.mma / tcgen05.ld / tcgen05.st (UTC*, LDTM, STTM in SASS)",
+    },
+}
+KNOWLEDGE_PACKS = {"sm_90a": "hopper", "sm_100a": "blackwell"}
+TOLERANCE = {"atol": 0.01, "rtol": 0.01}
+
+ATTN_AXES = {
+    "B": {"type": "const", "value": ATTN_BATCH, "description": "batch"},
+    "H": {"type": "const", "value": ATTN_HEADS, "description": "attention heads (queries and keys alike)"},
+    "S": {"type": "var", "description": "sequence length (queries = keys)"},
+}
+
+PY_CAUSAL_LINE = "CAUSAL = False  # query i attends keys j <= i when True (S_q == S_k, top-left aligned)"
+CU_CAUSAL_LINE = "constexpr bool kCausal = false;"
+
+
+@dataclass(frozen=True)
+class TaskFiles:
+    """One task folder's generated files: file name -> exact text."""
+
+    name: str
+    files: dict[str, str]
+
+
+def workload_uuid(task: str, axis: str, value: int) -> str:
+    return str(uuid.uuid5(NAMESPACE, f"{task}/{axis}={value}"))
+
+
+def _json(obj: object) -> str:
+    return json.dumps(obj, indent=2) + "\n"
+
+
+def _template(name: str, causal: bool | None = None) -> str:
+    """A template's text; with `causal` given, its one causal-flag line set accordingly."""
+    text = (TEMPLATES / name).read_text(encoding="utf-8")
+    if causal is None:
+        return text
+    if name.endswith(".py"):
+        marker, replacement = PY_CAUSAL_LINE, PY_CAUSAL_LINE.replace("False", "True", 1)
+    else:
+        marker, replacement = CU_CAUSAL_LINE, "constexpr bool kCausal = true;"
+    if text.count(marker) != 1:
+        raise RuntimeError(f"{name}: expected the causal-flag line exactly once")
+    return text.replace(marker, replacement) if causal else text
+
+
+def _workloads(task: str, axis: str, values: tuple[int, ...], inputs: tuple[str, ...]) -> str:
+    lines = []
+    for value in values:
+        record = {
+            "definition": task,
+            "solution": None,
+            "workload": {
+                "uuid": workload_uuid(task, axis, value),
+                "axes": {axis: value},
+                "inputs": {name: {"type": "random"} for name in inputs},
+            },
+            "evaluation": None,
+        }
+        lines.append(json.dumps(record))
+    return "\n".join(lines) + "\n"
+
+
+def _ptxbench(task: str, group: str, flops: str, headline: str, baselines: list[dict], **extra: object) -> str:
+    data: dict[str, object] = {
+        "definition": task,
+        "group": group,
+        "flops": flops,
+        "headline_workload": headline,
+        "targets": TARGETS,
+        "baselines": baselines,
+    }
+    data.update(extra)
+    data["starter"] = "starter.cu"
+    data["knowledge_packs"] = KNOWLEDGE_PACKS
+    data["tolerance"] = TOLERANCE
+    return _json(data)
+
+
+def gemm_task(n: int, k: int) -> TaskFiles:
+    name = f"gemm_n{n}_k{k}"
+    definition = {
+        "name": name,
+        "op_type": "gemm",
+        "description": (
+            f"BF16 GEMM with fp32 accumulation: C[M,N] = A[M,K] @ B[N,K]^T, N={n}, K={k} (B is stored row-major "
+            f"as [N,K], i.e. the weight layout of a linear layer). The headline workload is M={GEMM_HEADLINE_M}."
+        ),
+        "axes": {
+            "M": {"type": "var", "description": "rows of A and C (tokens)"},
+            "N": {"type": "const", "value": n, "description": "rows of B, columns of C"},
+            "K": {"type": "const", "value": k, "description": "reduction dimension"},
+        },
+        "inputs": {
+            "A": {"shape": ["M", "K"], "dtype": "bfloat16", "description": "left operand, row-major"},
+            "B": {
+                "shape": ["N", "K"],
+                "dtype": "bfloat16",
+                "description": "right operand, row-major [N,K]; the product uses its transpose",
+            },
+        },
+        "outputs": {
+            "C": {
+                "shape": ["M", "N"],
+                "dtype": "bfloat16",
+                "description": "A @ B^T, rounded to bf16 from an fp32 accumulator",
+            }
+        },
+        "reference": _template("gemm_reference.py"),
+        "tags": ["status:verified", "suite:ptxbench", "gemm", "bf16"],
+    }
+    baselines = [{"id": "cublas", "name": "cuBLAS (torch.matmul)", "file": "baseline.py", "function": "run"}]
+    headline = workload_uuid(name, "M", GEMM_HEADLINE_M)
+    return TaskFiles(
+        name,
+        {
+            "definition.json": _json(definition),
+            "workloads.jsonl": _workloads(name, "M", GEMM_M, ("A", "B")),
+            "ptxbench.json": _ptxbench(name, "gemm", "2*M*N*K", headline, baselines),
+            "baseline.py": _template("gemm_baseline.py"),
+            "starter.cu": _template("gemm_starter.cu"),
+        },
+    )
+
+
+def _mask_words(causal: bool) -> str:
+    return "causal mask (query i attends keys j <= i)" if causal else "no mask"
+
+
+def _bhsd(description: str) -> dict:
+    return {"shape": ["B", "H", "S", "D"], "dtype": "bfloat16", "description": description}
+
+
+def mha_fwd_task(d: int, causal: bool) -> TaskFiles:
+    name = f"mha_with_lse_d{d}" + ("_causal" if causal else "")
+    definition = {
+        "name": name,
+        "op_type": "mha_with_lse",
+        "description": (
+            f"Multi-head attention forward with log-sum-exp, bf16 in and out, fp32 accumulation: "
+            f"O = softmax(Q K^T / sqrt(D)) V and LSE[b,h,i] = log(sum_j exp(Q_i . K_j / sqrt(D))) (natural log, "
+            f"fp32), over the keys row i attends. B={ATTN_BATCH}, H={ATTN_HEADS}, D={d}, {_mask_words(causal)}; "
+            f"the scale 1/sqrt(D) is fixed, not an input. The headline workload is S={ATTN_HEADLINE_S}."
+        ),
+        "axes": {**ATTN_AXES, "D": {"type": "const", "value": d, "description": "head dimension"}},
+        "inputs": {
+            "Q": _bhsd("queries"),
+            "K": _bhsd("keys"),
+            "V": _bhsd("values"),
+        },
+        "outputs": {
+            "O": _bhsd("attention output"),
+            "LSE": {
+                "shape": ["B", "H", "S"],
+                "dtype": "float32",
+                "description": "natural-log sum of exp(scaled scores) per query row (the softmax denominator's log)",
+            },
+        },
+        "reference": _template("mha_fwd_reference.py", causal),
+        "tags": ["status:verified", "suite:ptxbench", "attention", "forward", "bf16"] + (["causal"] if causal else []),
+    }
+    baselines = [
+        {
+            "id": "cudnn",
+            "name": "cuDNN attention (torch aten._scaled_dot_product_cudnn_attention)",
+            "file": "baseline_cudnn.py",
+            "function": "run",
+        },
+        {
+            "id": "flash",
+            "name": "FlashAttention-2 (torch aten._scaled_dot_product_flash_attention)",
+            "file": "baseline_flash.py",
+            "function": "run",
+        },
+    ]
+    flops = "2*B*H*S*S*D" if causal else "4*B*H*S*S*D"
+    headline = workload_uuid(name, "S", ATTN_HEADLINE_S)
+    return TaskFiles(
+        name,
+        {
+            "definition.json": _json(definition),
+            "workloads.jsonl": _workloads(name, "S", ATTN_S, ("Q", "K", "V")),
+            "ptxbench.json": _ptxbench(name, "mha_fwd", flops, headline, baselines),
+            "baseline_cudnn.py": _template("mha_fwd_cudnn.py", causal),
+            "baseline_flash.py": _template("mha_fwd_flash.py", causal),
+            "starter.cu": _template("mha_fwd_starter.cu", causal),
+        },
+    )
+
+
+def mha_bwd_task(d: int, causal: bool) -> TaskFiles:
+    name = f"mha_bwd_d{d}" + ("_causal" if causal else "")
+    definition = {
+        "name": name,
+        "op_type": "mha_bwd",
+        "description": (
+            f"Multi-head attention backward, bf16 in and out, fp32 accumulation. With P = softmax(Q K^T / sqrt(D)) "
+            f"({_mask_words(causal)}) recomputed as exp(Q K^T / sqrt(D) - LSE), compute dV = P^T dO, "
+            f"dS = P * (dO V^T - rowsum(dO * O)), dQ = dS K / sqrt(D), dK = dS^T Q / sqrt(D). O and LSE are the "
+            f"forward pass's outputs for the same Q, K, V (the task's input generator computes them). "
+            f"B={ATTN_BATCH}, H={ATTN_HEADS}, D={d}. The headline workload is S={ATTN_HEADLINE_S}."
+        ),
+        "axes": {**ATTN_AXES, "D": {"type": "const", "value": d, "description": "head dimension"}},
+        "inputs": {
+            "Q": _bhsd("queries"),
+            "K": _bhsd("keys"),
+            "V": _bhsd("values"),
+            "O": _bhsd("forward output for Q, K, V"),
+            "dO": _bhsd("gradient of the loss with respect to O"),
+            "LSE": {
+                "shape": ["B", "H", "S"],
+                "dtype": "float32",
+                "description": "forward log-sum-exp per query row (natural log)",
+            },
+        },
+        "outputs": {
+            "dQ": _bhsd("gradient with respect to Q"),
+            "dK": _bhsd("gradient with respect to K"),
+            "dV": _bhsd("gradient with respect to V"),
+        },
+        "reference": _template("mha_bwd_reference.py", causal),
+        "tags": ["status:verified", "suite:ptxbench", "attention", "backward", "bf16"] + (["causal"] if causal else []),
+    }
+    baselines = [
+        {
+            "id": "cudnn",
+            "name": "cuDNN attention backward (torch aten._scaled_dot_product_cudnn_attention_backward)",
+            "file": "baseline_cudnn.py",
+            "function": "run",
+        },
+        {
+            "id": "flash",
+            "name": "FlashAttention-2 backward (torch aten._scaled_dot_product_flash_attention_backward)",
+            "file": "baseline_flash.py",
+            "function": "run",
+        },
+    ]
+    # FlashAttention's convention: backward = 2.5 x forward (5 matrix products against the forward's 2).
+    flops = "5*B*H*S*S*D" if causal else "10*B*H*S*S*D"
+    headline = workload_uuid(name, "S", ATTN_HEADLINE_S)
+    generator = {"id": "forward", "name": "fp32 forward pass for O and LSE", "file": "inputs.py", "function": "derive"}
+    return TaskFiles(
+        name,
+        {
+            "definition.json": _json(definition),
+            "workloads.jsonl": _workloads(name, "S", ATTN_S, ("Q", "K", "V", "O", "dO", "LSE")),
+            "ptxbench.json": _ptxbench(name, "mha_bwd", flops, headline, baselines, input_generator=generator),
+            "baseline_cudnn.py": _template("mha_bwd_cudnn.py", causal),
+            "baseline_flash.py": _template("mha_bwd_flash.py", causal),
+            "inputs.py": _template("mha_bwd_inputs.py", causal),
+            "starter.cu": _template("mha_bwd_starter.cu", causal),
+        },
+    )
+
+
+def build_suite() -> list[TaskFiles]:
+    """Every task of the suite with its generated files, in a fixed order."""
+    tasks = [gemm_task(n, k) for n, k in GEMM_SHAPES]
+    for causal in (False, True):
+        tasks += [mha_fwd_task(d, causal) for d in ATTN_HEAD_DIMS]
+    for causal in (False, True):
+        tasks += [mha_bwd_task(d, causal) for d in ATTN_HEAD_DIMS]
+    return tasks
+
+
+def differences(root: Path) -> list[str]:
+    """Generated files that are missing under `root` or differ from what build_suite() writes."""
+    out = []
+    for task in build_suite():
+        for file, text in task.files.items():
+            path = root / task.name / file
+            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                out.append(str(path))
+    return out
+
+
+def write_suite(root: Path) -> list[Path]:
+    written = []
+    for task in build_suite():
+        folder = root / task.name
+        folder.mkdir(parents=True, exist_ok=True)
+        for file, text in task.files.items():
+            path = folder / file
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=DEFAULT_ROOT, help="tasks folder to write (default: tasks/)")
+    parser.add_argument("--check", action="store_true", help="only compare; exit 1 on any difference")
+    args = parser.parse_args(argv)
+    if args.check:
+        diff = differences(args.out)
+        for path in diff:
+            print(f"differs: {path}")
+        return 1 if diff else 0
+    written = write_suite(args.out)
+    print(f"wrote {len(written)} files for {len(build_suite())} tasks under {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
