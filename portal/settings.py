@@ -37,6 +37,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "portal.core",
     "portal.catalog",
+    "portal.accounts",
+    "portal.submissions",
 ]
 
 MIDDLEWARE = [
@@ -85,7 +87,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 # One queue per GPU architecture (workers on hosts with that GPU), plus LLM calls and CPU-only work.
 RQ_QUEUE_NAMES = ("gpu-sm90", "gpu-sm100", "agent", "default")
-RQ_QUEUES = {name: {"URL": REDIS_URL, "DEFAULT_TIMEOUT": env_int("RQ_DEFAULT_TIMEOUT", 3600)} for name in RQ_QUEUE_NAMES}
+RQ_QUEUES = {
+    name: {"URL": REDIS_URL, "DEFAULT_TIMEOUT": env_int("RQ_DEFAULT_TIMEOUT", 3600)} for name in RQ_QUEUE_NAMES
+}
 RQ_SHOW_ADMIN_LINK = True
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -139,3 +143,19 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"django.server": {"level": "WARNING"}},
 }
+
+# --- submissions, evaluations, workers
+MAX_SOURCE_BYTES = env_int("MAX_SOURCE_BYTES", 1024 * 1024)  # kernel source limit (UTF-8 bytes)
+SUBMISSIONS_PER_HOUR = env_int("SUBMISSIONS_PER_HOUR", 30)  # per user
+MAX_ACTIVE_EVALUATIONS = env_int("MAX_ACTIVE_EVALUATIONS", 4)  # queued or running, per user
+EVALUATION_MAX_ATTEMPTS = env_int(
+    "EVALUATION_MAX_ATTEMPTS", 3
+)  # infrastructure retries, never for a kernel's own failure
+EVALUATION_TIMEOUT = env_int("EVALUATION_TIMEOUT", 1800)  # seconds for one whole evaluator run
+EVALUATION_STALE_SECONDS = env_int("EVALUATION_STALE_SECONDS", 120)  # no heartbeat for this long: the worker is gone
+RECONCILE_INTERVAL = env_int("RECONCILE_INTERVAL", 60)
+WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 15)
+# Stages the evaluator runs on this host: "all", or e.g. "policy,compile,sass" on machines without a GPU.
+EVALUATOR_STAGES = env_str("EVALUATOR_STAGES", "all")
+EVALUATOR_PYTHON = env_str("EVALUATOR_PYTHON", "")  # interpreter for `python -m evaluator` (default: this one)
+PLAUSIBLE_SPEEDUP_MAX = float(env_str("PLAUSIBLE_SPEEDUP_MAX", "3.0"))

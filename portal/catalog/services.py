@@ -10,7 +10,8 @@ from pathlib import Path
 from django.db import transaction
 
 from evaluator.arches import ARCHES
-from evaluator.taskdata import ImportedDefinition, Task as TaskData, run_signature
+from evaluator.taskdata import ImportedDefinition, run_signature
+from evaluator.taskdata import Task as TaskData
 from portal.catalog.models import ArchitectureTarget, KnowledgePack, Task, Workload
 
 
@@ -165,5 +166,7 @@ def catalog_import(*, items: list[ImportedDefinition]) -> SyncReport:
         if changed:
             _sync_workloads(task, item.workloads, item.workloads[-1].uuid if item.workloads else None)
         for arch in ARCHES.values():
-            ArchitectureTarget.objects.get_or_create(task=task, arch=arch.name, defaults={"families": list(arch.families)})
+            ArchitectureTarget.objects.get_or_create(
+                task=task, arch=arch.name, defaults={"families": list(arch.families)}
+            )
     return report

@@ -5,87 +5,123 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='KnowledgePack',
+            name="KnowledgePack",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.SlugField(max_length=64, unique=True)),
-                ('title', models.CharField(max_length=200)),
-                ('arch', models.CharField(blank=True, choices=[('sm_90a', 'Hopper (sm_90a)'), ('sm_100a', 'Blackwell (sm_100a)')], max_length=16)),
-                ('description', models.TextField(blank=True)),
-                ('text', models.TextField()),
-                ('token_count', models.PositiveIntegerField()),
-                ('tokenizer', models.CharField(max_length=64)),
-                ('sha256', models.CharField(max_length=64)),
-                ('manifest', models.JSONField(default=dict)),
-                ('synced_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("slug", models.SlugField(max_length=64, unique=True)),
+                ("title", models.CharField(max_length=200)),
+                (
+                    "arch",
+                    models.CharField(
+                        blank=True,
+                        choices=[("sm_90a", "Hopper (sm_90a)"), ("sm_100a", "Blackwell (sm_100a)")],
+                        max_length=16,
+                    ),
+                ),
+                ("description", models.TextField(blank=True)),
+                ("text", models.TextField()),
+                ("token_count", models.PositiveIntegerField()),
+                ("tokenizer", models.CharField(max_length=64)),
+                ("sha256", models.CharField(max_length=64)),
+                ("manifest", models.JSONField(default=dict)),
+                ("synced_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['slug'],
+                "ordering": ["slug"],
             },
         ),
         migrations.CreateModel(
-            name='Task',
+            name="Task",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.SlugField(max_length=128, unique=True)),
-                ('op_type', models.CharField(max_length=64)),
-                ('group', models.CharField(db_index=True, max_length=64)),
-                ('description', models.TextField(blank=True)),
-                ('definition', models.JSONField()),
-                ('reference', models.TextField()),
-                ('tags', models.JSONField(default=list)),
-                ('flops', models.CharField(blank=True, max_length=200)),
-                ('baselines', models.JSONField(default=list)),
-                ('atol', models.FloatField(default=0.01)),
-                ('rtol', models.FloatField(default=0.01)),
-                ('run_signature', models.TextField()),
-                ('starter', models.TextField(blank=True)),
-                ('source', models.CharField(choices=[('suite', 'PTXBench suite'), ('import', 'Imported FlashInfer Trace definition')], default='suite', max_length=16)),
-                ('is_active', models.BooleanField(default=True)),
-                ('content_sha256', models.CharField(max_length=64)),
-                ('synced_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("slug", models.SlugField(max_length=128, unique=True)),
+                ("op_type", models.CharField(max_length=64)),
+                ("group", models.CharField(db_index=True, max_length=64)),
+                ("description", models.TextField(blank=True)),
+                ("definition", models.JSONField()),
+                ("reference", models.TextField()),
+                ("tags", models.JSONField(default=list)),
+                ("flops", models.CharField(blank=True, max_length=200)),
+                ("baselines", models.JSONField(default=list)),
+                ("atol", models.FloatField(default=0.01)),
+                ("rtol", models.FloatField(default=0.01)),
+                ("run_signature", models.TextField()),
+                ("starter", models.TextField(blank=True)),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[("suite", "PTXBench suite"), ("import", "Imported FlashInfer Trace definition")],
+                        default="suite",
+                        max_length=16,
+                    ),
+                ),
+                ("is_active", models.BooleanField(default=True)),
+                ("content_sha256", models.CharField(max_length=64)),
+                ("synced_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['group', 'slug'],
+                "ordering": ["group", "slug"],
             },
         ),
         migrations.CreateModel(
-            name='Workload',
+            name="Workload",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('uuid', models.UUIDField(unique=True)),
-                ('axes', models.JSONField()),
-                ('inputs', models.JSONField()),
-                ('is_headline', models.BooleanField(default=False)),
-                ('position', models.PositiveIntegerField(default=0)),
-                ('is_active', models.BooleanField(default=True)),
-                ('task', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='workloads', to='catalog.task')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("uuid", models.UUIDField(unique=True)),
+                ("axes", models.JSONField()),
+                ("inputs", models.JSONField()),
+                ("is_headline", models.BooleanField(default=False)),
+                ("position", models.PositiveIntegerField(default=0)),
+                ("is_active", models.BooleanField(default=True)),
+                (
+                    "task",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="workloads", to="catalog.task"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['task', 'position'],
+                "ordering": ["task", "position"],
             },
         ),
         migrations.CreateModel(
-            name='ArchitectureTarget',
+            name="ArchitectureTarget",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('arch', models.CharField(choices=[('sm_90a', 'Hopper (sm_90a)'), ('sm_100a', 'Blackwell (sm_100a)')], max_length=16)),
-                ('families', models.JSONField(default=list)),
-                ('note', models.TextField(blank=True)),
-                ('pack', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='catalog.knowledgepack')),
-                ('task', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='targets', to='catalog.task')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "arch",
+                    models.CharField(
+                        choices=[("sm_90a", "Hopper (sm_90a)"), ("sm_100a", "Blackwell (sm_100a)")], max_length=16
+                    ),
+                ),
+                ("families", models.JSONField(default=list)),
+                ("note", models.TextField(blank=True)),
+                (
+                    "pack",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="catalog.knowledgepack",
+                    ),
+                ),
+                (
+                    "task",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="targets", to="catalog.task"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['arch'],
-                'constraints': [models.UniqueConstraint(fields=('task', 'arch'), name='unique_task_arch')],
+                "ordering": ["arch"],
+                "constraints": [models.UniqueConstraint(fields=("task", "arch"), name="unique_task_arch")],
             },
         ),
     ]

@@ -15,7 +15,9 @@ class Command(BaseCommand):
     help = "Sync tasks and knowledge packs from the tasks/ folder, or import a FlashInfer-Trace directory with --from."
 
     def add_arguments(self, parser):
-        parser.add_argument("--from", dest="source", help="a FlashInfer-Trace style directory (definitions/, workloads/)")
+        parser.add_argument(
+            "--from", dest="source", help="a FlashInfer-Trace style directory (definitions/, workloads/)"
+        )
         parser.add_argument("--tasks-dir", default=None, help="task folder (default: settings.TASKS_DIR)")
 
     def handle(self, *args, source: str | None = None, tasks_dir: str | None = None, **options):

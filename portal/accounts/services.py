@@ -1,0 +1,69 @@
+"""Writes for accounts: tokens and bans."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.utils import timezone
+
+from portal.accounts.models import ApiToken, Profile
+
+TOKEN_PREFIX = "ptx_"  # noqa: S105 - a marker, not a secret
+
+
+def digest_token(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+@transaction.atomic
+def token_create(*, user: User, name: str) -> tuple[ApiToken, str]:
+    """Create a token and return it with its raw value, which is never stored and never shown again."""
+    raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken.objects.create(
+        user=user, name=name.strip()[:100] or "token", prefix=raw[:12], digest=digest_token(raw)
+    )
+    return token, raw
+
+
+def token_revoke(*, user: User, token_id: int) -> bool:
+    updated = ApiToken.objects.filter(id=token_id, user=user, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    return updated == 1
+
+
+def token_authenticate(raw: str) -> User | None:
+    """The active, unbanned user owning this token, or None."""
+    if not raw.startswith(TOKEN_PREFIX):
+        return None
+    token = (
+        ApiToken.objects.select_related("user", "user__profile")
+        .filter(digest=digest_token(raw), revoked_at__isnull=True)
+        .first()
+    )
+    if token is None or not token.user.is_active or user_is_banned(token.user):
+        return None
+    ApiToken.objects.filter(id=token.id).update(last_used_at=timezone.now())
+    return token.user
+
+
+def user_is_banned(user: User) -> bool:
+    profile = getattr(user, "profile", None)
+    return bool(profile and profile.is_banned)
+
+
+@transaction.atomic
+def user_ban(*, user: User, reason: str) -> None:
+    """Ban a user: no login, no submissions, tokens revoked; their evidence stays but leaves public tables."""
+    profile, _ = Profile.objects.get_or_create(user=user)
+    profile.is_banned = True
+    profile.banned_reason = reason
+    profile.banned_at = timezone.now()
+    profile.save()
+    ApiToken.objects.filter(user=user, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+@transaction.atomic
+def user_unban(*, user: User) -> None:
+    Profile.objects.filter(user=user).update(is_banned=False, banned_reason="", banned_at=None)

@@ -1,0 +1,156 @@
+"""Kernel submissions, their evaluations (one RQ job each; the job id is the evaluation id),
+the artifacts kept for audit, and the GPU workers that score them."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+from portal.catalog.models import ARCH_CHOICES, Task
+
+
+class Submission(models.Model):
+    class Kind(models.TextChoices):
+        KERNEL = "kernel", "Kernel upload"
+        REFERENCE = "reference", "Expert reference"
+        AGENT = "agent", "Model turn"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="submissions"
+    )
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="submissions")
+    arch = models.CharField(max_length=16, choices=ARCH_CHOICES)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.KERNEL)
+    name = models.CharField(max_length=200, blank=True)  # label shown in tables (file name, solution name)
+    source = models.TextField()
+    source_sha256 = models.CharField(max_length=64)
+    source_bytes = models.PositiveIntegerField()
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # Hidden by an admin: gone from every public table and page, evidence kept.
+    is_hidden = models.BooleanField(default=False)
+    hidden_reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["task", "arch", "source_sha256"], name="submission_dedup")]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.task.slug} @ {self.arch}"
+
+
+class Evaluation(models.Model):
+    class State(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"  # a verdict was recorded, whatever it says
+        FAILED = "failed", "Failed"  # the infrastructure failed for good; infra_error says why
+        CANCELLED = "cancelled", "Cancelled"
+
+    ACTIVE_STATES = (State.QUEUED, State.RUNNING)
+
+    class ReviewState(models.TextChoices):
+        NONE = "", "Not needed"
+        HELD = "held", "Held for review"
+        CONFIRMED = "confirmed", "Confirmed by an admin"
+        REJECTED = "rejected", "Rejected by an admin"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)  # also the RQ job id
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="evaluations")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED, db_index=True)
+    queue = models.CharField(max_length=32)
+    stages = models.CharField(max_length=120, default="all")  # what the evaluator was asked to run
+    stage = models.CharField(max_length=32, blank=True)  # stage in progress (or last reached)
+    stage_message = models.TextField(blank=True)
+    progress = models.JSONField(default=list)  # [{stage, state, message, at}] as the evaluator reports them
+    attempts = models.PositiveSmallIntegerField(default=0)
+    worker_name = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    infra_error = models.TextField(blank=True)
+
+    verdict = models.JSONField(null=True, blank=True)  # the evaluator's verdict document, as produced
+    # Summary columns copied from the verdict for tables and sorting.
+    status = models.CharField(max_length=32, blank=True, db_index=True)
+    arch_status = models.CharField(max_length=32, blank=True)
+    arch_full = models.BooleanField(default=False)
+    ptxbench_verified = models.BooleanField(default=False)
+    tensor_core_share = models.FloatField(null=True, blank=True)
+    speedup = models.FloatField(null=True, blank=True)
+    speedup_ci_low = models.FloatField(null=True, blank=True)
+    speedup_ci_high = models.FloatField(null=True, blank=True)
+    latency_ms = models.FloatField(null=True, blank=True)
+    baseline_latency_ms = models.FloatField(null=True, blank=True)
+    tflops = models.FloatField(null=True, blank=True)
+    peak_fraction = models.FloatField(null=True, blank=True)
+    gpu_name = models.CharField(max_length=100, blank=True)
+    gpu_uuid = models.CharField(max_length=100, blank=True)
+    driver_version = models.CharField(max_length=40, blank=True)
+    evaluator_version = models.CharField(max_length=40, blank=True)
+    # Plausibility (achieved rate above the GPU's peak, speedup above the bound): held until an admin decides.
+    review_state = models.CharField(max_length=16, choices=ReviewState.choices, default=ReviewState.NONE, blank=True)
+    review_reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["state", "heartbeat_at"], name="evaluation_liveness")]
+
+    def __str__(self) -> str:
+        return f"evaluation {self.id} ({self.state})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.state in self.ACTIVE_STATES
+
+
+class Artifact(models.Model):
+    """A file kept for audit (kernel source, SASS, Nsight Compute CSV, compiler log, verdict JSON),
+    stored under ARTIFACTS_DIR and served as an attachment with its sha256."""
+
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="artifacts")
+    name = models.CharField(max_length=100)
+    content_type = models.CharField(max_length=100)
+    sha256 = models.CharField(max_length=64)
+    size = models.PositiveBigIntegerField()
+    path = models.CharField(max_length=400)  # relative to ARTIFACTS_DIR
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["evaluation", "name"], name="unique_artifact_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class GpuWorker(models.Model):
+    """A registered worker process: one per GPU, serving its architecture's queue, heartbeating."""
+
+    name = models.CharField(max_length=200, unique=True)  # the RQ worker name
+    host = models.CharField(max_length=200)
+    pid = models.PositiveIntegerField(default=0)
+    arch = models.CharField(max_length=16, blank=True)  # empty for CPU-only workers
+    queues = models.CharField(max_length=200)
+    gpu_index = models.CharField(max_length=16, blank=True)  # CUDA_VISIBLE_DEVICES it is pinned to
+    gpu_name = models.CharField(max_length=100, blank=True)
+    gpu_uuid = models.CharField(max_length=100, blank=True)
+    driver_version = models.CharField(max_length=40, blank=True)
+    cuda_version = models.CharField(max_length=40, blank=True)
+    torch_version = models.CharField(max_length=40, blank=True)
+    mode = models.CharField(max_length=40, blank=True)  # e.g. "gpu", "cpu-stages-only"
+    started_at = models.DateTimeField(auto_now_add=True)
+    heartbeat_at = models.DateTimeField()
+    stopped_at = models.DateTimeField(null=True, blank=True)
+    current_evaluation = models.ForeignKey(
+        Evaluation, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["arch", "host", "name"]
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,164 @@
+"""Runs `python -m evaluator run` for one evaluation in a child process and relays its progress.
+
+The worker process never touches CUDA: everything GPU happens in this child (and the evaluator's own
+candidate child below it). The child gets a minimal environment: no database URL, no Redis URL, no keys."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Variables the evaluator may need; everything else (SECRET_KEY, DATABASE_URL, FERNET keys ...) stays behind.
+PASS_ENV = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "TMPDIR",
+    "PYTHONPATH",
+    "LD_LIBRARY_PATH",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+)
+STDERR_TAIL = 8000
+
+
+@dataclass
+class RunnerResult:
+    verdict: dict | None  # the verdict document, when the evaluator produced one
+    files: dict[str, bytes] = field(default_factory=dict)  # artifacts to keep
+    error: str = ""  # why there is no verdict (infrastructure)
+    lost: bool = False  # the evaluation was taken away from us while running (stop quietly)
+
+
+def child_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k in PASS_ENV or k.startswith("EVALUATOR_")}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _read_new_lines(path: Path, offset: int) -> tuple[list[dict], int]:
+    if not path.exists():
+        return [], offset
+    with path.open("rb") as fh:
+        fh.seek(offset)
+        chunk = fh.read()
+    complete = chunk.rfind(b"\n") + 1  # only whole lines; the rest is read next time
+    events = []
+    for line in chunk[:complete].splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+    return events, offset + complete
+
+
+def run_evaluator(
+    *,
+    source: str,
+    task: str,
+    arch: str,
+    stages: str,
+    workdir: Path,
+    tasks_root: Path,
+    timeout: float,
+    on_events: Callable[[list[dict]], bool],
+    python: str = "",
+    poll_seconds: float = 1.0,
+) -> RunnerResult:
+    """Evaluate `source`; `on_events` gets new progress events (and serves as heartbeat) about once a
+    second and returns False if the evaluation is no longer ours, which stops the child."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    kernel = workdir / "kernel.cu"
+    kernel.write_text(source, encoding="utf-8")
+    verdict_path = workdir / "verdict.json"
+    progress_path = workdir / "progress.jsonl"
+    artifacts_dir = workdir / "artifacts"
+    command = [
+        python or sys.executable,
+        "-m",
+        "evaluator",
+        "run",
+        str(kernel),
+        "--task",
+        task,
+        "--arch",
+        arch,
+        "--tasks-root",
+        str(tasks_root),
+        "--json",
+        str(verdict_path),
+        "--progress",
+        str(progress_path),
+        "--artifacts",
+        str(artifacts_dir),
+    ]
+    if stages and stages != "all":
+        command += ["--stages", stages]
+    stderr_path = workdir / "evaluator.stderr"
+    with stderr_path.open("wb") as stderr, (workdir / "evaluator.stdout").open("wb") as stdout:
+        proc = subprocess.Popen(
+            command,
+            cwd=str(Path(__file__).resolve().parents[2]),
+            env=child_env(),
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout
+        offset = 0
+        lost = timed_out = False
+        while True:
+            try:
+                proc.wait(timeout=poll_seconds)
+                finished = True
+            except subprocess.TimeoutExpired:
+                finished = False
+            events, offset = _read_new_lines(progress_path, offset)
+            if not on_events(events):
+                lost = True
+            if finished:
+                break
+            if lost or time.monotonic() > deadline:
+                timed_out = not lost
+                _kill_group(proc)
+                break
+    if lost:
+        return RunnerResult(None, error="evaluation taken away from this worker", lost=True)
+    if timed_out:
+        return RunnerResult(None, error=f"the evaluator ran past the {timeout:.0f} s limit and was stopped")
+    tail = stderr_path.read_bytes()[-STDERR_TAIL:].decode("utf-8", "replace")
+    if proc.returncode != 0 or not verdict_path.exists():
+        return RunnerResult(None, error=f"the evaluator exited with status {proc.returncode}: {tail.strip()[-2000:]}")
+    try:
+        verdict = json.loads(verdict_path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        return RunnerResult(None, error=f"the evaluator wrote an unreadable verdict: {exc}")
+    files = {"kernel.cu": source.encode("utf-8"), "verdict.json": verdict_path.read_bytes()}
+    compile_output = (verdict.get("compile") or {}).get("output")
+    if compile_output:
+        files["compile.log"] = compile_output.encode("utf-8")
+    if artifacts_dir.is_dir():
+        for path in sorted(artifacts_dir.iterdir()):
+            if path.is_file() and path.stat().st_size <= 64 * 1024 * 1024:
+                files.setdefault(path.name, path.read_bytes())
+    return RunnerResult(verdict, files)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
