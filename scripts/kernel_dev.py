@@ -405,6 +405,16 @@ def summarize_ncu(text: str) -> str:
     return "; ".join(f"{k}: static={v[0]} exec={v[1]} pred_on={v[2]}" for k, v in sorted(fam.items()))
 
 
+def gpu_banner() -> str:
+    """GPU name, driver and tool versions for the log (dates and GPUs go with every number we keep)."""
+    smi = shutil.which("nvidia-smi")
+    gpu = "no nvidia-smi"
+    if smi:
+        q = "--query-gpu=name,driver_version,clocks.max.sm,memory.total"
+        gpu = subprocess.run([smi, q, "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+    return f"{time.strftime('%Y-%m-%d %H:%M:%S')} | {gpu} | python {sys.version.split()[0]}"
+
+
 def fmt_row(sol: Solution, r: dict) -> str:
     status = "PASS" if r.get("bad", 1) == 0 else f"FAIL({r.get('bad')})"
     ms = r.get("ms")
@@ -451,6 +461,8 @@ def main() -> None:
 
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
+    if not args.build_only:
+        print("# " + gpu_banner(), flush=True)
     sols = [load_solution(s) for s in args.solutions]
     t0 = time.time()
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1))) as pool:
@@ -482,7 +494,7 @@ def main() -> None:
         if not rows:
             table.append(f"{sol.name:<42} NO RESULT: {log[-600:]}")
         table.extend(fmt_row(sol, r) for r in rows)
-        if args.ncu:
+        if args.ncu and not sol.defines:  # variants are for exploration; profile committed sources only
             base_name = sol.path.name
             regex = KERNEL_REGEX.get(base_name, ".*")
             size = 8192 if sol.kind == "gemm" else MHA_HEADLINE_S
