@@ -7,7 +7,7 @@
 
 namespace ptxb::sm90 {
 
-// ---------------------------------------------------------------- wgmma: fences and groups
+// ---- wgmma: fences and groups
 // Order register/shared-memory writes before the next wgmma.mma_async reads them. Required before the first
 // wgmma of a batch and whenever the accumulators or register-A fragments were touched by ordinary code.
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -27,7 +27,7 @@ __device__ __forceinline__ void fence_operands(float (&d)[R]) {
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// ---------------------------------------------------------------- shared-memory matrix descriptor
+// ---- shared-memory matrix descriptor
 enum class Swizzle : uint32_t { kNone = 0, k128B = 1, k64B = 2, k32B = 3 };  // descriptor bits 62-63
 
 // 64-bit wgmma matrix descriptor. Byte quantities are encoded >> 4 into 14-bit fields:
@@ -52,7 +52,7 @@ __device__ __forceinline__ uint64_t make_desc_kmajor_sw128(const void* tile) {
 // 128-byte swizzled row. Safe because shared addresses fit the 14-bit field without carry.
 __device__ __forceinline__ uint64_t desc_advance(uint64_t desc, uint32_t bytes) { return desc + (bytes >> 4); }
 
-// ---------------------------------------------------------------- wgmma.mma_async, bf16 x bf16 -> f32
+// ---- wgmma.mma_async, bf16 x bf16 -> f32
 // scale_d: 0 -> D = A*B (accumulator input ignored), 1 -> D = A*B + D. TransA/TransB: 0 = K-major operand,
 // 1 = MN-major (transposed) operand; only descriptor operands can be transposed.
 #define PTXB_ACC8(d, i)                                                                                     \
@@ -166,7 +166,7 @@ __device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], const uint32
 
 #undef PTXB_ACC8
 
-// ---------------------------------------------------------------- mbarrier (64-bit object in shared memory)
+// ---- mbarrier (64-bit object in shared memory)
 __device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t arrive_count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(arrive_count) : "memory");
 }
@@ -218,13 +218,13 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta_
       : "memory");
 }
 
-// ---------------------------------------------------------------- proxy fences
+// ---- proxy fences
 // Generic-proxy writes to shared memory (st.shared, stmatrix) -> visible to the async proxy (TMA store, wgmma).
 __device__ __forceinline__ void fence_proxy_async_smem() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
-// ---------------------------------------------------------------- TMA (cp.async.bulk.tensor)
+// ---- TMA (cp.async.bulk.tensor)
 // `map` must point to a __grid_constant__ kernel parameter (or global/const memory), never a local copy.
 __device__ __forceinline__ void tma_prefetch_desc(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
@@ -264,6 +264,13 @@ __device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, const void*
                "r"(smem_u32(smem_src)), "r"(c0), "r"(c1)
                : "memory");
 }
+// Element-wise atomic add of a smem box into global (split-K partials, dQ accumulation); same rules as the store.
+__device__ __forceinline__ void tma_reduce_add_2d(const CUtensorMap* map, const void* smem_src, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(smem_u32(smem_src)), "r"(c0), "r"(c1)
+               : "memory");
+}
 __device__ __forceinline__ void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 // Wait until at most N committed store groups still *read* shared memory (the smem may then be reused).
 template <int N>
@@ -276,7 +283,7 @@ __device__ __forceinline__ void tma_store_wait_all() {
   asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-// ---------------------------------------------------------------- register reallocation (warp specialization)
+// ---- register reallocation (warp specialization)
 // Executed by all threads of a warpgroup; N in [24, 256], multiple of 8. Needs a known per-thread budget:
 // compile the kernel with __launch_bounds__(threads, 1).
 template <int N>
@@ -290,7 +297,7 @@ __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
 }
 
-// ---------------------------------------------------------------- clusters and distributed shared memory
+// ---- clusters and distributed shared memory
 __device__ __forceinline__ uint32_t cluster_ctarank() {
   uint32_t r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
@@ -322,7 +329,7 @@ __device__ __forceinline__ float ld_cluster_f32(uint32_t remote_addr) {
 
 }  // namespace ptxb::sm90
 
-// ---------------------------------------------------------------- host: tensor maps
+// ---- host: tensor maps
 namespace ptxb {
 
 // 2D bf16 tensor map over a row-major matrix [rows, cols] with row pitch `row_stride_elems` (>= cols).
