@@ -42,6 +42,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "portal.core.middleware.RequestSizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -146,6 +147,7 @@ LOGGING = {
 
 # --- submissions, evaluations, workers
 MAX_SOURCE_BYTES = env_int("MAX_SOURCE_BYTES", 1024 * 1024)  # kernel source limit (UTF-8 bytes)
+MAX_REQUEST_BYTES = env_int("MAX_REQUEST_BYTES", MAX_SOURCE_BYTES + 256 * 1024)  # whole request body
 SUBMISSIONS_PER_HOUR = env_int("SUBMISSIONS_PER_HOUR", 30)  # per user
 MAX_ACTIVE_EVALUATIONS = env_int("MAX_ACTIVE_EVALUATIONS", 4)  # queued or running, per user
 EVALUATION_MAX_ATTEMPTS = env_int(

@@ -4,6 +4,7 @@ the services (requeue while attempts remain); a kernel's own failure is a verdic
 from __future__ import annotations
 
 import logging
+import os
 import tempfile
 from pathlib import Path
 
@@ -18,7 +19,12 @@ log = logging.getLogger(__name__)
 
 def _worker_name() -> str:
     job = get_current_job()
-    return (job.worker_name if job and job.worker_name else None) or f"local-{__import__('os').getpid()}"
+    return (job.worker_name if job and job.worker_name else None) or f"local-{os.getpid()}"
+
+
+def _stages(requested: str) -> str:
+    """A worker without a GPU (gpu_worker --cpu-stages-only) runs only the CPU stages, whatever was asked."""
+    return os.environ.get("PTXBENCH_WORKER_STAGES") or requested
 
 
 def evaluate(evaluation_id: str) -> str:
@@ -37,7 +43,7 @@ def evaluate(evaluation_id: str) -> str:
                 source=submission.source,
                 task=submission.task.slug,
                 arch=submission.arch,
-                stages=evaluation.stages,
+                stages=_stages(evaluation.stages),
                 workdir=Path(tmp),
                 tasks_root=Path(settings.TASKS_DIR),
                 timeout=settings.EVALUATION_TIMEOUT,

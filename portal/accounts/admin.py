@@ -1,0 +1,44 @@
+from django.contrib import admin, messages
+from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.models import User
+
+from portal.accounts.models import ApiToken, Profile
+from portal.accounts.services import user_ban, user_unban
+
+
+class ProfileInline(admin.StackedInline):
+    model = Profile
+    can_delete = False
+    readonly_fields = ("banned_at",)
+
+
+class PortalUserAdmin(UserAdmin):
+    inlines = [ProfileInline]
+    actions = ["ban_users", "unban_users"]
+    list_display = ("username", "email", "is_staff", "is_active", "is_banned")
+
+    @admin.display(boolean=True, description="banned")
+    def is_banned(self, user):
+        return bool(getattr(user, "profile", None) and user.profile.is_banned)
+
+    @admin.action(description="Ban (no login, no submissions, hidden from tables; evidence kept)")
+    def ban_users(self, request, queryset):
+        for user in queryset:
+            user_ban(user=user, reason=f"banned by {request.user.username}")
+        messages.success(request, f"Banned {queryset.count()} user(s).")
+
+    @admin.action(description="Lift the ban")
+    def unban_users(self, request, queryset):
+        for user in queryset:
+            user_unban(user=user)
+
+
+admin.site.unregister(User)
+admin.site.register(User, PortalUserAdmin)
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ("name", "user", "prefix", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = ("user", "name", "prefix", "digest", "created_at", "last_used_at")
+    exclude = ()

@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+
+from evaluator.arches import ARCHES
+from portal.catalog.models import Task
+from portal.submissions.services import SubmissionRefused, decode_source
+
+
+class SubmissionForm(forms.Form):
+    task = forms.ModelChoiceField(queryset=Task.objects.none(), to_field_name="slug")
+    arch = forms.ChoiceField(choices=[(a.name, a.label) for a in ARCHES.values()], label="Architecture")
+    file = forms.FileField(required=False, label="Kernel file (.cu)")
+    source = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 16}), label="…or paste the source")
+    name = forms.CharField(required=False, max_length=200, label="Name (optional)")
+    note = forms.CharField(required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 3}))
+    force = forms.BooleanField(required=False, label="Evaluate again even if this exact source was evaluated before")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["task"].queryset = Task.objects.filter(is_active=True).order_by("group", "slug")
+
+    def clean(self):
+        data = super().clean()
+        upload, pasted = data.get("file"), data.get("source") or ""
+        if upload and pasted.strip():
+            raise forms.ValidationError("Upload a file or paste the source, not both.")
+        if upload:
+            if upload.size > settings.MAX_SOURCE_BYTES:
+                raise forms.ValidationError(
+                    f"The file is {upload.size} bytes; the limit is {settings.MAX_SOURCE_BYTES} bytes."
+                )
+            try:
+                data["source"] = decode_source(upload.read())
+            except SubmissionRefused as exc:
+                raise forms.ValidationError(exc.message[0].upper() + exc.message[1:] + ".") from None
+            data.setdefault("name", "")
+            if not data["name"]:
+                data["name"] = upload.name[:200]
+        elif pasted.strip():
+            try:
+                data["source"] = decode_source(pasted.encode("utf-8"))
+            except SubmissionRefused as exc:
+                raise forms.ValidationError(exc.message) from None
+        else:
+            raise forms.ValidationError("Upload a .cu file or paste the kernel source.")
+        task = data.get("task")
+        if task and data.get("arch") and not task.targets.filter(arch=data["arch"]).exists():
+            raise forms.ValidationError(f"Task {task.slug} has no target for {data['arch']}.")
+        return data

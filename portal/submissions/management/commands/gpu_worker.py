@@ -1,0 +1,100 @@
+"""One worker per GPU: detects the GPU (nvidia-smi, no CUDA in this process), pins it with
+CUDA_VISIBLE_DEVICES, registers itself, heartbeats, and serves only its architecture's queue."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+
+import django_rq
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.db import close_old_connections, connections
+from django.utils import timezone
+
+from evaluator.arches import ARCHES
+from evaluator.verdict import CPU_STAGES
+from portal.submissions.gpu import detect_gpus
+from portal.submissions.models import GpuWorker
+
+
+class Command(BaseCommand):
+    help = "Serve the evaluation queue of this host's GPU architecture (one worker per GPU)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--gpu", default=None, help="GPU index (default: 0, or CUDA_VISIBLE_DEVICES)")
+        parser.add_argument("--arch", choices=sorted(ARCHES), help="required with --cpu-stages-only; else detected")
+        parser.add_argument(
+            "--cpu-stages-only",
+            action="store_true",
+            help="no GPU here: run only policy/compile/SASS (verdicts say STATIC_ONLY). For development and CI.",
+        )
+        parser.add_argument("--burst", action="store_true", help="exit when the queue is empty")
+        parser.add_argument("--name", default=None, help="worker name (default host:gpu:pid)")
+
+    def handle(self, *args, gpu=None, arch=None, cpu_stages_only=False, burst=False, name=None, **options):
+        host = socket.gethostname()
+        info = None
+        if cpu_stages_only:
+            if not arch:
+                raise CommandError("--cpu-stages-only needs --arch (which queue to serve)")
+            os.environ["PTXBENCH_WORKER_STAGES"] = ",".join(CPU_STAGES)
+            mode = "cpu-stages-only"
+        else:
+            index = gpu or os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
+            info = next((g for g in detect_gpus() if g.index == index or g.uuid == index), None)
+            if info is None:
+                raise CommandError(
+                    f"no NVIDIA GPU {index!r} found (nvidia-smi); use --cpu-stages-only on machines without one"
+                )
+            if info.arch is None:
+                raise CommandError(
+                    f"{info.name} (compute capability {info.compute_capability}) is not a PTXBench target"
+                )
+            if arch and arch != info.arch.name:
+                raise CommandError(f"--arch {arch} does not match the GPU ({info.name} is {info.arch.name})")
+            arch = info.arch.name
+            # Children (the evaluator and its candidates) see exactly this one GPU.
+            os.environ["CUDA_VISIBLE_DEVICES"] = info.uuid
+            os.environ.pop("PTXBENCH_WORKER_STAGES", None)
+            mode = "gpu"
+        queue = ARCHES[arch].queue
+        name = name or f"{host}:{info.index if info else 'cpu'}:{os.getpid()}"
+        now = timezone.now()
+        GpuWorker.objects.update_or_create(
+            name=name,
+            defaults={
+                "host": host,
+                "pid": os.getpid(),
+                "arch": arch,
+                "queues": queue,
+                "gpu_index": info.index if info else "",
+                "gpu_name": info.name if info else "",
+                "gpu_uuid": info.uuid if info else "",
+                "driver_version": info.driver_version if info else "",
+                "mode": mode,
+                "heartbeat_at": now,
+                "stopped_at": None,
+            },
+        )
+        self.stdout.write(f"worker {name}: {mode}, queue {queue}" + (f", {info.name} ({info.uuid})" if info else ""))
+
+        stop = threading.Event()
+        beat = threading.Thread(target=_heartbeat, args=(name, stop), daemon=True)
+        beat.start()
+        connections.close_all()  # RQ forks a work horse per job; it must not share this process's connection
+        try:
+            worker = django_rq.get_worker(queue, name=name)
+            worker.work(burst=burst, with_scheduler=False)
+        finally:
+            stop.set()
+            beat.join(timeout=5)
+            GpuWorker.objects.filter(name=name).update(stopped_at=timezone.now())
+
+
+def _heartbeat(name: str, stop: threading.Event) -> None:
+    while not stop.wait(settings.WORKER_HEARTBEAT_SECONDS):
+        close_old_connections()
+        GpuWorker.objects.filter(name=name).update(heartbeat_at=timezone.now())
+    connections.close_all()

@@ -1,0 +1,134 @@
+"""Reads for submission pages and the API. `evaluation_status` feeds both the status page and its JSON."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AnonymousUser, User
+from django.db.models import QuerySet
+from django.http import Http404
+from django.utils import timezone
+
+from evaluator.verdict import STAGES
+from portal.submissions import queueing
+from portal.submissions.models import Evaluation, GpuWorker, Submission
+
+STAGE_LABELS = {
+    "policy": "Policy check",
+    "compile": "Compiling",
+    "sass": "Static SASS",
+    "correctness": "Correctness",
+    "arch": "Instruction check",
+    "timing": "Timing",
+}
+
+
+def can_view(submission: Submission, user: User | AnonymousUser | None) -> bool:
+    if not submission.is_hidden:
+        return True
+    return bool(user and user.is_authenticated and (user.is_staff or user.id == submission.user_id))
+
+
+def submission_for_viewer(submission_id: int, user) -> Submission:
+    submission = Submission.objects.select_related("task", "user").filter(id=submission_id).first()
+    if submission is None or not can_view(submission, user):
+        raise Http404("no such submission")
+    return submission
+
+
+def evaluation_for_viewer(evaluation_id, user) -> Evaluation:
+    evaluation = Evaluation.objects.select_related("submission__task").filter(id=evaluation_id).first()
+    if evaluation is None or not can_view(evaluation.submission, user):
+        raise Http404("no such evaluation")
+    return evaluation
+
+
+def user_submissions(user: User) -> QuerySet[Submission]:
+    return (
+        Submission.objects.filter(user=user)
+        .select_related("task")
+        .prefetch_related("evaluations")
+        .order_by("-created_at")
+    )
+
+
+def stage_rows(evaluation: Evaluation) -> list[dict[str, str]]:
+    """One row per stage with its latest state from the evaluator's progress events."""
+    latest: dict[str, dict] = {}
+    for event in evaluation.progress or []:
+        stage = event.get("stage")
+        if stage in STAGE_LABELS:
+            latest[stage] = event
+    rows = [
+        {
+            "stage": "queued",
+            "label": "Queued",
+            "state": "passed" if evaluation.state != "queued" else "running",
+            "message": "",
+        }
+    ]
+    for stage in STAGES:
+        event = latest.get(stage)
+        state = str(event.get("state", "")) if event else ""
+        if not state and evaluation.state == Evaluation.State.RUNNING and evaluation.stage == stage:
+            state = "running"
+        rows.append(
+            {
+                "stage": stage,
+                "label": STAGE_LABELS[stage],
+                "state": state or "pending",
+                "message": str((event or {}).get("message", "")),
+            }
+        )
+    return rows
+
+
+def evaluation_status(evaluation: Evaluation) -> dict[str, Any]:
+    """The evaluation as the status page and the API show it (no secrets in here; sources are separate)."""
+    data: dict[str, Any] = {
+        "id": str(evaluation.id),
+        "submission": evaluation.submission_id,
+        "state": evaluation.state,
+        "final": not evaluation.is_active,
+        "stage": evaluation.stage,
+        "message": evaluation.stage_message,
+        "stages": stage_rows(evaluation),
+        "queue": evaluation.queue,
+        "queue_position": queueing.queue_position(evaluation) if evaluation.state == Evaluation.State.QUEUED else None,
+        "attempts": evaluation.attempts,
+        "created_at": evaluation.created_at.isoformat(),
+        "started_at": evaluation.started_at.isoformat() if evaluation.started_at else None,
+        "finished_at": evaluation.finished_at.isoformat() if evaluation.finished_at else None,
+        "error": evaluation.infra_error or None,
+    }
+    if evaluation.state == Evaluation.State.DONE:
+        data["result"] = {
+            "status": evaluation.status,
+            "arch_status": evaluation.arch_status,
+            "arch_full": evaluation.arch_full,
+            "ptxbench_verified": evaluation.ptxbench_verified,
+            "tensor_core_share": evaluation.tensor_core_share,
+            "speedup": evaluation.speedup,
+            "speedup_ci95": [evaluation.speedup_ci_low, evaluation.speedup_ci_high],
+            "latency_ms": evaluation.latency_ms,
+            "baseline_latency_ms": evaluation.baseline_latency_ms,
+            "tflops": evaluation.tflops,
+            "fraction_of_peak": evaluation.peak_fraction,
+            "gpu": evaluation.gpu_name,
+            "review": evaluation.review_state or None,
+            "review_reason": evaluation.review_reason or None,
+        }
+    return data
+
+
+def live_workers() -> QuerySet[GpuWorker]:
+    since = timezone.now() - timedelta(seconds=max(3 * settings.WORKER_HEARTBEAT_SECONDS, 60))
+    return GpuWorker.objects.filter(stopped_at__isnull=True, heartbeat_at__gte=since).select_related(
+        "current_evaluation"
+    )
+
+
+def queue_depths() -> dict[str, int]:
+    return queueing.queue_depths()

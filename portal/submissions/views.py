@@ -1,0 +1,165 @@
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from portal.catalog.models import Task
+from portal.core.api import api_endpoint, json_error, read_json
+from portal.submissions import selectors
+from portal.submissions.forms import SubmissionForm
+from portal.submissions.models import Submission
+from portal.submissions.services import SubmissionRefused, decode_source, submission_create
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def submit(request: HttpRequest) -> HttpResponse:
+    initial = {"task": request.GET.get("task"), "arch": request.GET.get("arch") or "sm_90a"}
+    form = SubmissionForm(request.POST or None, request.FILES or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            result = submission_create(
+                user=request.user,
+                task=data["task"],
+                arch=data["arch"],
+                source=data["source"],
+                name=data.get("name") or "",
+                note=data.get("note") or "",
+                force=data.get("force", False),
+            )
+        except SubmissionRefused as exc:
+            form.add_error(None, exc.message[0].upper() + exc.message[1:] + ".")
+            return render(request, "submissions/submit.html", {"form": form}, status=exc.status)
+        if result.duplicate:
+            messages.info(
+                request,
+                "This exact source was already evaluated for this task and architecture; showing that result. Tick “evaluate again” to run it anew.",
+            )
+        return redirect("submissions:detail", submission_id=result.submission.id)
+    return render(request, "submissions/submit.html", {"form": form}, status=400 if form.errors else 200)
+
+
+def detail(request: HttpRequest, submission_id: int) -> HttpResponse:
+    submission = selectors.submission_for_viewer(submission_id, request.user)
+    evaluations = list(submission.evaluations.order_by("-created_at"))
+    latest = evaluations[0] if evaluations else None
+    return render(
+        request,
+        "submissions/detail.html",
+        {
+            "submission": submission,
+            "evaluations": evaluations,
+            "latest": latest,
+            "status": selectors.evaluation_status(latest) if latest else None,
+            "verdict": latest.verdict if latest else None,
+            "artifacts": latest.artifacts.all() if latest else [],
+        },
+    )
+
+
+def verdict_fragment(request: HttpRequest, submission_id: int) -> HttpResponse:
+    """The verdict section alone, for the status page to swap in when the evaluation finishes."""
+    submission = selectors.submission_for_viewer(submission_id, request.user)
+    latest = submission.evaluations.order_by("-created_at").first()
+    context = {
+        "latest": latest,
+        "verdict": latest.verdict if latest else None,
+        "artifacts": latest.artifacts.all() if latest else [],
+    }
+    return render(request, "submissions/_verdict.html", context)
+
+
+@login_required
+def mine(request: HttpRequest) -> HttpResponse:
+    return render(request, "submissions/mine.html", {"submissions": selectors.user_submissions(request.user)[:200]})
+
+
+def workers(request: HttpRequest) -> HttpResponse:
+    return render(
+        request, "submissions/workers.html", {"workers": selectors.live_workers(), "depths": selectors.queue_depths()}
+    )
+
+
+# --------------------------------------------------------------------------- JSON API
+
+
+@api_endpoint(methods=("POST",), auth=True)
+def api_submit(request: HttpRequest) -> JsonResponse:
+    """POST /api/v1/submissions — JSON {task, arch, source, name?, note?, force?}, or multipart with a `file`."""
+    if request.content_type == "multipart/form-data":
+        fields = request.POST
+        upload = request.FILES.get("file")
+        try:
+            source = decode_source(upload.read()) if upload else fields.get("source", "")
+        except SubmissionRefused as exc:
+            return json_error(exc.message, exc.status)
+        data = {k: fields.get(k) for k in ("task", "arch", "name", "note", "force")}
+        data["force"] = str(data.get("force") or "").lower() in {"1", "true", "yes", "on"}
+        data["source"] = source
+        if upload and not data.get("name"):
+            data["name"] = upload.name
+    else:
+        try:
+            data = read_json(request)
+        except ValueError as exc:
+            return json_error(str(exc))
+    for key in ("task", "arch", "source"):
+        if not isinstance(data.get(key), str) or not data[key]:
+            return json_error(f"'{key}' is required and must be a non-empty string")
+    task = Task.objects.filter(slug=data["task"], is_active=True).first()
+    if task is None:
+        return json_error(f"unknown task {data['task']!r}", 404)
+    try:
+        decode_source(data["source"].encode("utf-8"))
+        result = submission_create(
+            user=request.api_user,
+            task=task,
+            arch=data["arch"],
+            source=data["source"],
+            name=str(data.get("name") or ""),
+            note=str(data.get("note") or ""),
+            force=bool(data.get("force")),
+        )
+    except SubmissionRefused as exc:
+        return json_error(exc.message, exc.status)
+    body = _submission_json(result.submission)
+    body["duplicate"] = result.duplicate
+    return JsonResponse(body, status=200 if result.duplicate else 201)
+
+
+@api_endpoint(methods=("GET",), auth=False)
+def api_submission(request: HttpRequest, submission_id: int) -> JsonResponse:
+    submission = Submission.objects.select_related("task").filter(id=submission_id).first()
+    if submission is None or not selectors.can_view(submission, request.api_user or request.user):
+        return json_error("no such submission", 404)
+    return JsonResponse(_submission_json(submission))
+
+
+@api_endpoint(methods=("GET",), auth=False)
+def api_evaluation(request: HttpRequest, evaluation_id) -> JsonResponse:
+    from django.http import Http404
+
+    try:
+        evaluation = selectors.evaluation_for_viewer(evaluation_id, request.api_user or request.user)
+    except Http404:
+        return json_error("no such evaluation", 404)
+    return JsonResponse(selectors.evaluation_status(evaluation))
+
+
+def _submission_json(submission: Submission) -> dict:
+    evaluations = list(submission.evaluations.order_by("-created_at"))
+    return {
+        "id": submission.id,
+        "task": submission.task.slug,
+        "arch": submission.arch,
+        "name": submission.name,
+        "kind": submission.kind,
+        "source_sha256": submission.source_sha256,
+        "created_at": submission.created_at.isoformat(),
+        "url": f"/submissions/{submission.id}/",
+        "evaluations": [selectors.evaluation_status(e) for e in evaluations],
+    }
