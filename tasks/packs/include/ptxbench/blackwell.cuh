@@ -11,7 +11,7 @@
 
 #include "common.cuh"
 
-#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM100_ALL)
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM100_ALL) && !defined(__CUDA_ARCH_FAMILY_SPECIFIC__)
 #error "blackwell.cuh needs the arch-specific target: -gencode arch=compute_100a,code=sm_100a"
 #endif
 
