@@ -367,16 +367,19 @@ __global__ void __launch_bounds__(THREADS, 1)
       }
     }
 
-    // Epilogue: normalise, write O in bf16 and the natural-log LSE.
+    // Epilogue: each lane of a quad summed only its own columns; add the four partial sums (they share the
+    // same running max, so the partials are directly comparable), then normalise and write O and the LSE.
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 1);
+      l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 2);
+    }
     const float inv_l[2] = {1.f / l_run[0], 1.f / l_run[1]};
     __nv_bfloat16* o_row0 = O + (static_cast<size_t>(row_base) + q_row0) * HEAD_DIM;
     __nv_bfloat16* o_row1 = o_row0 + 8 * HEAD_DIM;
 #pragma unroll
     for (int c8 = 0; c8 < 16; ++c8) {
       const int col = c8 * 8 + (lane % 4) * 2;
-#if PV_SPLIT
-      // n64 halves: o_acc[0..31] hold d 0..63, o_acc[32..63] hold d 64..127, same per-half layout.
-#endif
       *reinterpret_cast<uint32_t*>(o_row0 + col) =
           pack_bf16x2(o_acc[c8 * 4 + 0] * inv_l[0], o_acc[c8 * 4 + 1] * inv_l[0]);
       *reinterpret_cast<uint32_t*>(o_row1 + col) =
