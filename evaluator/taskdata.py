@@ -174,14 +174,23 @@ def _req(obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...], path: 
     return value
 
 
-def _opt(obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...], default: Any, path: Path, prefix: str = "") -> Any:
+def _opt(
+    obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...], default: Any, path: Path, prefix: str = ""
+) -> Any:
     if key not in obj or obj[key] is None:
         return default
     return _req(obj, key, kind, path, prefix)
 
 
 def _kind_name(kind: type | tuple[type, ...]) -> str:
-    names = {dict: "an object", list: "a list", str: "a string", int: "an integer", float: "a number", bool: "a boolean"}
+    names = {
+        dict: "an object",
+        list: "a list",
+        str: "a string",
+        int: "an integer",
+        float: "a number",
+        bool: "a boolean",
+    }
     if isinstance(kind, tuple):
         return " or ".join(names.get(k, k.__name__) for k in kind)
     return names.get(kind, kind.__name__)
@@ -197,7 +206,9 @@ def _read_json(path: Path) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise TaskDataError(path, "<json>", f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        raise TaskDataError(
+            path, "<json>", f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
 
 
 def evaluate_flops(expression: str, values: Mapping[str, int | float]) -> float:
@@ -428,7 +439,9 @@ def parse_task(
             raise TaskDataError(path, f"{where}.families", "must name at least one family")
         for fam in families:
             if fam not in FAMILY_OPCODES:
-                raise TaskDataError(path, f"{where}.families", f"unknown family {fam!r} (known: {sorted(FAMILY_OPCODES)})")
+                raise TaskDataError(
+                    path, f"{where}.families", f"unknown family {fam!r} (known: {sorted(FAMILY_OPCODES)})"
+                )
         targets[arch] = ArchTarget(arch, tuple(families), _opt(spec, "note", str, "", path, f"{where}."))
     if not targets:
         raise TaskDataError(path, "targets", "must name at least one architecture")

@@ -1,0 +1,235 @@
+"""Compile a candidate `.cu` into a TVM-FFI shared library with nvcc, and extract its cubin.
+
+The nvcc and cuobjdump calls are thin; `parse_ptxas_resources` is a pure parser of `ptxas -v` output.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from evaluator.arches import get_arch
+from evaluator.errors import EnvironmentProblem
+from evaluator.verdict import CompileResult, KernelResources
+
+OUTPUT_CAP = 64 * 1024
+DEFAULT_COMPILE_TIMEOUT_S = 120.0
+BASE_FLAGS = ("-shared", "-Xcompiler", "-fPIC", "-O3", "-lineinfo", "-std=c++17", "-Xptxas", "-v")
+
+
+@dataclass
+class CompiledKernel:
+    """A compile attempt: the record that goes into the verdict plus the files it produced."""
+
+    result: CompileResult
+    library: Path | None  # the .so to load with tvm_ffi.load_module
+    cubin: Path | None  # the device code extracted from the library
+
+
+def find_nvcc() -> str:
+    nvcc = shutil.which("nvcc") or next(
+        (p for p in ("/usr/local/cuda/bin/nvcc",) if os.access(p, os.X_OK)),
+        None,
+    )
+    if nvcc is None:
+        raise EnvironmentProblem("nvcc not found on PATH or in /usr/local/cuda/bin")
+    return nvcc
+
+
+def tvm_ffi_paths() -> tuple[list[str], str]:
+    """Include directories and the libtvm_ffi.so path of the installed tvm_ffi package."""
+    try:
+        import tvm_ffi.libinfo as libinfo
+    except ImportError as exc:
+        raise EnvironmentProblem(f"the tvm_ffi package (apache-tvm-ffi) is not importable: {exc}") from None
+    return list(libinfo.include_paths()), str(libinfo.find_libtvm_ffi())
+
+
+def nvcc_command(source: Path, library: Path, arch: str, nvcc: str | None = None) -> list[str]:
+    """The exact nvcc argument vector for one candidate (see docs/kernel-abi.md)."""
+    includes, libtvm = tvm_ffi_paths()
+    lib_dir = str(Path(libtvm).parent)
+    cmd = [nvcc or find_nvcc(), *BASE_FLAGS, "-gencode", get_arch(arch).gencode]
+    cmd += [f"-I{p}" for p in includes]
+    cmd += [str(source), "-o", str(library), f"-L{lib_dir}", "-ltvm_ffi", f"-Xlinker=-rpath,{lib_dir}"]
+    return cmd
+
+
+def compile_kernel(
+    source: str,
+    arch: str,
+    workdir: Path,
+    *,
+    timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S,
+    nvcc: str | None = None,
+) -> CompiledKernel:
+    """Compile `source` for `arch` in `workdir` (created if needed). A compiler failure is a result, not an error."""
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    src = workdir / "kernel.cu"
+    src.write_text(source, encoding="utf-8")
+    library = workdir / "kernel.so"
+    library.unlink(missing_ok=True)
+    nvcc = nvcc or find_nvcc()
+    cmd = nvcc_command(src, library, arch, nvcc)
+    start = time.monotonic()
+    # New session so that a hung compiler and everything it started can be killed together.
+    proc = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    timed_out = False
+    try:
+        raw, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc.pid)
+        raw, _ = proc.communicate()
+    seconds = time.monotonic() - start
+    text = raw.decode("utf-8", errors="replace")
+    output, truncated = cap_text(text, OUTPUT_CAP)
+    ok = not timed_out and proc.returncode == 0 and library.is_file()
+    if timed_out:
+        output += f"\n[evaluator] nvcc killed after {timeout_s:.0f} s"
+    result = CompileResult(
+        ok=ok,
+        command=cmd,
+        returncode=None if timed_out else proc.returncode,
+        seconds=round(seconds, 3),
+        output=output,
+        output_truncated=truncated,
+        timed_out=timed_out,
+        nvcc_version=nvcc_version(nvcc),
+        resources=parse_ptxas_resources(text),
+    )
+    cubin = None
+    if ok:
+        result.library_sha256 = sha256_file(library)
+        cubin = extract_cubin(library, workdir)
+        result.cubin_sha256 = sha256_file(cubin) if cubin else None
+    return CompiledKernel(result, library if ok else None, cubin)
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def cap_text(text: str, cap: int) -> tuple[str, bool]:
+    """`text` cut to at most `cap` UTF-8 bytes (keeping head and tail), and whether it was cut."""
+    data = text.encode("utf-8")
+    if len(data) <= cap:
+        return text, False
+    head = data[: cap // 2].decode("utf-8", errors="ignore")
+    tail = data[-(cap // 2 - 64) :].decode("utf-8", errors="ignore")
+    return f"{head}\n[... {len(data) - cap} bytes cut ...]\n{tail}", True
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+_NVCC_VERSION_CACHE: dict[str, str] = {}
+
+
+def nvcc_version(nvcc: str) -> str:
+    if nvcc not in _NVCC_VERSION_CACHE:
+        try:
+            out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=30).stdout
+        except (OSError, subprocess.SubprocessError):
+            out = ""
+        m = re.search(r"release [\d.]+, V[\d.]+", out)
+        _NVCC_VERSION_CACHE[nvcc] = m.group(0) if m else out.strip().splitlines()[-1] if out.strip() else ""
+    return _NVCC_VERSION_CACHE[nvcc]
+
+
+def find_cuobjdump() -> str:
+    """cuobjdump from PATH, the CUDA toolkit, or the nvidia-cuda-cuobjdump wheel."""
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    candidates = ["/usr/local/cuda/bin/cuobjdump"]
+    try:
+        import nvidia
+
+        for base in nvidia.__path__:
+            candidates += [str(p) for p in Path(base).glob("cu*/bin/cuobjdump")]
+            candidates += [str(p) for p in Path(base).glob("cuda_cuobjdump/bin/cuobjdump")]
+    except ImportError:
+        pass
+    for c in candidates:
+        if os.access(c, os.X_OK):
+            return c
+    raise EnvironmentProblem("cuobjdump not found (install the CUDA toolkit or the nvidia-cuda-cuobjdump wheel)")
+
+
+def extract_cubin(library: Path, workdir: Path) -> Path | None:
+    """Write the library's device ELF (cubin) into workdir/cubin/ and return its path."""
+    out_dir = Path(workdir) / "cubin"
+    shutil.rmtree(out_dir, ignore_errors=True)
+    out_dir.mkdir()
+    proc = subprocess.run(
+        [find_cuobjdump(), "-xelf", "all", str(Path(library).resolve())],
+        cwd=out_dir,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    cubins = sorted(out_dir.glob("*.cubin"))
+    if proc.returncode != 0 or not cubins:
+        return None
+    return cubins[0]
+
+
+# --------------------------------------------------------------------------- ptxas -v parsing
+
+_ENTRY = re.compile(r"ptxas info\s*: Compiling entry function '([^']+)'")
+_PROPS = re.compile(r"ptxas info\s*: Function properties for (\S+)")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"ptxas info\s*: Used (\d+) registers(.*)$")
+
+
+def parse_ptxas_resources(text: str) -> list[KernelResources]:
+    """Per-kernel registers, shared memory, stack frame and spills from `nvcc -Xptxas -v` output.
+
+    ptxas prints, per entry function: "Compiling entry function 'NAME'", then "Function properties for NAME"
+    followed by the stack/spill line, then "Used N registers, used B barriers, S bytes smem, ...".
+    Device (non-entry) functions also get a properties block; they are ignored.
+    """
+    kernels: dict[str, KernelResources] = {}
+    current: str | None = None  # the entry function the next "Used" line belongs to
+    props_for: str | None = None
+    for line in text.splitlines():
+        if m := _ENTRY.search(line):
+            current = m.group(1)
+            kernels.setdefault(current, KernelResources(name=current))
+            continue
+        if m := _PROPS.search(line):
+            props_for = m.group(1)
+            continue
+        if (m := _FRAME.search(line)) and props_for is not None:
+            if props_for in kernels:
+                k = kernels[props_for]
+                k.stack_frame_bytes, k.spill_store_bytes, k.spill_load_bytes = map(int, m.groups())
+            props_for = None
+            continue
+        if (m := _USED.search(line)) and current is not None:
+            k = kernels[current]
+            k.registers = int(m.group(1))
+            rest = m.group(2)
+            if s := re.search(r"(\d+) bytes smem", rest):
+                k.shared_bytes = int(s.group(1))
+            if b := re.search(r"used (\d+) barriers", rest):
+                k.barriers = int(b.group(1))
+            current = None
+    return list(kernels.values())

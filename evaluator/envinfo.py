@@ -1,0 +1,101 @@
+"""What the verdict records about the machine: GPU, driver, versions, SM clock, measured bf16 peak."""
+
+from __future__ import annotations
+
+import platform
+import socket
+import subprocess
+from typing import Any
+
+from evaluator.verdict import Environment
+
+
+def _smi(query: str, gpu: str | None) -> str | None:
+    cmd = ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"]
+    if gpu:
+        cmd += ["-i", gpu]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0 or not proc.stdout.strip():
+        return None
+    return proc.stdout.strip().splitlines()[0].strip()
+
+
+def sm_clock_mhz(gpu_uuid: str | None) -> int | None:
+    """Current SM clock of the GPU, through NVML if the package is there, else nvidia-smi."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByUUID(gpu_uuid) if gpu_uuid else pynvml.nvmlDeviceGetHandleByIndex(0)
+            return int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - NVML is optional; fall back to the command line tool
+        value = _smi("clocks.sm", gpu_uuid)
+        try:
+            return int(float(value)) if value else None
+        except ValueError:
+            return None
+
+
+def collect(device: Any | None) -> Environment:
+    """Versions always; GPU facts when `device` (a torch.device) is given."""
+    env = Environment(hostname=socket.gethostname(), python_version=platform.python_version())
+    try:
+        import torch
+
+        env.torch_version = torch.__version__
+        env.cuda_runtime = torch.version.cuda
+    except ImportError:
+        torch = None
+    try:
+        import tvm_ffi
+
+        env.tvm_ffi_version = getattr(tvm_ffi, "__version__", None)
+    except ImportError:
+        pass
+    if device is not None and torch is not None:
+        props = torch.cuda.get_device_properties(device)
+        env.gpu_name = props.name
+        uuid = getattr(props, "uuid", None)
+        env.gpu_uuid = f"GPU-{uuid}" if uuid is not None and not str(uuid).startswith("GPU-") else uuid
+        env.compute_capability = f"{props.major}.{props.minor}"
+        env.l2_bytes = int(getattr(props, "L2_cache_size", 0)) or None
+        env.driver_version = _smi("driver_version", env.gpu_uuid)
+    return env
+
+
+_PEAK_CACHE: dict[str, float] = {}
+
+
+def measure_bf16_peak(device: Any, size: int = 8192, iters: int = 10) -> float:
+    """Dense bf16 TFLOP/s of torch.matmul on random size^3 operands, measured once per process.
+
+    Random data, not zeros: zeros run faster and would overstate the peak.
+    """
+    import torch
+
+    key = str(device)
+    if key not in _PEAK_CACHE:
+        gen = torch.Generator(device=device)
+        gen.manual_seed(1234)
+        a = torch.randn(size, size, device=device, dtype=torch.float32, generator=gen).to(torch.bfloat16)
+        b = torch.randn(size, size, device=device, dtype=torch.float32, generator=gen).to(torch.bfloat16)
+        for _ in range(3):
+            torch.matmul(a, b)
+        torch.cuda.synchronize(device)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iters):
+            torch.matmul(a, b)
+        end.record()
+        torch.cuda.synchronize(device)
+        seconds = start.elapsed_time(end) / 1e3
+        _PEAK_CACHE[key] = 2.0 * size**3 * iters / seconds / 1e12
+        del a, b
+        torch.cuda.empty_cache()
+    return _PEAK_CACHE[key]

@@ -1,0 +1,329 @@
+"""Nsight Compute: did the target instructions really run, and how much of the work did they do?
+
+Pure parts (tested on captured CSVs in tests/fixtures/ncu/): `parse_source_page` reads the source page
+(`--page source --print-source sass --csv`), `parse_raw_metrics` reads the raw page, `family_execution`
+and `tensor_core_flops` sum per family, and `decide_arch` turns all of it into the verdict's ArchCheck.
+`ncu_profile_command` and `read_report` are the thin wrappers around the `ncu` binary.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evaluator.arches import FAMILY_OPCODES
+from evaluator.sass import instruction_family, mma_flops_per_issue
+from evaluator.verdict import ArchCheck, ArchStatus, FamilyExecution, SassCounts
+
+# A warpgroup is four warps: one wgmma issue shows as four warp-level executions and 128 predicated-on threads.
+THREADS_PER_WARPGROUP = 128
+# Below this share of the task's FLOPs done by executed tensor-core instructions, "executed" is only a token.
+TOKEN_SHARE_THRESHOLD = 0.5
+# The ncu time of the profiled call and the CUPTI median may differ by this much before the verdict flags it
+# (one profiled call against a median of 50; see docs/performance.md for the measured agreement).
+TIMER_MARGIN = 0.2
+NVTX_RANGE = "ptxbench_candidate"
+
+_EXECUTED = "Instructions Executed"
+_THREADS = "Thread Instructions Executed"
+_PRED_ON = "Predicated-On Thread Instructions Executed"
+
+
+class NcuParseError(ValueError):
+    """The report text is empty, truncated or not an Nsight Compute source page."""
+
+
+@dataclass(frozen=True)
+class SourceRow:
+    address: str
+    source: str  # the SASS text, e.g. "HGMMA.64x8x16.F32.BF16 R24, gdesc[UR4], RZ, !UPT, gsb0"
+    executed: int  # warp-level instructions executed
+    thread_executed: int
+    predicated_on: int  # thread-level instructions executed with the predicate true
+
+    @property
+    def opcode(self) -> str:
+        text = re.sub(r"^@!?U?P[T0-9]+\s+", "", self.source.strip())
+        return text.split(None, 1)[0] if text else ""
+
+
+@dataclass
+class SourceKernel:
+    name: str
+    rows: list[SourceRow] = field(default_factory=list)
+
+
+def _number(text: str, where: str) -> int:
+    t = text.strip().replace(",", "")
+    if t in ("", "-", "n/a"):
+        return 0
+    try:
+        return int(float(t))
+    except ValueError:
+        raise NcuParseError(f"{where}: not a number: {text!r}") from None
+
+
+def _csv_rows(text: str) -> list[list[str]]:
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("==")]
+    return list(csv.reader(io.StringIO("\n".join(lines))))
+
+
+def parse_source_page(csv_text: str) -> list[SourceKernel]:
+    """Kernels and their per-SASS-instruction counters from ncu's source page in CSV form.
+
+    The page is one block per profiled kernel launch: a `"Kernel Name","<name>"` line, a header line starting
+    with "Address","Source", then one row per instruction. Raises NcuParseError for an empty, truncated or
+    foreign report, so that the caller can say `profile_error` instead of passing silently.
+    """
+    if not csv_text.strip():
+        raise NcuParseError("the report is empty")
+    rows = _csv_rows(csv_text)
+    kernels: list[SourceKernel] = []
+    header: list[str] | None = None
+    cols: dict[str, int] = {}
+    for number, row in enumerate(rows, start=1):
+        if not row or all(not c.strip() for c in row):
+            continue
+        if row[0] == "Kernel Name":
+            kernels.append(SourceKernel(name=row[1] if len(row) > 1 else ""))
+            header = None
+            continue
+        if row[0] == "Address" and len(row) > 1 and row[1] == "Source":
+            header = row
+            missing = [c for c in (_EXECUTED, _THREADS, _PRED_ON) if c not in row]
+            if missing:
+                raise NcuParseError(f"line {number}: source page lacks columns {missing}")
+            cols = {c: row.index(c) for c in (_EXECUTED, _THREADS, _PRED_ON)}
+            if not kernels:
+                kernels.append(SourceKernel(name=""))
+            continue
+        if header is None:
+            raise NcuParseError(f"line {number}: instruction row before any 'Address','Source' header")
+        if len(row) < len(header) - 1 or len(row) <= max(cols.values()):
+            raise NcuParseError(f"line {number}: truncated row ({len(row)} of {len(header)} fields)")
+        where = f"line {number}"
+        kernels[-1].rows.append(
+            SourceRow(
+                address=row[0],
+                source=row[1].strip(),
+                executed=_number(row[cols[_EXECUTED]], where),
+                thread_executed=_number(row[cols[_THREADS]], where),
+                predicated_on=_number(row[cols[_PRED_ON]], where),
+            )
+        )
+    if not kernels or header is None:
+        raise NcuParseError("no source page found in the report (no 'Address','Source' header)")
+    if not any(k.rows for k in kernels):
+        raise NcuParseError("the source page lists no instructions")
+    return kernels
+
+
+_TIME_UNITS_MS = {"nsecond": 1e-6, "ns": 1e-6, "usecond": 1e-3, "us": 1e-3, "msecond": 1.0, "ms": 1.0, "second": 1e3}
+
+
+def parse_raw_metrics(csv_text: str, metric: str = "gpu__time_duration.sum") -> list[tuple[str, float]]:
+    """(kernel name, value) per profiled kernel from `ncu --page raw --csv --metrics METRIC`.
+
+    Time metrics are converted to milliseconds using the units row ncu prints under the header.
+    """
+    rows = [r for r in _csv_rows(csv_text) if r]
+    start = next((i for i, r in enumerate(rows) if "Kernel Name" in r and metric in r), None)
+    if start is None:
+        raise NcuParseError(f"no raw page with column {metric!r}")
+    header = rows[start]
+    name_col, value_col = header.index("Kernel Name"), header.index(metric)
+    scale = 1.0
+    result = []
+    for row in rows[start + 1 :]:
+        if len(row) <= value_col:
+            raise NcuParseError("truncated raw page row")
+        if not row[0].strip():  # the units row: empty ID
+            scale = _TIME_UNITS_MS.get(row[value_col].strip(), 1.0)
+            continue
+        value = row[value_col].strip().replace(",", "")
+        try:
+            result.append((row[name_col], float(value) * scale))
+        except ValueError:
+            raise NcuParseError(f"raw page value {row[value_col]!r} is not a number") from None
+    return result
+
+
+def family_execution(kernels: list[SourceKernel]) -> dict[str, tuple[int, int]]:
+    """Per family: (warp-level executed, predicated-on thread executions), summed over all kernels and rows."""
+    sums = {f: [0, 0] for f in FAMILY_OPCODES}
+    for k in kernels:
+        for row in k.rows:
+            fam = instruction_family(row.opcode)
+            if fam is not None:
+                sums[fam][0] += row.executed
+                sums[fam][1] += row.predicated_on
+    return {f: (v[0], v[1]) for f, v in sums.items()}
+
+
+def tensor_core_flops(kernels: list[SourceKernel]) -> float | None:
+    """FLOPs done by executed GMMA instructions: predicated-on threads / 128 = warpgroup issues, times the shape.
+
+    None when an executed MMA instruction's shape cannot be read from its mnemonic.
+    """
+    total = 0.0
+    for k in kernels:
+        for row in k.rows:
+            if instruction_family(row.opcode) != "gmma" or row.predicated_on == 0:
+                continue
+            per_issue = mma_flops_per_issue(row.opcode)
+            if per_issue is None:
+                return None
+            total += row.predicated_on / THREADS_PER_WARPGROUP * per_issue
+    return total
+
+
+def decide_arch(
+    *,
+    arch: str,
+    sass: SassCounts,
+    kernels: list[SourceKernel] | None,
+    task_flops: float | None,
+    error: str | None = None,
+    threshold: float = TOKEN_SHARE_THRESHOLD,
+) -> ArchCheck:
+    """The architecture-verification status from static counts and (if profiled) the executed counts.
+
+    - absent: no target family in the static SASS (decided without profiling);
+    - profile_error: `error` is set (ncu missing, no counter permission, empty or truncated report);
+    - not_executed: present statically, zero predicated-on executions of every target family;
+    - verified: a target family executed (PTXBench's rule; `full` when GMMA and TMA both did on sm_90a) and,
+      where the tensor-core FLOP share can be computed, it is at least `threshold`;
+    - token: executed, but the share is below `threshold`.
+    """
+    targets = sass.target_families
+    check = ArchCheck(status=ArchStatus.ABSENT, share_threshold=threshold, task_flops=task_flops)
+    if sass.target_count == 0:
+        check.reason = f"no {'/'.join(targets)} instruction in the static SASS"
+        check.families = {f: FamilyExecution(static=0, executed=0, predicated_on=0) for f in targets}
+        return check
+    if error is not None or kernels is None:
+        check.status = ArchStatus.PROFILE_ERROR
+        check.reason = error or "no profile was taken"
+        check.families = {
+            f: FamilyExecution(static=sass.families.get(f, 0), executed=0, predicated_on=0) for f in targets
+        }
+        return check
+    executed = family_execution(kernels)
+    check.profiled_kernels = [k.name for k in kernels]
+    check.families = {
+        f: FamilyExecution(static=sass.families.get(f, 0), executed=executed[f][0], predicated_on=executed[f][1])
+        for f in targets
+    }
+    ran = [f for f in targets if executed[f][1] > 0]
+    check.ptxbench_verified = bool(ran)
+    check.full = arch == "sm_90a" and {"gmma", "tma"} <= set(ran)
+    if "gmma" in targets:
+        tc = tensor_core_flops(kernels)
+        check.tensor_core_flops = tc
+        if tc is not None and task_flops:
+            check.tensor_core_share = tc / task_flops
+    if not ran:
+        check.status = ArchStatus.NOT_EXECUTED
+        check.reason = f"{'/'.join(targets)} present in SASS but never executed with a true predicate"
+        return check
+    if check.tensor_core_share is not None and check.tensor_core_share < threshold:
+        check.status = ArchStatus.TOKEN
+        check.reason = (
+            f"{'/'.join(ran)} executed, but tensor-core instructions did {check.tensor_core_share:.1%} of the "
+            f"task's FLOPs (threshold {threshold:.0%})"
+        )
+        return check
+    check.status = ArchStatus.VERIFIED
+    check.reason = f"{'/'.join(ran)} executed" + (" (full: GMMA and TMA)" if check.full else "")
+    if "gmma" in targets and check.tensor_core_share is None and "gmma" in ran:
+        check.reason += "; tensor-core share unknown"
+    return check
+
+
+def compare_timers(check: ArchCheck, cupti_median_ms: float | None, margin: float = TIMER_MARGIN) -> None:
+    """Record the CUPTI median beside ncu's time and flag a disagreement beyond `margin`."""
+    check.cupti_median_ms = cupti_median_ms
+    check.timer_margin = margin
+    if cupti_median_ms and check.ncu_gpu_time_ms:
+        check.timer_ratio = check.ncu_gpu_time_ms / cupti_median_ms
+        check.timer_disagreement = abs(check.timer_ratio - 1.0) > margin
+
+
+# --------------------------------------------------------------------------- running ncu (thin)
+
+
+def find_ncu() -> str | None:
+    found = shutil.which("ncu")
+    if found:
+        return found
+    for candidate in sorted(Path("/opt/nvidia").glob("nsight-compute/*/ncu"), reverse=True) + [
+        Path("/usr/local/cuda/bin/ncu")
+    ]:
+        if candidate.is_file():
+            return str(candidate)
+    return None
+
+
+def ncu_profile_command(ncu: str, report: Path, target: list[str]) -> list[str]:
+    """Profile only kernels launched inside the candidate's NVTX range; clocks left alone."""
+    return [
+        ncu,
+        "--clock-control",
+        "none",
+        "--cache-control",
+        "all",
+        "--section",
+        "SourceCounters",
+        "--metrics",
+        "gpu__time_duration.sum",
+        "--nvtx",
+        "--nvtx-include",
+        f"{NVTX_RANGE}/",
+        "--export",
+        str(report),
+        "--force-overwrite",
+        *target,
+    ]
+
+
+def read_report(ncu: str, report: Path, timeout_s: float = 120.0) -> tuple[str, str]:
+    """(source page CSV, raw page CSV with gpu__time_duration) of an exported report."""
+    source = subprocess.run(
+        [ncu, "--import", str(report), "--page", "source", "--print-source", "sass", "--csv"],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+    raw = subprocess.run(
+        [ncu, "--import", str(report), "--page", "raw", "--csv", "--metrics", "gpu__time_duration.sum"],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+    return source.stdout, raw.stdout
+
+
+def ncu_error_reason(output: str) -> str | None:
+    """A short reason from ncu's own messages, when it failed for a known cause."""
+    if "ERR_NVGPUCTRPERM" in output:
+        return "no permission to read GPU performance counters (ERR_NVGPUCTRPERM)"
+    if "No kernels were profiled" in output:
+        return "no kernel was profiled (nothing ran inside the candidate's NVTX range)"
+    errors = [ln.strip() for ln in output.splitlines() if ln.startswith("==ERROR==")]
+    if errors:
+        return "; ".join(errors)[:500]
+    return None
+
+
+def ncu_version(ncu: str) -> str | None:
+    try:
+        out = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"Version\s+(\S+)", out)
+    return m.group(1) if m else (out.strip().splitlines()[-1] if out.strip() else None)

@@ -1,0 +1,157 @@
+"""Source policy, checked before anything is compiled.
+
+The benchmark measures the candidate's own kernels, so the source may not hand the work to a vendor library
+(cuBLAS, cuBLASLt, cuDNN), load code at run time (dlopen/dlsym), or read files outside the compiler's
+include path (absolute or parent-relative #include). Comments are blanked out before the checks, so a
+library named in a comment is fine; string literals are blanked for the identifier rules too, so a message
+that mentions cuBLAS is fine. CUTLASS and CuTe headers are allowed.
+"""
+
+from __future__ import annotations
+
+import re
+
+from evaluator.verdict import PolicyFinding
+
+MAX_SOURCE_BYTES = 1024 * 1024
+_QUOTE_CAP = 200
+
+_RUN_EXPORT = re.compile(r"\bTVM_FFI_DLL_EXPORT_TYPED_FUNC\s*\(\s*run\s*,")
+_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include\b[ \t]*(.*)$", re.MULTILINE)
+_INCLUDE_TARGET = re.compile(r'^(<([^>\n]*)>|"([^"\n]*)")')
+_FORBIDDEN_HEADER = re.compile(r"(^|/)(cublas\w*|cudnn\w*)(\.h|\.hpp)?$", re.IGNORECASE)
+# Identifiers of the vendor libraries' APIs, types and constants (cublasGemmEx, cublasLtHandle_t, CUDNN_STATUS_...).
+_FORBIDDEN_IDENTIFIER = re.compile(r"\b(cublas\w*|cudnn\w*|CUBLAS\w*|CUDNN\w*)\b")
+_DYNAMIC_LOADING = re.compile(r"\b(dlopen|dlmopen|dlsym|dlvsym)\b")
+
+
+def check_source(source: str | bytes) -> list[PolicyFinding]:
+    """Every policy violation in `source`, in line order; an empty list means the source may be compiled."""
+    if isinstance(source, bytes):
+        if len(source) > MAX_SOURCE_BYTES:
+            return [_too_large(len(source))]
+        try:
+            source = source.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return [PolicyFinding("encoding", f"source is not UTF-8 text (byte {exc.start})")]
+    size = len(source.encode("utf-8"))
+    if size > MAX_SOURCE_BYTES:
+        return [_too_large(size)]
+    if "\x00" in source:
+        return [PolicyFinding("encoding", "source contains NUL bytes; it must be text")]
+
+    lines = source.splitlines()
+    code = strip_comments(source)
+    code_no_strings = strip_comments(source, blank_strings=True)
+    findings: list[PolicyFinding] = []
+
+    for match in _INCLUDE.finditer(code):
+        line_no = code.count("\n", 0, match.start()) + 1
+        findings.extend(_check_include(match.group(1).strip(), line_no, lines))
+
+    seen: set[tuple[str, int]] = set()
+    for pattern, rule, what in (
+        (_FORBIDDEN_IDENTIFIER, "forbidden-library", "uses a vendor math library (cuBLAS/cuDNN)"),
+        (_DYNAMIC_LOADING, "dynamic-loading", "loads code at run time"),
+    ):
+        for match in pattern.finditer(code_no_strings):
+            line_no = code_no_strings.count("\n", 0, match.start()) + 1
+            if (rule, line_no) in seen or _is_include_line(code, line_no):
+                continue  # one finding per rule and line; includes are reported by the include rule
+            seen.add((rule, line_no))
+            findings.append(PolicyFinding(rule, f"{what}: '{match.group(0)}'", line_no, _quote(lines, line_no)))
+
+    if not _RUN_EXPORT.search(code):
+        findings.append(
+            PolicyFinding(
+                "missing-run",
+                "the source must export the entry point with TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, ...)",
+            )
+        )
+    findings.sort(key=lambda f: (f.line or 0, f.rule))
+    return findings
+
+
+def _check_include(target_text: str, line_no: int, lines: list[str]) -> list[PolicyFinding]:
+    quote = _quote(lines, line_no)
+    target = _INCLUDE_TARGET.match(target_text)
+    if target is None:
+        return [PolicyFinding("include-path", '#include must name a header in <...> or "..."', line_no, quote)]
+    path = (target.group(2) if target.group(2) is not None else target.group(3)).strip()
+    findings = []
+    if path.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", path):
+        findings.append(PolicyFinding("include-path", f"absolute #include path '{path}'", line_no, quote))
+    if ".." in re.split(r"[\\/]", path):
+        findings.append(PolicyFinding("include-path", f"parent-directory #include path '{path}'", line_no, quote))
+    if _FORBIDDEN_HEADER.search(path):
+        findings.append(PolicyFinding("forbidden-library", f"includes vendor library header '{path}'", line_no, quote))
+    return findings
+
+
+def _is_include_line(code: str, line_no: int) -> bool:
+    line = code.split("\n")[line_no - 1] if line_no - 1 < code.count("\n") + 1 else ""
+    return bool(re.match(r"^[ \t]*#[ \t]*include\b", line))
+
+
+def _quote(lines: list[str], line_no: int) -> str:
+    if 1 <= line_no <= len(lines):
+        text = lines[line_no - 1].strip()
+        return text if len(text) <= _QUOTE_CAP else text[: _QUOTE_CAP - 1] + "…"
+    return ""
+
+
+def _too_large(size: int) -> PolicyFinding:
+    return PolicyFinding("size", f"source is {size} bytes; the limit is {MAX_SOURCE_BYTES} bytes (1 MiB)")
+
+
+def strip_comments(source: str, *, blank_strings: bool = False) -> str:
+    """`source` with // and /* */ comments (and, if asked, string/char literal contents) replaced by spaces.
+
+    Newlines are kept, so line numbers stay the same. Handles escapes, line splices inside // comments,
+    and raw string literals R"delim(...)delim".
+    """
+    out: list[str] = []
+    i, n = 0, len(source)
+
+    def blank(text: str) -> str:
+        return "".join(c if c == "\n" else " " for c in text)
+
+    while i < n:
+        c = source[i]
+        if source.startswith("//", i):
+            j = i
+            while j < n and source[j] != "\n":
+                j += 2 if source[j] == "\\" and j + 1 < n else 1
+            out.append(blank(source[i:j]))
+            i = j
+        elif source.startswith("/*", i):
+            j = source.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(blank(source[i:j]))
+            i = j
+        elif (
+            c == "R"
+            and source.startswith('R"', i)
+            and (i == 0 or not (source[i - 1].isalnum() or source[i - 1] == "_"))
+        ):
+            m = re.match(r'R"([^()\\ \n]{0,16})\(', source[i:])
+            if m is None:
+                out.append(c)
+                i += 1
+                continue
+            end_marker = ")" + m.group(1) + '"'
+            j = source.find(end_marker, i + m.end())
+            j = n if j < 0 else j + len(end_marker)
+            out.append('R""' + blank(source[i + 3 : j]) if blank_strings else source[i:j])
+            i = j
+        elif c == '"' or (c == "'" and not (i > 0 and source[i - 1].isalnum())):  # 1'000 is a digit separator
+            j = i + 1
+            while j < n and source[j] != c and source[j] != "\n":
+                j += 2 if source[j] == "\\" else 1
+            j = min(j + 1, n)
+            out.append(c + blank(source[i + 1 : j - 1]) + source[j - 1] if blank_strings else source[i:j])
+            i = j
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)

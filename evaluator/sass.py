@@ -1,0 +1,125 @@
+"""Static SASS: parse `cuobjdump --dump-sass` text and count the target instruction families.
+
+`parse_sass` and `count_families` are pure functions tested on committed golden files
+(tests/fixtures/sass/); `disassemble` is the thin wrapper that runs cuobjdump.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from evaluator.arches import FAMILY_OPCODES, PREFIX_FAMILIES, get_arch
+from evaluator.verdict import SassCounts
+
+# "        /*01b0*/                   UTMALDG.2D [UR8], [UR4] ;   /* 0x... */"
+_INSTRUCTION = re.compile(r"^\s*/\*([0-9a-fA-F]{4,})\*/\s+(.*?)\s*;")
+_FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)")
+_GUARD = re.compile(r"^@!?U?P[T0-9]+\s+")
+_MMA_SHAPE = re.compile(r"^([A-Z]+GMMA)\.(\d+)x(\d+)x(\d+)")
+
+
+@dataclass(frozen=True)
+class SassInstruction:
+    kernel: str
+    address: int
+    text: str  # without the predicate guard, e.g. "HGMMA.64x8x16.F32.BF16 R24, gdesc[UR4], RZ, !UPT, gsb0"
+    opcode: str  # full mnemonic with modifiers, e.g. "HGMMA.64x8x16.F32.BF16"
+    predicated: bool  # had an @P guard
+
+    @property
+    def base(self) -> str:
+        return self.opcode.split(".", 1)[0]
+
+
+def parse_sass(text: str) -> list[SassInstruction]:
+    """Every instruction in a cuobjdump SASS dump, tagged with its function name."""
+    kernel = ""
+    result: list[SassInstruction] = []
+    for line in text.splitlines():
+        if m := _FUNCTION.match(line):
+            kernel = m.group(1)
+            continue
+        m = _INSTRUCTION.match(line)
+        if m is None:
+            continue
+        body = m.group(2).strip()
+        guard = _GUARD.match(body)
+        if guard:
+            body = body[guard.end() :]
+        opcode = body.split(None, 1)[0] if body else ""
+        if not opcode:
+            continue
+        result.append(SassInstruction(kernel, int(m.group(1), 16), body, opcode, guard is not None))
+    return result
+
+
+def instruction_family(opcode: str) -> str | None:
+    """The target family an opcode belongs to (by arches.FAMILY_OPCODES), or None."""
+    base = opcode.split(".", 1)[0]
+    for family, prefixes in FAMILY_OPCODES.items():
+        if family in PREFIX_FAMILIES:
+            if any(base.startswith(p) for p in prefixes):
+                return family
+        elif base in prefixes:
+            return family
+    return None
+
+
+def mma_flops_per_issue(opcode: str) -> float | None:
+    """FLOPs of one warpgroup issue of a Hopper GMMA instruction, from the shape in its mnemonic.
+
+    HGMMA.64x256x16 multiplies a 64x16 tile by a 16x256 tile: 2*64*256*16 FLOPs. Sparse variants (.SP)
+    read a K twice as deep as the mnemonic says... they are not produced for this benchmark's dense tasks,
+    so the mnemonic's K is used as is. Returns None for opcodes without a shape (tcgen05's UTCHMMA keeps
+    its shape in a descriptor register, so it cannot be read from SASS).
+    """
+    m = _MMA_SHAPE.match(opcode)
+    if not m:
+        return None
+    mm, nn, kk = (int(g) for g in m.groups()[1:])
+    return 2.0 * mm * nn * kk
+
+
+def count_families(sass_text: str, arch: str, target_families: tuple[str, ...] | None = None) -> SassCounts:
+    """Count the target families in a SASS dump. `target_families` defaults to the arch's families."""
+    spec = get_arch(arch)
+    targets = tuple(target_families) if target_families else spec.families
+    instructions = parse_sass(sass_text)
+    families = {f: 0 for f in FAMILY_OPCODES}
+    opcodes: dict[str, int] = {}
+    kernels: list[str] = []
+    for ins in instructions:
+        if ins.kernel and ins.kernel not in kernels:
+            kernels.append(ins.kernel)
+        fam = instruction_family(ins.opcode)
+        if fam is None:
+            continue
+        families[fam] += 1
+        opcodes[ins.opcode] = opcodes.get(ins.opcode, 0) + 1
+    return SassCounts(
+        arch=arch,
+        families=families,
+        opcodes=dict(sorted(opcodes.items())),
+        target_families=list(targets),
+        target_count=sum(families[f] for f in targets),
+        kernels=kernels,
+        instructions=len(instructions),
+    )
+
+
+def disassemble(binary: Path, cuobjdump: str | None = None) -> str:
+    """`cuobjdump --dump-sass` of a cubin or a shared library."""
+    from evaluator.compile import find_cuobjdump
+
+    proc = subprocess.run(
+        [cuobjdump or find_cuobjdump(), "--dump-sass", str(binary)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"cuobjdump failed ({proc.returncode}): {proc.stderr.strip()[:500]}")
+    return proc.stdout

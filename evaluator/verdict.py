@@ -1,0 +1,319 @@
+"""The verdict: everything one evaluation found, as typed records that serialise to one JSON document.
+
+It extends the FlashInfer Trace evaluation record (a status per workload, max absolute/relative error,
+latency, reference latency, speedup) with what PTXBench adds: policy findings, the compiler's command and
+resource report, static SASS counts, the architecture check, timing statistics and the environment.
+The JSON schema is `verdict.schema.json` beside this file; docs/verdict.md explains each field.
+A bad kernel is a verdict, never an exception: only broken infrastructure raises.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+
+class Status(StrEnum):
+    """Per-workload status: exactly FlashInfer Trace's evaluation statuses."""
+
+    PASSED = "PASSED"
+    INCORRECT_SHAPE = "INCORRECT_SHAPE"
+    INCORRECT_DTYPE = "INCORRECT_DTYPE"
+    INCORRECT_NUMERICAL = "INCORRECT_NUMERICAL"
+    RUNTIME_ERROR = "RUNTIME_ERROR"
+    COMPILE_ERROR = "COMPILE_ERROR"
+    TIMEOUT = "TIMEOUT"
+
+
+class OverallStatus(StrEnum):
+    """The verdict's one-word summary: the workload statuses plus two that no single workload can carry."""
+
+    PASSED = "PASSED"
+    INCORRECT_SHAPE = "INCORRECT_SHAPE"
+    INCORRECT_DTYPE = "INCORRECT_DTYPE"
+    INCORRECT_NUMERICAL = "INCORRECT_NUMERICAL"
+    RUNTIME_ERROR = "RUNTIME_ERROR"
+    COMPILE_ERROR = "COMPILE_ERROR"
+    TIMEOUT = "TIMEOUT"
+    # The source broke a policy rule; nothing was compiled or run.
+    POLICY_REJECTED = "POLICY_REJECTED"
+    # Only CPU stages were requested (policy, compile, sass): nothing is claimed about correctness or speed.
+    STATIC_ONLY = "STATIC_ONLY"
+
+
+class ArchStatus(StrEnum):
+    NOT_REQUESTED = "not_requested"  # the arch stage was not asked for, or its preconditions failed (see reason)
+    ABSENT = "absent"  # no target family in the static SASS
+    NOT_EXECUTED = "not_executed"  # present statically, zero predicated-on executions
+    TOKEN = "token"  # noqa: S105 - executed, but the tensor cores did less than the threshold share of the task's FLOPs
+    VERIFIED = "verified"  # executed and doing the work
+    PROFILE_ERROR = "profile_error"  # Nsight Compute missing, no permission, crashed or gave an unreadable report
+
+
+class StageState(StrEnum):
+    PASSED = "passed"  # the stage ran and the candidate passed it
+    FAILED = "failed"  # the stage ran and the candidate failed it
+    SKIPPED = "skipped"  # requested, but an earlier stage's failure made it pointless
+    NOT_RUN = "not_run"  # not requested
+
+
+STAGES: tuple[str, ...] = ("policy", "compile", "sass", "correctness", "arch", "timing")
+CPU_STAGES: tuple[str, ...] = ("policy", "compile", "sass")
+GPU_STAGES: tuple[str, ...] = ("correctness", "arch", "timing")
+
+
+@dataclass
+class PolicyFinding:
+    rule: str  # machine name of the rule, e.g. "forbidden-library", "dlopen", "include-path"
+    message: str  # what is wrong, for people
+    line: int | None = None  # 1-based line of the offending text, when there is one
+    text: str = ""  # the offending source line, stripped and capped at 200 characters
+
+
+@dataclass
+class KernelResources:
+    """ptxas -v report for one kernel."""
+
+    name: str  # mangled name as ptxas prints it
+    registers: int | None = None
+    shared_bytes: int | None = None  # static shared memory ("smem")
+    stack_frame_bytes: int | None = None
+    spill_store_bytes: int | None = None
+    spill_load_bytes: int | None = None
+    barriers: int | None = None
+
+
+@dataclass
+class CompileResult:
+    ok: bool
+    command: list[str]  # the nvcc argument vector, paths as used on the evaluating host
+    returncode: int | None  # None when killed at the time limit
+    seconds: float
+    output: str  # compiler stdout+stderr, capped at 64 KiB
+    output_truncated: bool = False
+    timed_out: bool = False
+    nvcc_version: str = ""
+    resources: list[KernelResources] = field(default_factory=list)
+    library_sha256: str | None = None
+    cubin_sha256: str | None = None
+
+
+@dataclass
+class SassCounts:
+    """Static counts from `cuobjdump --dump-sass` of the candidate's cubin."""
+
+    arch: str
+    families: dict[str, int]  # every known family -> instruction count in the SASS
+    opcodes: dict[str, int]  # full target opcodes seen (e.g. "HGMMA.64x256x16.F32.BF16") -> count
+    target_families: list[str]  # families the task/arch asks for
+    target_count: int  # instructions of the target families
+    kernels: list[str]  # SASS function names
+    instructions: int  # all SASS instructions
+
+
+@dataclass
+class TimingStats:
+    """One timed series: every sample plus its summary, never a lone mean."""
+
+    method: str  # "cupti" (kernel activity records) or "cuda_events" (fallback, see notes)
+    n: int
+    median_ms: float
+    q25_ms: float
+    q75_ms: float
+    iqr_ms: float
+    min_ms: float
+    max_ms: float
+    mean_ms: float
+    samples_ms: list[float]
+    warmup: int
+    kernels_per_call: float = 0.0  # mean number of GPU activities (kernels, memcpy, memset) per call
+
+
+@dataclass
+class Correctness:
+    max_absolute_error: float | None = None
+    max_relative_error: float | None = None
+    relative_norm_error: float | None = None  # ||out-ref|| / ||ref||, worst trial
+    relative_norm_bound: float | None = None
+    failing_elements: int = 0  # worst trial
+    total_elements: int = 0
+    nan_count: int = 0
+    inf_count: int = 0
+    trials: int = 0  # trials that ran to completion
+    inputs_modified: list[str] = field(default_factory=list)
+    timed_outputs_checked: int = 0  # outputs of timed calls that were compared too
+
+
+@dataclass
+class Performance:
+    latency_ms: float | None = None  # candidate median (FlashInfer's field)
+    reference_latency_ms: float | None = None  # library baseline median (FlashInfer's field)
+    speedup_factor: float | None = None  # baseline median / candidate median (FlashInfer's field)
+    speedup_ci95: list[float] | None = None  # bootstrap 95% interval of the speedup
+    baseline: str = ""  # baseline id, e.g. "cublas"
+    candidate: TimingStats | None = None
+    reference: TimingStats | None = None
+    tflops: float | None = None  # task FLOPs / candidate median
+    fraction_of_peak: float | None = None  # tflops / measured bf16 dense peak
+
+
+@dataclass
+class WorkloadResult:
+    uuid: str
+    axes: dict[str, int]
+    status: Status
+    message: str = ""
+    correctness: Correctness | None = None
+    performance: Performance | None = None
+    seconds: float = 0.0
+    stdout_tail: str = ""  # last bytes the candidate process wrote (capped)
+    stderr_tail: str = ""
+
+
+@dataclass
+class FamilyExecution:
+    static: int  # instructions in the static SASS
+    executed: int  # warp-level "Instructions Executed" summed over the family
+    predicated_on: int  # "Predicated-On Thread Instructions Executed" summed over the family
+
+
+@dataclass
+class ArchCheck:
+    status: ArchStatus
+    reason: str = ""
+    workload: str | None = None  # uuid of the profiled workload
+    families: dict[str, FamilyExecution] = field(default_factory=dict)
+    ptxbench_verified: bool = False  # PTXBench's rule alone: a target family executed (comparable with the paper)
+    full: bool = False  # sm_90a: both GMMA and TMA executed
+    tensor_core_flops: float | None = None  # from executed MMA instruction shapes
+    task_flops: float | None = None
+    tensor_core_share: float | None = None  # tensor_core_flops / task_flops
+    share_threshold: float | None = None
+    ncu_gpu_time_ms: float | None = None  # Nsight Compute gpu__time_duration of the profiled call, all kernels
+    cupti_median_ms: float | None = None
+    timer_ratio: float | None = None  # ncu / cupti
+    timer_disagreement: bool = False  # |ratio - 1| above the documented margin
+    timer_margin: float | None = None
+    profiled_kernels: list[str] = field(default_factory=list)
+    command: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+@dataclass
+class Environment:
+    hostname: str = ""
+    gpu_name: str | None = None
+    gpu_uuid: str | None = None
+    compute_capability: str | None = None
+    driver_version: str | None = None
+    cuda_runtime: str | None = None  # torch.version.cuda
+    nvcc_version: str | None = None
+    torch_version: str | None = None
+    python_version: str = ""
+    tvm_ffi_version: str | None = None
+    ncu_version: str | None = None
+    sm_clock_mhz_before: int | None = None
+    sm_clock_mhz_after: int | None = None
+    l2_bytes: int | None = None
+    peak_bf16_tflops: float | None = None  # measured once per evaluation process, see docs/performance.md
+    timing_method: str | None = None
+
+
+@dataclass
+class StageRecord:
+    name: str
+    state: StageState
+    seconds: float = 0.0
+    message: str = ""
+
+
+@dataclass
+class Verdict:
+    evaluator_version: str
+    task: str
+    arch: str
+    status: OverallStatus
+    created_at: str  # ISO 8601, UTC
+    source_sha256: str
+    source_bytes: int
+    stages_requested: list[str]
+    stages: list[StageRecord] = field(default_factory=list)
+    policy: list[PolicyFinding] = field(default_factory=list)
+    compile: CompileResult | None = None
+    sass: SassCounts | None = None
+    workloads: list[WorkloadResult] = field(default_factory=list)
+    arch_check: ArchCheck = field(default_factory=lambda: ArchCheck(ArchStatus.NOT_REQUESTED))
+    environment: Environment | None = None
+    notes: list[str] = field(default_factory=list)
+    wall_seconds: float = 0.0
+    schema_version: int = SCHEMA_VERSION
+
+    def stage(self, name: str) -> StageRecord | None:
+        return next((s for s in self.stages if s.name == name), None)
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def to_dict(verdict: Verdict) -> dict[str, Any]:
+    return dataclasses.asdict(verdict, dict_factory=_plain_dict)
+
+
+def _plain_dict(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    return {k: (v.value if isinstance(v, StrEnum) else v) for k, v in items}
+
+
+def to_json(verdict: Verdict, *, indent: int | None = 2) -> str:
+    return json.dumps(to_dict(verdict), indent=indent, allow_nan=False, default=_json_default)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, StrEnum):
+        return value.value
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def from_json(text: str) -> Verdict:
+    return from_dict(json.loads(text))
+
+
+def from_dict(data: dict[str, Any]) -> Verdict:
+    return _build(Verdict, data)
+
+
+def _build(cls: type, data: Any) -> Any:
+    hints = typing.get_type_hints(cls)
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name in data:
+            kwargs[f.name] = _convert(hints[f.name], data[f.name])
+    return cls(**kwargs)
+
+
+def _convert(hint: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _convert(args[0], value) if len(args) == 1 else value
+    if origin is list:
+        (item,) = typing.get_args(hint)
+        return [_convert(item, v) for v in value]
+    if origin is dict:
+        _, item = typing.get_args(hint)
+        return {k: _convert(item, v) for k, v in value.items()}
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return _build(hint, value)
+    if isinstance(hint, type) and issubclass(hint, StrEnum):
+        return hint(value)
+    if hint is float and isinstance(value, int):
+        return float(value)
+    return value

@@ -1,0 +1,5 @@
+import torch
+
+
+def run(A, B):
+    return torch.matmul(A, B.t())
