@@ -14,6 +14,7 @@ DATA_DIR = Path(env_str("PORTAL_DATA_DIR", str(BASE_DIR / "data")))
 TASKS_DIR = Path(env_str("PORTAL_TASKS_DIR", str(BASE_DIR / "tasks")))
 PACKS_DIR = TASKS_DIR / "packs"
 ARTIFACTS_DIR = Path(env_str("PORTAL_ARTIFACTS_DIR", str(DATA_DIR / "artifacts")))
+DATA_DIR.mkdir(parents=True, exist_ok=True)
 
 # DEBUG defaults on so a fresh clone runs; production sets DEBUG=0 and must then provide SECRET_KEY.
 DEBUG = env_bool("DEBUG", True)
@@ -39,6 +40,7 @@ INSTALLED_APPS = [
     "portal.catalog",
     "portal.accounts",
     "portal.submissions",
+    "portal.leaderboard",
 ]
 
 MIDDLEWARE = [
@@ -79,6 +81,8 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # A file, not memory, for the test database: tests run real worker processes against it.
+    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test_portal.sqlite3")}
     # WAL lets the web tier read while a worker writes; the timeout rides out short write locks.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
@@ -108,6 +112,11 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "portal.leaderboard.finders.PlotlyFinder",  # vendor/plotly.min.js from the plotly package (no CDN)
+]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
@@ -161,3 +170,7 @@ WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 15)
 EVALUATOR_STAGES = env_str("EVALUATOR_STAGES", "all")
 EVALUATOR_PYTHON = env_str("EVALUATOR_PYTHON", "")  # interpreter for `python -m evaluator` (default: this one)
 PLAUSIBLE_SPEEDUP_MAX = float(env_str("PLAUSIBLE_SPEEDUP_MAX", "3.0"))
+
+# --- leaderboards
+LEADERBOARD_CACHE_SECONDS = env_int("LEADERBOARD_CACHE_SECONDS", 300)  # backstop for writes that send no signal
+REFERENCE_VERDICTS_DIR = Path(env_str("REFERENCE_VERDICTS_DIR", str(BASE_DIR / "docs" / "verdicts")))

@@ -15,3 +15,33 @@ def copy_task(tmp_path: Path, name: str = GEMM) -> Path:
     root.mkdir(exist_ok=True)
     shutil.copytree(REPO / "tasks" / name, root / name, ignore=shutil.ignore_patterns("solutions"))
     return root
+
+
+def make_user(username: str = "alice", *, password: str = "correct horse battery staple", **extra):  # noqa: S107
+    from django.contrib.auth.models import User
+
+    return User.objects.create_user(username=username, password=password, **extra)
+
+
+def make_token(user) -> str:
+    from portal.accounts.services import token_create
+
+    return token_create(user=user, name="test")[1]
+
+
+def sync_catalog() -> None:
+    from django.core.management import call_command
+
+    call_command("sync_tasks", verbosity=0)
+
+
+def starter_source(task: str = GEMM) -> str:
+    return (REPO / "tasks" / task / "starter.cu").read_text()
+
+
+BROKEN_KERNEL = """// does not compile: a syntax error the compiler must report
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/function.h>
+void run(tvm::ffi::TensorView A, tvm::ffi::TensorView B, tvm::ffi::TensorView C) { this is not C++ }
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run);
+"""

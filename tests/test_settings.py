@@ -8,7 +8,11 @@ import sys
 
 from tests.factories import REPO
 
-PROD_ENV = {"DEBUG": "0", "SECRET_KEY": "x" * 64 + "-not-a-real-secret-but-long-and-random-enough", "ALLOWED_HOSTS": "ptxbench.example.org"}
+PROD_ENV = {
+    "DEBUG": "0",
+    "SECRET_KEY": "x" * 64 + "-not-a-real-secret-but-long-and-random-enough",
+    "ALLOWED_HOSTS": "ptxbench.example.org",
+}
 
 
 def _django(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:

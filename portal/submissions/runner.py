@@ -84,7 +84,7 @@ def run_evaluator(
     kernel.write_text(source, encoding="utf-8")
     verdict_path = workdir / "verdict.json"
     progress_path = workdir / "progress.jsonl"
-    artifacts_dir = workdir / "artifacts"
+    keep_dir = workdir / "evaluator"  # the evaluator's --workdir: build files, logs, SASS, ncu output
     command = [
         python or sys.executable,
         "-m",
@@ -101,8 +101,8 @@ def run_evaluator(
         str(verdict_path),
         "--progress",
         str(progress_path),
-        "--artifacts",
-        str(artifacts_dir),
+        "--workdir",
+        str(keep_dir),
     ]
     if stages and stages != "all":
         command += ["--stages", stages]
@@ -149,11 +149,25 @@ def run_evaluator(
     compile_output = (verdict.get("compile") or {}).get("output")
     if compile_output:
         files["compile.log"] = compile_output.encode("utf-8")
-    if artifacts_dir.is_dir():
-        for path in sorted(artifacts_dir.iterdir()):
-            if path.is_file() and path.stat().st_size <= 64 * 1024 * 1024:
-                files.setdefault(path.name, path.read_bytes())
+    for path in _audit_files(keep_dir):
+        files.setdefault(path.name, path.read_bytes())
     return RunnerResult(verdict, files)
+
+
+# What an auditor wants from the evaluator's work folder: SASS listings, Nsight Compute CSVs, logs.
+AUDIT_SUFFIXES = {".sass", ".csv", ".log", ".txt"}
+AUDIT_MAX_BYTES = 64 * 1024 * 1024
+
+
+def _audit_files(keep_dir: Path) -> list[Path]:
+    if not keep_dir.is_dir():
+        return []
+    found = [
+        p
+        for p in sorted(keep_dir.rglob("*"))
+        if p.is_file() and p.suffix in AUDIT_SUFFIXES and p.stat().st_size <= AUDIT_MAX_BYTES
+    ]
+    return found[:32]
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

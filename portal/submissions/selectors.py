@@ -54,6 +54,15 @@ def user_submissions(user: User) -> QuerySet[Submission]:
     )
 
 
+def _event_state(event: dict) -> str:
+    """A stage event's state: given by the evaluator, or read from its message ("passed: ...", "failed: ...")."""
+    state = str(event.get("state") or "")
+    if state:
+        return state
+    word = str(event.get("message", "")).split(":")[0].strip().lower()
+    return {"passed": "passed", "failed": "failed", "skipped": "skipped", "not run": "not_run"}.get(word, "running")
+
+
 def stage_rows(evaluation: Evaluation) -> list[dict[str, str]]:
     """One row per stage with its latest state from the evaluator's progress events."""
     latest: dict[str, dict] = {}
@@ -71,9 +80,9 @@ def stage_rows(evaluation: Evaluation) -> list[dict[str, str]]:
     ]
     for stage in STAGES:
         event = latest.get(stage)
-        state = str(event.get("state", "")) if event else ""
-        if not state and evaluation.state == Evaluation.State.RUNNING and evaluation.stage == stage:
-            state = "running"
+        state = _event_state(event) if event else ""
+        if state == "running" and evaluation.state != Evaluation.State.RUNNING:
+            state = "interrupted"  # the evaluation ended while this stage was in progress
         rows.append(
             {
                 "stage": stage,

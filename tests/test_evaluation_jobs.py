@@ -1,0 +1,165 @@
+"""Evaluations through real Redis and real RQ workers running the real evaluator (CPU stages on this machine):
+verdicts and artifacts stored, infrastructure faults retried then failed, duplicate jobs harmless,
+and a worker killed mid-job repaired by the reconcile job."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import timedelta
+
+import django_rq
+import pytest
+from django.conf import settings
+from django.test import override_settings
+from django.utils import timezone
+from rq import SimpleWorker
+
+from portal.catalog.models import Task
+from portal.submissions import artifacts, queueing
+from portal.submissions.models import Evaluation
+from portal.submissions.services import evaluation_reconcile, submission_create
+from tests.factories import BROKEN_KERNEL, GEMM, REPO, make_user, starter_source, sync_catalog
+
+pytestmark = pytest.mark.django_db(transaction=True)
+CPU = "policy,compile,sass"
+
+
+@pytest.fixture
+def alice():
+    sync_catalog()
+    return make_user("alice")
+
+
+def _submit(user, source: str, **kwargs) -> Evaluation:
+    result = submission_create(user=user, task=Task.objects.get(slug=GEMM), arch="sm_90a", source=source, **kwargs)
+    return result.evaluation
+
+
+def _drain(queue: str = "gpu-sm90") -> None:
+    django_rq.get_worker(queue, worker_class=SimpleWorker).work(burst=True)
+
+
+@override_settings(EVALUATOR_STAGES=CPU)
+def test_a_compiling_kernel_gets_a_static_verdict_with_artifacts(alice):
+    evaluation = _submit(alice, starter_source(), name="naive")
+    _drain()
+    evaluation.refresh_from_db()
+    assert evaluation.state == Evaluation.State.DONE
+    assert evaluation.status == "STATIC_ONLY"  # no GPU here: nothing claimed about correctness or speed
+    assert evaluation.arch_status == "absent"  # a SIMT starter has no wgmma/TMA
+    assert evaluation.verdict["sass"]["target_count"] == 0
+    assert [e["stage"] for e in evaluation.progress][:2] == ["policy", "policy"]
+    assert any(e["stage"] == "compile" and e["message"].startswith("passed") for e in evaluation.progress)
+    stored = {a.name: a for a in evaluation.artifacts.all()}
+    assert {"kernel.cu", "verdict.json"} <= set(stored)
+    kernel = artifacts.read(stored["kernel.cu"])
+    assert kernel.decode() == starter_source()
+    assert hashlib.sha256(kernel).hexdigest() == stored["kernel.cu"].sha256
+
+
+@override_settings(EVALUATOR_STAGES=CPU)
+def test_a_broken_kernel_is_a_verdict_not_a_retry(alice):
+    evaluation = _submit(alice, BROKEN_KERNEL)
+    _drain()
+    evaluation.refresh_from_db()
+    assert evaluation.state == Evaluation.State.DONE and evaluation.attempts == 1
+    assert evaluation.status == "COMPILE_ERROR"
+    log = artifacts.read(evaluation.artifacts.get(name="compile.log")).decode()
+    assert "error" in log
+
+
+@override_settings(EVALUATOR_STAGES=CPU)
+def test_a_cublas_include_is_rejected_by_policy(alice):
+    evaluation = _submit(alice, "#include <cublas_v2.h>\n" + starter_source())
+    _drain()
+    evaluation.refresh_from_db()
+    assert evaluation.status == "POLICY_REJECTED"
+    assert evaluation.verdict["compile"] is None  # nothing was compiled
+    assert "cublas_v2.h" in evaluation.verdict["policy"][0]["text"]
+
+
+@override_settings(EVALUATOR_STAGES=CPU, EVALUATOR_PYTHON="/nonexistent/python3", EVALUATION_MAX_ATTEMPTS=2)
+def test_infrastructure_faults_are_retried_then_failed_with_the_reason(alice):
+    evaluation = _submit(alice, starter_source())
+    _drain()  # attempt 1 fails and requeues, attempt 2 fails for good, all inside one burst
+    evaluation.refresh_from_db()
+    assert evaluation.state == Evaluation.State.FAILED
+    assert evaluation.attempts == 2
+    assert "could not run the evaluator" in evaluation.infra_error
+    assert [e["state"] for e in evaluation.progress] == ["error", "error"]
+
+
+@override_settings(EVALUATOR_STAGES=CPU, EVALUATION_TIMEOUT=1, EVALUATION_MAX_ATTEMPTS=1)
+def test_an_evaluator_past_its_time_limit_is_stopped(alice):
+    evaluation = _submit(alice, starter_source())
+    _drain()
+    evaluation.refresh_from_db()
+    assert evaluation.state == Evaluation.State.FAILED
+    assert "ran past the 1 s limit" in evaluation.infra_error
+
+
+@override_settings(EVALUATOR_STAGES="policy")
+def test_enqueueing_twice_is_harmless(alice):
+    evaluation = _submit(alice, starter_source())
+    queueing.enqueue_evaluation(evaluation)  # a second copy of the same job id
+    _drain()
+    evaluation.refresh_from_db()
+    assert evaluation.state == Evaluation.State.DONE and evaluation.attempts == 1
+    assert evaluation.artifacts.filter(name="verdict.json").count() == 1
+
+
+def test_reconcile_requeues_a_queued_evaluation_whose_job_vanished(alice):
+    evaluation = _submit(alice, starter_source())
+    django_rq.get_connection("gpu-sm90").flushdb()  # Redis lost everything (restart without persistence)
+    assert not queueing.job_is_pending(evaluation)
+    counts = evaluation_reconcile(now=timezone.now() + timedelta(minutes=5))
+    assert counts["reenqueued"] == 1
+    assert queueing.job_is_pending(evaluation)
+
+
+@override_settings(EVALUATION_STALE_SECONDS=5)
+def test_worker_killed_mid_job_is_detected_and_the_job_requeued_then_finished(alice, monkeypatch):
+    evaluation = _submit(alice, starter_source())
+    db = settings.DATABASES["default"]["NAME"]
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{db}", "REDIS_URL": settings.REDIS_URL, "DEBUG": "1"}
+    worker = subprocess.Popen(
+        [sys.executable, "manage.py", "gpu_worker", "--cpu-stages-only", "--arch", "sm_90a", "--name", "doomed"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            evaluation.refresh_from_db()
+            if evaluation.state == Evaluation.State.RUNNING:
+                break
+            time.sleep(0.2)
+        assert evaluation.state == Evaluation.State.RUNNING, "the worker never picked the job up"
+        os.killpg(worker.pid, signal.SIGKILL)  # the worker and its work horse die without a word
+        worker.wait(timeout=10)
+    finally:
+        if worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGKILL)
+    evaluation.refresh_from_db()
+    assert evaluation.state == Evaluation.State.RUNNING  # nothing else noticed
+
+    counts = evaluation_reconcile(now=timezone.now() + timedelta(seconds=30))
+    assert counts == {"requeued": 1, "failed": 0, "reenqueued": 0}
+    evaluation.refresh_from_db()
+    assert evaluation.state == Evaluation.State.QUEUED
+    assert "worker doomed stopped" in evaluation.stage_message
+    assert queueing.job_is_pending(evaluation)
+
+    monkeypatch.setenv("PTXBENCH_WORKER_STAGES", CPU)  # what gpu_worker --cpu-stages-only sets for its jobs
+    _drain()
+    evaluation.refresh_from_db()
+    assert evaluation.state == Evaluation.State.DONE and evaluation.attempts == 2
+    assert evaluation.status == "STATIC_ONLY"
