@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip -q --disable-pip-version-check
 RUFF := $(VENV)/bin/ruff
 
-.PHONY: run test lint format migrations-check venv deps-run deps-test redis test-gpu clean
+.PHONY: run test lint format migrations-check venv deps-run deps-test redis system-test test-gpu clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -26,12 +26,16 @@ deps-test: venv
 redis:
 	@bash scripts/ensure_redis.sh install
 
+# Redis for the tests' own server; Debian's Chromium for the browser tests (Playwright drives it, no downloads).
+system-test:
+	@bash scripts/ensure_debian_packages.sh redis-server=redis-server chromium=chromium
+
 ## Set everything up and serve the portal on http://127.0.0.1:8000 (Ctrl-C stops it).
 run: deps-run redis
 	@bash scripts/run_portal.sh
 
 ## Set everything up and run the whole CPU test suite (lint, migrations check, pytest with a real Redis).
-test: deps-test redis
+test: deps-test system-test
 	$(RUFF) check .
 	$(RUFF) format --check .
 	$(PY) manage.py makemigrations --check --dry-run

@@ -5,15 +5,7 @@ set -euo pipefail
 mode=${1:-install}
 cd "$(dirname "$0")/.."
 
-if ! command -v redis-server >/dev/null 2>&1; then
-  echo "redis-server not found: installing Debian's redis-server package"
-  sudo_cmd=""
-  if [ "$(id -u)" -ne 0 ]; then sudo_cmd="sudo"; fi
-  export DEBIAN_FRONTEND=noninteractive
-  $sudo_cmd apt-get update -qq
-  $sudo_cmd apt-get install -y -qq redis-server >/dev/null
-  # The package may start a system service; we start our own where we need one.
-fi
+bash scripts/ensure_debian_packages.sh redis-server=redis-server
 
 if [ "$mode" = "start" ]; then
   url=${REDIS_URL:-redis://127.0.0.1:6379/0}

@@ -14,10 +14,13 @@ $PY manage.py ensure_admin
 $PY manage.py collectstatic --noinput -v 0
 
 # CPU queues only here; GPU hosts run `manage.py gpu_worker` for their architecture's queue.
-$PY manage.py rqworker default agent --with-scheduler >>data/logs/worker.log 2>&1 &
+$PY manage.py rqworker default agent >>data/logs/worker.log 2>&1 &
 worker=$!
-trap 'kill $worker 2>/dev/null; wait $worker 2>/dev/null' EXIT INT TERM
-echo "Worker (queues: default, agent) pid $worker, log data/logs/worker.log"
+# Repairs evaluations whose worker died and jobs a Redis restart lost, every RECONCILE_INTERVAL seconds.
+$PY manage.py reconcile --loop >>data/logs/reconcile.log 2>&1 &
+reconcile=$!
+trap 'kill $worker $reconcile 2>/dev/null; wait $worker $reconcile 2>/dev/null' EXIT INT TERM
+echo "Worker (queues: default, agent) pid $worker, log data/logs/worker.log; reconcile loop pid $reconcile"
 echo "Portal on http://$BIND  (admin: http://$BIND/admin/)"
 .venv/bin/gunicorn portal.wsgi:application --bind "$BIND" --workers "${WEB_WORKERS:-3}" \
   --access-logfile - --error-logfile - --log-level warning

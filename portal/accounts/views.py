@@ -31,12 +31,13 @@ def tokens(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         _, new_token = token_create(user=request.user, name=form.cleaned_data["name"])
         form = TokenForm()
-    return render(
+    response = render(
         request,
         "accounts/tokens.html",
         {"form": form, "tokens": ApiToken.objects.filter(user=request.user), "new_token": new_token},
-        headers={"Cache-Control": "no-store"},  # the page may show a token once: never cache it
     )
+    response["Cache-Control"] = "no-store"  # the page may show a token once: never cache it
+    return response
 
 
 @login_required
