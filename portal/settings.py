@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "portal.accounts",
     "portal.submissions",
     "portal.leaderboard",
+    "portal.agent",
 ]
 
 MIDDLEWARE = [
@@ -53,6 +54,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "portal.core.middleware.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -127,6 +129,8 @@ STORAGES = {
 }
 
 LOGIN_URL = "/accounts/login/"
+LOGIN_MAX_FAILURES = env_int("LOGIN_MAX_FAILURES", 10)  # per client address and username ...
+LOGIN_WINDOW_SECONDS = env_int("LOGIN_WINDOW_SECONDS", 900)  # ... within this window
 LOGIN_REDIRECT_URL = "/"
 
 # Production hardening; all on whenever DEBUG is off (check --deploy stays clean).
@@ -141,6 +145,10 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+)
 
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 2 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = env_int("FILE_UPLOAD_MAX_MEMORY_SIZE", 2 * 1024 * 1024)
@@ -174,3 +182,19 @@ PLAUSIBLE_SPEEDUP_MAX = float(env_str("PLAUSIBLE_SPEEDUP_MAX", "3.0"))
 # --- leaderboards
 LEADERBOARD_CACHE_SECONDS = env_int("LEADERBOARD_CACHE_SECONDS", 300)  # backstop for writes that send no signal
 REFERENCE_VERDICTS_DIR = Path(env_str("REFERENCE_VERDICTS_DIR", str(BASE_DIR / "docs" / "verdicts")))
+
+# --- model-endpoint runs (the agent loop)
+# Fernet key(s) for endpoint API keys at rest: urlsafe base64 of 32 bytes; comma-separated for rotation (the first
+# encrypts). Required when DEBUG is off; with DEBUG on and none set, a key derived from SECRET_KEY is used.
+AGENT_FERNET_KEY = env_str("AGENT_FERNET_KEY", "")
+# Hosts and CIDRs admitted although private/loopback (local vLLM/SGLang servers), e.g. "10.1.2.3,gpu-box.internal".
+AGENT_ENDPOINT_ALLOWLIST = env_list("AGENT_ENDPOINT_ALLOWLIST", [])
+AGENT_MAX_ACTIVE_RUNS = env_int("AGENT_MAX_ACTIVE_RUNS", 2)  # queued or running, per user
+AGENT_RUNS_PER_DAY = env_int("AGENT_RUNS_PER_DAY", 10)  # per user
+AGENT_MAX_TASKS = env_int("AGENT_MAX_TASKS", 32)  # per run
+AGENT_MAX_TURNS = env_int("AGENT_MAX_TURNS", 16)
+AGENT_MAX_TRAJECTORIES = env_int("AGENT_MAX_TRAJECTORIES", 8)  # per task
+AGENT_RETRY_BACKOFF_S = float(env_str("AGENT_RETRY_BACKOFF_S", "2.0"))  # first wait after a 429/5xx/timeout
+AGENT_RETRY_BACKOFF_CAP_S = float(env_str("AGENT_RETRY_BACKOFF_CAP_S", "60.0"))
+AGENT_STEP_MAX_ATTEMPTS = env_int("AGENT_STEP_MAX_ATTEMPTS", 3)  # model-call step restarts after worker deaths
+AGENT_JOB_STALE_SECONDS = env_int("AGENT_JOB_STALE_SECONDS", 300)  # a started job without heartbeat this long is dead

@@ -7,6 +7,8 @@ urlpatterns = [
     path("", core_views.home, name="home"),
     path("healthz", core_views.healthz, name="healthz"),
     path("", include("portal.catalog.urls")),
+    path("", include("portal.leaderboard.urls")),
+    path("api/v1/leaderboard/", include("portal.leaderboard.api_urls")),
     path("", include("portal.accounts.urls")),
     path("", include("portal.submissions.urls")),
     # The RQ dashboard is registered inside the admin by django-rq: /admin/django_rq/dashboard/ (staff only).

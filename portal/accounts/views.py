@@ -2,14 +2,48 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from portal.accounts.forms import SignupForm, TokenForm
+from portal.accounts import throttle
+from portal.accounts.forms import LoginForm, SignupForm, TokenForm
 from portal.accounts.models import ApiToken
 from portal.accounts.services import token_create, token_revoke
+
+_login = auth_views.LoginView.as_view(authentication_form=LoginForm)
+
+
+@require_http_methods(["GET", "POST"])
+def login_view(request: HttpRequest) -> HttpResponse:
+    """Django's login, behind a failed-attempt throttle per client address and username."""
+    if request.method != "POST":
+        return _login(request)
+    address = request.META.get("REMOTE_ADDR", "")
+    username = request.POST.get("username", "")
+    wait = throttle.seconds_blocked(address, username)
+    if wait:
+        minutes = (wait + 59) // 60
+        form = LoginForm(request, data=None)
+        response = render(
+            request,
+            "registration/login.html",
+            {
+                "form": form,
+                "throttled": f"Too many failed logins. Try again in {minutes} minute{'s' if minutes > 1 else ''}.",
+            },
+            status=429,
+        )
+        response["Retry-After"] = str(wait)
+        return response
+    response = _login(request)
+    if response.status_code == 302:
+        throttle.clear(address, username)
+    else:
+        throttle.record_failure(address, username)
+    return response
 
 
 @require_http_methods(["GET", "POST"])
