@@ -1,0 +1,126 @@
+"""Public read-only JSON API under /api/v1/leaderboard/. Same selectors and sort whitelist as the pages;
+errors are {"error": "..."} with the right status. `format=csv` returns the table as a CSV attachment,
+`download=1` returns the JSON as an attachment."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from portal.core.api import api_endpoint, json_error
+from portal.leaderboard import charts, downloads, evidence, selectors
+from portal.leaderboard.cache import Generation
+from portal.leaderboard.selectors import BadQuery, BoardQuery
+from portal.submissions.models import Evaluation
+
+FORMATS = ("json", "csv")
+
+
+def _query_dict(query: BoardQuery) -> dict[str, Any]:
+    return {"arch": query.arch, "task": query.task or None, "k": query.k, "gpu": query.gpu or None, "sort": query.sort}
+
+
+def _table(
+    request: HttpRequest, *, name: str, query: BoardQuery, records: list[dict], columns: list[str], extra: dict
+) -> HttpResponse:
+    fmt = request.GET.get("format") or "json"
+    if fmt not in FORMATS:
+        return json_error(f"unknown format {fmt!r}; use json or csv", 400)
+    stem = "-".join(
+        p for p in (name, query.task, query.arch, query.gpu, f"k{query.k}" if name != "kernels" else "") if p
+    )
+    if fmt == "csv":
+        return downloads.attachment(
+            downloads.to_csv(records, columns), filename=f"{stem}.csv", content_type="text/csv; charset=utf-8"
+        )
+    body = {"query": _query_dict(query), **extra, "count": len(records), "rows": records}
+    if request.GET.get("download") == "1":
+        data = json.dumps(body, indent=2, default=str).encode()
+        return downloads.attachment(data, filename=f"{stem}.json", content_type="application/json")
+    return JsonResponse(body)
+
+
+def _parse(request: HttpRequest, gen: Generation, *, task_required: bool) -> BoardQuery:
+    return selectors.parse_query(request.GET, gen, task_required=task_required)
+
+
+@api_endpoint(methods=("GET",), auth=False)
+def kernels(request: HttpRequest) -> HttpResponse:
+    gen = Generation()
+    try:
+        query = _parse(request, gen, task_required=True)
+    except BadQuery as exc:
+        return json_error(str(exc), 400)
+    rows = selectors.kernel_board(gen, task=query.task, arch=query.arch, gpu=query.gpu)
+    records = [downloads.kernel_record(r) for r in rows]
+    query = BoardQuery(arch=query.arch, task=query.task, k=query.k, gpu=query.gpu, sort="-speedup")
+    return _table(request, name="kernels", query=query, records=records, columns=downloads.KERNEL_COLUMNS, extra={})
+
+
+@api_endpoint(methods=("GET",), auth=False)
+def kernel_traces(request: HttpRequest) -> HttpResponse:
+    """FlashInfer Trace JSONL of every kernel on the board (one line per workload result)."""
+    gen = Generation()
+    try:
+        query = _parse(request, gen, task_required=True)
+    except BadQuery as exc:
+        return json_error(str(exc), 400)
+    rows = selectors.kernel_board(gen, task=query.task, arch=query.arch, gpu=query.gpu)
+    by_id = {
+        str(e.id): e
+        for e in Evaluation.objects.select_related("submission__task").filter(id__in=[r.evaluation_id for r in rows])
+    }
+    data = evidence.traces_jsonl([by_id[r.evaluation_id] for r in rows if r.evaluation_id in by_id])
+    return downloads.attachment(
+        data, filename=f"traces-{query.task}-{query.arch}.jsonl", content_type="application/x-ndjson"
+    )
+
+
+def _models_off() -> HttpResponse:
+    return json_error("model runs are not enabled on this portal", 404)
+
+
+@api_endpoint(methods=("GET",), auth=False)
+def models(request: HttpRequest) -> HttpResponse:
+    if not selectors.models_available():
+        return _models_off()
+    gen = Generation()
+    try:
+        query = _parse(request, gen, task_required=True)
+    except BadQuery as exc:
+        return json_error(str(exc), 400)
+    records = [downloads.model_record(r) for r in selectors.model_board(gen, query)]
+    return _table(request, name="models", query=query, records=records, columns=downloads.MODEL_COLUMNS, extra={})
+
+
+@api_endpoint(methods=("GET",), auth=False)
+def summary(request: HttpRequest) -> HttpResponse:
+    if not selectors.models_available():
+        return _models_off()
+    gen = Generation()
+    try:
+        query = _parse(request, gen, task_required=False)
+    except BadQuery as exc:
+        return json_error(str(exc), 400)
+    query = BoardQuery(arch=query.arch, task="", k=query.k, gpu=query.gpu, sort=query.sort)
+    records = [downloads.summary_record(r) for r in selectors.model_summary(gen, query)]
+    extra = {"tasks": selectors.tasks_for_arch(gen, query.arch)}
+    return _table(request, name="summary", query=query, records=records, columns=downloads.SUMMARY_COLUMNS, extra=extra)
+
+
+@api_endpoint(methods=("GET",), auth=False)
+def chart(request: HttpRequest, name: str) -> HttpResponse:
+    """A chart's data and its plotly figure, exactly what the page draws."""
+    if name not in charts.CHARTS:
+        return json_error(f"unknown chart {name!r}; use one of: {', '.join(charts.CHARTS)}", 404)
+    if charts.CHARTS[name][2] and not selectors.models_available():
+        return _models_off()
+    gen = Generation()
+    try:
+        query = _parse(request, gen, task_required=False)
+    except BadQuery as exc:
+        return json_error(str(exc), 400)
+    result = charts.chart(gen, name, query)
+    return JsonResponse({"query": _query_dict(query), **result})

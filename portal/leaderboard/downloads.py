@@ -1,0 +1,281 @@
+"""Audit downloads: zip bundles with a MANIFEST.json of sha256 sums, leaderboard tables as CSV, and
+FlashInfer Trace JSONL. Pure builders over bytes and rows; the views only fetch rows and wrap responses."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import zipfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from django.http import HttpResponse
+
+from portal.leaderboard.ranking import KernelRow, ModelRow, SummaryRow
+
+MANIFEST_NAME = "MANIFEST.json"
+
+
+class ChecksumMismatch(Exception):
+    """A stored file no longer matches the sha256 recorded when it was written: never serve it."""
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def checked(data: bytes, expected: str, what: str) -> bytes:
+    actual = sha256_hex(data)
+    if actual != expected:
+        raise ChecksumMismatch(f"{what}: stored sha256 {expected}, file on disk has {actual}")
+    return data
+
+
+def attachment(data: bytes, *, filename: str, content_type: str) -> HttpResponse:
+    """Bytes as a download: attachment disposition, the sha256 in a header so clients can check it."""
+    response = HttpResponse(data, content_type=content_type)
+    safe = "".join(c for c in filename if c.isalnum() or c in "._-") or "download"
+    response["Content-Disposition"] = f'attachment; filename="{safe}"'
+    response["X-Content-SHA256"] = sha256_hex(data)
+    response["Content-Length"] = str(len(data))
+    return response
+
+
+# --------------------------------------------------------------------------- bundles
+
+
+@dataclass(frozen=True)
+class BundleFile:
+    path: str  # inside the zip
+    data: bytes
+
+
+def build_bundle(files: Iterable[BundleFile], *, meta: dict[str, Any]) -> bytes:
+    """A zip of `files` plus MANIFEST.json: {meta..., "files": [{path, sha256, size}]}. Deterministic timestamps,
+    so the same evidence always gives the same archive."""
+    buffer = io.BytesIO()
+    entries = []
+    stamp = (1980, 1, 1, 0, 0, 0)
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for item in files:
+            archive.writestr(zipfile.ZipInfo(item.path, date_time=stamp), item.data, zipfile.ZIP_DEFLATED)
+            entries.append({"path": item.path, "sha256": sha256_hex(item.data), "size": len(item.data)})
+        manifest = {**meta, "files": entries}
+        archive.writestr(
+            zipfile.ZipInfo(MANIFEST_NAME, date_time=stamp),
+            json.dumps(manifest, indent=2, sort_keys=True, default=str).encode(),
+            zipfile.ZIP_DEFLATED,
+        )
+    return buffer.getvalue()
+
+
+def environment_of(verdict: dict[str, Any] | None) -> dict[str, Any]:
+    return dict((verdict or {}).get("environment") or {})
+
+
+# --------------------------------------------------------------------------- tables
+
+KERNEL_COLUMNS = [
+    "rank",
+    "reference",
+    "name",
+    "submitter",
+    "arch_status",
+    "badge",
+    "speedup",
+    "speedup_ci_low",
+    "speedup_ci_high",
+    "tflops",
+    "peak_fraction",
+    "gpu_name",
+    "finished_at",
+    "evaluation_id",
+    "submission_id",
+    "source_sha256",
+]
+MODEL_COLUMNS = [
+    "run_id",
+    "model",
+    "model_id",
+    "submitted_by",
+    "created_at",
+    "gpu_name",
+    "task",
+    "k",
+    "trajectories",
+    "correct",
+    "correct_arch",
+    "correct_rate",
+    "correct_arch_rate",
+    "best_speedup",
+    "tokens",
+    "complete",
+]
+SUMMARY_COLUMNS = [
+    "run_id",
+    "model",
+    "model_id",
+    "submitted_by",
+    "created_at",
+    "gpu_name",
+    "k",
+    "tasks",
+    "tasks_solved",
+    "geomean_speedup",
+    "mean_correct",
+    "mean_correct_arch",
+    "correct",
+    "correct_arch",
+    "trajectories",
+    "tokens",
+    "complete",
+]
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z") if value else None
+
+
+def kernel_record(row: KernelRow) -> dict[str, Any]:
+    return {
+        "rank": row.rank,
+        "reference": row.is_reference,
+        "name": row.name,
+        "submitter": row.submitter,
+        "arch_status": row.arch_status,
+        "badge": row.badge,
+        "speedup": row.speedup,
+        "speedup_ci_low": row.speedup_ci_low,
+        "speedup_ci_high": row.speedup_ci_high,
+        "tflops": row.tflops,
+        "peak_fraction": row.peak_fraction,
+        "gpu_name": row.gpu_name,
+        "finished_at": _iso(row.finished_at),
+        "evaluation_id": row.evaluation_id,
+        "submission_id": row.submission_id,
+        "source_sha256": row.source_sha256,
+    }
+
+
+def model_record(row: ModelRow) -> dict[str, Any]:
+    return {
+        "run_id": row.run_id,
+        "model": row.model,
+        "model_id": row.model_id,
+        "submitted_by": row.submitted_by,
+        "created_at": _iso(row.created_at),
+        "gpu_name": row.gpu_name,
+        "task": row.task,
+        "k": row.k,
+        "trajectories": row.trajectories,
+        "correct": row.correct,
+        "correct_arch": row.correct_arch,
+        "correct_rate": row.correct_rate,
+        "correct_arch_rate": row.arch_rate,
+        "best_speedup": row.best_speedup,
+        "tokens": row.tokens,
+        "complete": row.complete,
+    }
+
+
+def summary_record(row: SummaryRow) -> dict[str, Any]:
+    return {
+        "run_id": row.run_id,
+        "model": row.model,
+        "model_id": row.model_id,
+        "submitted_by": row.submitted_by,
+        "created_at": _iso(row.created_at),
+        "gpu_name": row.gpu_name,
+        "k": row.k,
+        "tasks": row.tasks,
+        "tasks_solved": row.tasks_solved,
+        "geomean_speedup": row.geomean_speedup,
+        "mean_correct": row.mean_correct,
+        "mean_correct_arch": row.mean_correct_arch,
+        "correct": row.correct,
+        "correct_arch": row.correct_arch,
+        "trajectories": row.trajectories,
+        "tokens": row.tokens,
+        "complete": row.complete,
+    }
+
+
+def _csv_cell(value: Any) -> Any:
+    # Spreadsheet formula injection: a cell starting with = + - @ (or a tab/CR) is evaluated by Excel and
+    # LibreOffice; a leading apostrophe keeps hostile names as text. Numbers pass unchanged.
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return "" if value is None else value
+
+
+def to_csv(records: Iterable[dict[str, Any]], columns: list[str]) -> bytes:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    for record in records:
+        writer.writerow([_csv_cell(record.get(c)) for c in columns])
+    return buffer.getvalue().encode("utf-8")
+
+
+# --------------------------------------------------------------------------- FlashInfer Trace
+
+
+def trace_lines(
+    *, definition: str, solution: str, verdict: dict[str, Any] | None, workloads: dict[str, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """One FlashInfer Trace record per workload result of a verdict. `workloads` maps workload uuid to its
+    catalog entry ({"axes", "inputs"}), since verdicts keep only the axes."""
+    if not verdict:
+        return []
+    env = verdict.get("environment") or {}
+    libs = {
+        name: env.get(key)
+        for name, key in (("cuda", "cuda_runtime"), ("torch", "torch_version"), ("nvcc", "nvcc_version"))
+        if env.get(key)
+    }
+    libs.update({"driver": env.get("driver_version")} if env.get("driver_version") else {})
+    environment = {"hardware": env.get("gpu_name") or "", "libs": libs}
+    lines = []
+    for result in verdict.get("workloads") or []:
+        known = workloads.get(str(result.get("uuid"))) or {}
+        correctness = result.get("correctness") or {}
+        performance = result.get("performance") or {}
+        lines.append(
+            {
+                "definition": definition,
+                "workload": {
+                    "uuid": result.get("uuid"),
+                    "axes": result.get("axes") or known.get("axes") or {},
+                    "inputs": known.get("inputs") or {},
+                },
+                "solution": solution,
+                "evaluation": {
+                    "status": result.get("status"),
+                    "log": (result.get("message") or "")[:2000],
+                    "environment": environment,
+                    "timestamp": verdict.get("created_at"),
+                    "correctness": {
+                        "max_absolute_error": correctness.get("max_absolute_error"),
+                        "max_relative_error": correctness.get("max_relative_error"),
+                    }
+                    if correctness
+                    else None,
+                    "performance": {
+                        "latency_ms": performance.get("latency_ms"),
+                        "reference_latency_ms": performance.get("reference_latency_ms"),
+                        "speedup_factor": performance.get("speedup_factor"),
+                    }
+                    if performance
+                    else None,
+                },
+            }
+        )
+    return lines
+
+
+def to_jsonl(records: Iterable[dict[str, Any]]) -> bytes:
+    return "".join(json.dumps(r, sort_keys=True, allow_nan=False) + "\n" for r in records).encode("utf-8")

@@ -1,0 +1,240 @@
+"""Reads and builders for the evidence downloads: who may see an evaluation, its artifacts checked against
+their sha256, zip bundles per submission or model run, trajectories as JSON, traces as JSONL."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import Model
+from django.http import Http404
+
+from portal.leaderboard.downloads import BundleFile, build_bundle, checked, environment_of, to_jsonl, trace_lines
+from portal.submissions import artifacts as artifact_store
+from portal.submissions.models import Artifact, Evaluation, Submission
+
+# Field names never copied into a download, whatever model they appear on.
+_SECRET_WORDS = ("secret", "password", "api_key", "apikey", "credential")
+
+
+def _is_staff(user) -> bool:
+    return bool(getattr(user, "is_staff", False))
+
+
+def _banned(user) -> bool:
+    profile = getattr(user, "profile", None) if user is not None else None
+    return bool(profile and profile.is_banned)
+
+
+def visible_submission(viewer, submission_id: int) -> Submission:
+    """The submission, or 404 when it is hidden or its author is banned (staff still see it, for audit)."""
+    submission = Submission.objects.select_related("task", "user", "user__profile").filter(id=submission_id).first()
+    if submission is None or (not _is_staff(viewer) and (submission.is_hidden or _banned(submission.user))):
+        raise Http404("no such submission")
+    return submission
+
+
+def visible_evaluation(viewer, evaluation_id: uuid.UUID | str) -> Evaluation:
+    evaluation = (
+        Evaluation.objects.select_related("submission__task", "submission__user", "submission__user__profile")
+        .filter(id=evaluation_id)
+        .first()
+    )
+    if evaluation is None:
+        raise Http404("no such evaluation")
+    submission = evaluation.submission
+    if not _is_staff(viewer) and (submission.is_hidden or _banned(submission.user)):
+        raise Http404("no such evaluation")
+    return evaluation
+
+
+def artifact_bytes(artifact: Artifact) -> bytes:
+    """The stored file, checked against the sha256 recorded when it was written."""
+    return checked(artifact_store.read(artifact), artifact.sha256, f"artifact {artifact.evaluation_id}/{artifact.name}")
+
+
+def _workload_catalog(task) -> dict[str, dict[str, Any]]:
+    return {str(w.uuid): {"axes": w.axes, "inputs": w.inputs} for w in task.workloads.all()}
+
+
+def traces_jsonl(evaluations: list[Evaluation]) -> bytes:
+    """FlashInfer Trace JSONL: one line per workload result of each evaluation's verdict."""
+    lines = []
+    catalogs: dict[int, dict[str, dict[str, Any]]] = {}
+    for evaluation in evaluations:
+        submission = evaluation.submission
+        if submission.task_id not in catalogs:
+            catalogs[submission.task_id] = _workload_catalog(submission.task)
+        lines.extend(
+            trace_lines(
+                definition=submission.task.slug,
+                solution=solution_name(submission),
+                verdict=evaluation.verdict,
+                workloads=catalogs[submission.task_id],
+            )
+        )
+    return to_jsonl(lines)
+
+
+def solution_name(submission: Submission) -> str:
+    """A stable FlashInfer solution name: the label, made unique by the submission id."""
+    label = "".join(c if c.isalnum() or c in "_-." else "_" for c in (submission.name or "kernel"))[:80]
+    return f"{label}-{submission.id}"
+
+
+def _evaluation_files(evaluation: Evaluation, prefix: str) -> list[BundleFile]:
+    return [
+        BundleFile(f"{prefix}/{artifact.name}", artifact_bytes(artifact))
+        for artifact in evaluation.artifacts.order_by("name")
+    ]
+
+
+def _evaluation_meta(evaluation: Evaluation) -> dict[str, Any]:
+    return {
+        "id": str(evaluation.id),
+        "state": evaluation.state,
+        "status": evaluation.status,
+        "arch_status": evaluation.arch_status,
+        "arch_full": evaluation.arch_full,
+        "speedup": evaluation.speedup,
+        "speedup_ci95": [evaluation.speedup_ci_low, evaluation.speedup_ci_high],
+        "tflops": evaluation.tflops,
+        "peak_fraction": evaluation.peak_fraction,
+        "review_state": evaluation.review_state,
+        "finished_at": evaluation.finished_at,
+        "evaluator_version": evaluation.evaluator_version,
+        "environment": environment_of(evaluation.verdict),
+    }
+
+
+def submission_bundle(submission: Submission) -> bytes:
+    """kernel.cu, every evaluation's artifacts and traces, and MANIFEST.json (sha256 sums, environment)."""
+    evaluations = list(submission.evaluations.order_by("created_at"))
+    for evaluation in evaluations:
+        evaluation.submission = submission
+    files = [BundleFile("kernel.cu", submission.source.encode("utf-8"))]
+    for evaluation in evaluations:
+        files.extend(_evaluation_files(evaluation, f"evaluations/{evaluation.id}"))
+    traces = traces_jsonl([e for e in evaluations if e.verdict])
+    if traces:
+        files.append(BundleFile("traces.jsonl", traces))
+    finished = [e for e in evaluations if e.verdict]
+    meta = {
+        "kind": "submission",
+        "submission": {
+            "id": submission.id,
+            "task": submission.task.slug,
+            "arch": submission.arch,
+            "kind": submission.kind,
+            "name": submission.name,
+            "submitter": submission.user.username if submission.user else "",
+            "source_sha256": submission.source_sha256,
+            "created_at": submission.created_at,
+        },
+        "evaluations": [_evaluation_meta(e) for e in evaluations],
+        "environment": environment_of(finished[-1].verdict) if finished else {},
+    }
+    return build_bundle(files, meta=meta)
+
+
+# --------------------------------------------------------------------------- model runs
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, Decimal):
+        return float(value)
+    return value
+
+
+def record_fields(obj: Model) -> dict[str, Any]:
+    """Every concrete field of a row as JSON data (foreign keys as ids), minus anything secret-looking."""
+    out = {}
+    for f in obj._meta.concrete_fields:
+        if any(word in f.name.lower() for word in _SECRET_WORDS):
+            continue
+        out[f.attname] = _plain(f.value_from_object(obj))
+    return out
+
+
+def visible_run(viewer, run_id: int):
+    from portal.agent.models import ModelRun
+
+    run = ModelRun.objects.select_related("user", "user__profile").filter(id=run_id).first()
+    if run is None or (not _is_staff(viewer) and (run.is_hidden or _banned(run.user))):
+        raise Http404("no such run")
+    return run
+
+
+def _trajectories(run) -> list:
+    from portal.agent.models import Trajectory
+
+    return list(
+        Trajectory.objects.filter(run=run)
+        .select_related("task")
+        .prefetch_related("turns__evaluation")
+        .order_by("task__slug", "index")
+    )
+
+
+def _turns(trajectory) -> list:
+    return sorted(trajectory.turns.all(), key=lambda t: t.index)
+
+
+def _run_document(run, trajectories: list) -> dict[str, Any]:
+    run_fields = record_fields(run)
+    run_fields["user"] = run.user.username if run.user else ""
+    return {
+        "run": run_fields,
+        "trajectories": [
+            {
+                **record_fields(t),
+                "task": t.task.slug,
+                "turns": [record_fields(turn) for turn in _turns(t)],
+            }
+            for t in trajectories
+        ],
+    }
+
+
+def trajectories_json(run) -> bytes:
+    return json.dumps(_run_document(run, _trajectories(run)), indent=2, sort_keys=True, default=str).encode()
+
+
+def run_bundle(run) -> bytes:
+    """trajectories.json plus each turn's artifacts, and MANIFEST.json with sha256 sums and the environment."""
+    trajectories = _trajectories(run)
+    document = _run_document(run, trajectories)
+    files = [BundleFile("trajectories.json", json.dumps(document, indent=2, sort_keys=True, default=str).encode())]
+    environment: dict[str, Any] = {}
+    for trajectory in trajectories:
+        for turn in _turns(trajectory):
+            evaluation = turn.evaluation
+            if evaluation is None:
+                continue
+            prefix = f"{trajectory.task.slug}/trajectory-{trajectory.index}/turn-{turn.index}"
+            files.extend(_evaluation_files(evaluation, prefix))
+            environment = environment or environment_of(evaluation.verdict)
+    meta = {
+        "kind": "model_run",
+        "run": {
+            "id": run.id,
+            "model": run.model,
+            "display_name": run.display_name,
+            "arch": run.arch,
+            "gpu_name": run.gpu_name,
+            "user": run.user.username if run.user else "",
+            "created_at": run.created_at,
+            "finished_at": run.finished_at,
+            "trajectories_per_task": run.trajectories_per_task,
+            "turns": run.turns,
+        },
+        "environment": environment,
+    }
+    return build_bundle(files, meta=meta)

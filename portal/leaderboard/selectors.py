@@ -1,0 +1,252 @@
+"""Reads for the leaderboards. Each board is computed once per results generation (see cache.py) and
+returned as typed rows from ranking.py; the HTML pages, the JSON API, CSV downloads and charts all
+read the same rows."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from django.apps import apps
+from django.db.models import Q
+
+from evaluator.arches import ARCHES
+from portal.catalog.models import Task
+from portal.leaderboard import ranking
+from portal.leaderboard.cache import Generation
+from portal.leaderboard.ranking import KernelRow, ModelRow, SummaryRow
+from portal.submissions.models import Evaluation, Submission
+
+
+class BadQuery(ValueError):
+    """A leaderboard parameter is invalid; the message says which and what is allowed."""
+
+
+@dataclass(frozen=True)
+class BoardQuery:
+    """Validated parameters of a leaderboard read."""
+
+    arch: str
+    task: str  # task slug, or "" for the summary across tasks
+    k: int
+    gpu: str  # GPU model filter ("H100"), or "" for all
+    sort: str
+
+
+def parse_query(params, gen: Generation, *, task_required: bool = False) -> BoardQuery:
+    """Validate request parameters (arch, task, k, gpu, sort) against what exists; raise BadQuery."""
+    arch = params.get("arch") or "sm_90a"
+    if arch not in ARCHES:
+        raise BadQuery(f"unknown architecture {arch!r}; use one of: {', '.join(ARCHES)}")
+    task = params.get("task") or ""
+    if task and task not in active_task_slugs(gen):
+        raise BadQuery(f"unknown task {task!r}")
+    if task_required and not task:
+        raise BadQuery("the task parameter is required")
+    raw_k = params.get("k") or str(ranking.TURN_LIMITS[-1])
+    if raw_k not in {str(k) for k in ranking.TURN_LIMITS}:
+        raise BadQuery(f"k must be one of {', '.join(map(str, ranking.TURN_LIMITS))}")
+    gpu = params.get("gpu") or ""
+    if gpu and gpu not in ARCHES[arch].gpus:
+        raise BadQuery(f"unknown GPU {gpu!r} for {arch}; use one of: {', '.join(ARCHES[arch].gpus)}")
+    sort = params.get("sort") or ranking.DEFAULT_SORT
+    try:
+        ranking.parse_sort(sort)
+    except ranking.UnknownSortKey as exc:
+        raise BadQuery(str(exc)) from None
+    return BoardQuery(arch=arch, task=task, k=int(raw_k), gpu=gpu, sort=sort)
+
+
+def active_task_slugs(gen: Generation) -> list[str]:
+    return gen.get(
+        ("tasks",),
+        lambda: list(Task.objects.filter(is_active=True).order_by("group", "slug").values_list("slug", flat=True)),
+    )
+
+
+def tasks_for_arch(gen: Generation, arch: str) -> list[str]:
+    return gen.get(
+        ("tasks", arch),
+        lambda: list(
+            Task.objects.filter(is_active=True, targets__arch=arch)
+            .order_by("group", "slug")
+            .values_list("slug", flat=True)
+        ),
+    )
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+def kernel_board(gen: Generation, *, task: str, arch: str, gpu: str = "") -> list[KernelRow]:
+    """Ranked correct kernels (and reference rows) of one task on one architecture."""
+    rows = gen.get(("kernels", task, arch), lambda: _kernel_rows(task=task, arch=arch))
+    if gpu:
+        rows = [r for r in rows if ranking.gpu_model(r.gpu_name, arch) == gpu]
+    return ranking.rank_kernels(rows)
+
+
+def kernel_speedups(gen: Generation, *, arch: str, gpu: str = "") -> dict[str, list[KernelRow]]:
+    """Every task's ranked board on one architecture (for the distribution chart)."""
+    return {slug: kernel_board(gen, task=slug, arch=arch, gpu=gpu) for slug in tasks_for_arch(gen, arch)}
+
+
+def _visible_evaluations():
+    """Finished, correct evaluations that may be shown: not hidden, not from banned users, not held or
+    rejected by review. Model turns (kind agent) rank on the model leaderboard instead."""
+    return (
+        Evaluation.objects.filter(
+            state=Evaluation.State.DONE,
+            status="PASSED",
+            submission__kind__in=[Submission.Kind.KERNEL, Submission.Kind.REFERENCE],
+            submission__is_hidden=False,
+        )
+        .exclude(review_state__in=[Evaluation.ReviewState.HELD, Evaluation.ReviewState.REJECTED])
+        .exclude(Q(submission__user__profile__is_banned=True))
+    )
+
+
+def _kernel_rows(*, task: str, arch: str) -> list[KernelRow]:
+    values = (
+        _visible_evaluations()
+        .filter(submission__task__slug=task, submission__arch=arch)
+        .values(
+            "id",
+            "submission_id",
+            "submission__name",
+            "submission__user__username",
+            "submission__kind",
+            "submission__source_sha256",
+            "arch_status",
+            "arch_full",
+            "speedup",
+            "speedup_ci_low",
+            "speedup_ci_high",
+            "tflops",
+            "peak_fraction",
+            "gpu_name",
+            "finished_at",
+        )
+    )
+    return [
+        KernelRow(
+            evaluation_id=str(v["id"]),
+            submission_id=v["submission_id"],
+            name=v["submission__name"] or f"submission {v['submission_id']}",
+            submitter=v["submission__user__username"] or "",
+            is_reference=v["submission__kind"] == Submission.Kind.REFERENCE,
+            source_sha256=v["submission__source_sha256"],
+            arch_status=v["arch_status"],
+            arch_full=v["arch_full"],
+            speedup=v["speedup"],
+            speedup_ci_low=v["speedup_ci_low"],
+            speedup_ci_high=v["speedup_ci_high"],
+            tflops=v["tflops"],
+            peak_fraction=v["peak_fraction"],
+            gpu_name=v["gpu_name"],
+            finished_at=v["finished_at"],
+        )
+        for v in values
+    ]
+
+
+# --------------------------------------------------------------------------- models
+
+
+def models_available() -> bool:
+    """The model leaderboard needs the agent app (model runs); the kernel side works without it."""
+    return apps.is_installed("portal.agent")
+
+
+def model_rows(gen: Generation, *, arch: str, k: int, gpu: str = "") -> dict[str, list[ModelRow]]:
+    """Visible model runs on one architecture at turn limit k: task slug -> rows (unsorted)."""
+    if not models_available():
+        return {}
+    by_task = gen.get(("models", arch, k), lambda: _model_rows(arch=arch, k=k))
+    if gpu:
+        by_task = {
+            task: [r for r in rows if ranking.gpu_model(r.gpu_name, arch) == gpu] for task, rows in by_task.items()
+        }
+    return by_task
+
+
+def model_board(gen: Generation, query: BoardQuery) -> list[ModelRow]:
+    rows = model_rows(gen, arch=query.arch, k=query.k, gpu=query.gpu).get(query.task, [])
+    return ranking.sort_rows(rows, query.sort)
+
+
+def model_summary(gen: Generation, query: BoardQuery) -> list[SummaryRow]:
+    return ranking.sort_rows(_summaries(gen, arch=query.arch, k=query.k, gpu=query.gpu), query.sort)
+
+
+def _summaries(gen: Generation, *, arch: str, k: int, gpu: str) -> list[SummaryRow]:
+    def compute() -> list[SummaryRow]:
+        per_run: dict[int, list[ModelRow]] = defaultdict(list)
+        for rows in model_rows(gen, arch=arch, k=k, gpu=gpu).values():
+            for row in rows:
+                per_run[row.run_id].append(row)
+        task_count = len(tasks_for_arch(gen, arch))
+        return [ranking.summarise_run(rows, task_count=task_count) for rows in per_run.values()]
+
+    return gen.get(("summary", arch, k, gpu), compute)
+
+
+def _model_rows(*, arch: str, k: int) -> dict[str, list[ModelRow]]:
+    from portal.agent.models import RunTaskMetrics
+
+    values = (
+        RunTaskMetrics.objects.filter(k=k, run__arch=arch, run__is_hidden=False, task__is_active=True)
+        .exclude(Q(run__user__profile__is_banned=True))
+        .values(
+            "run_id",
+            "run__model",
+            "run__display_name",
+            "run__user__username",
+            "run__created_at",
+            "run__gpu_name",
+            "task__slug",
+            "trajectories",
+            "correct",
+            "correct_arch",
+            "best_speedup",
+            "tokens",
+            "complete",
+        )
+    )
+    by_task: dict[str, list[ModelRow]] = defaultdict(list)
+    for v in values:
+        by_task[v["task__slug"]].append(
+            ModelRow(
+                run_id=v["run_id"],
+                model=v["run__display_name"] or v["run__model"],
+                model_id=v["run__model"],
+                submitted_by=v["run__user__username"] or "",
+                created_at=v["run__created_at"],
+                gpu_name=v["run__gpu_name"] or "",
+                task=v["task__slug"],
+                k=k,
+                trajectories=v["trajectories"] or 0,
+                correct=v["correct"] or 0,
+                correct_arch=v["correct_arch"] or 0,
+                best_speedup=v["best_speedup"],
+                tokens=v["tokens"] or 0,
+                complete=bool(v["complete"]),
+            )
+        )
+    return dict(by_task)
+
+
+def correctness_by_turn_limit(gen: Generation, *, arch: str, task: str, gpu: str = "") -> dict[int, list[SummaryRow]]:
+    """For the correctness-vs-turn-limit chart: k -> summary rows restricted to one task ("" for all)."""
+    out: dict[int, list[SummaryRow]] = {}
+    task_count = 1 if task else len(tasks_for_arch(gen, arch))
+    for k in ranking.TURN_LIMITS:
+        by_task = model_rows(gen, arch=arch, k=k, gpu=gpu)
+        per_run: dict[int, list[ModelRow]] = defaultdict(list)
+        for slug, rows in by_task.items():
+            if task and slug != task:
+                continue
+            for row in rows:
+                per_run[row.run_id].append(row)
+        out[k] = [ranking.summarise_run(rows, task_count=task_count) for rows in per_run.values()]
+    return out

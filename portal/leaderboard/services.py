@@ -1,0 +1,187 @@
+"""Writes owned by the leaderboard: importing the committed verdicts of the expert reference kernels, so a
+fresh install shows real, dated H200 rows from the first start."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from evaluator.arches import ARCHES
+from portal.catalog.models import Task
+from portal.leaderboard.cache import leaderboard_changed
+from portal.submissions import artifacts
+from portal.submissions.models import Evaluation, Submission
+from portal.submissions.summary import summarise_verdict
+
+log = logging.getLogger(__name__)
+
+INDEX_NAME = "index.json"
+PLAUSIBLE_SPEEDUP_MAX_DEFAULT = 3.0
+
+
+@dataclass
+class ImportReport:
+    created: list[str] = field(default_factory=list)  # "task/solution@arch" of evaluations created
+    unchanged: list[str] = field(default_factory=list)  # already imported with the same verdict
+    problems: list[str] = field(default_factory=list)  # entries skipped, with why
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    verdict: str  # file name inside the verdicts folder
+    task: str
+    solution: str  # folder under tasks/<task>/solutions/
+    arch: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.task}/{self.solution}@{self.arch}"
+
+
+def read_index(directory: Path) -> list[IndexEntry]:
+    """docs/verdicts/index.json: [{"verdict", "task", "solution", "arch"}]. Raises ValueError naming the problem."""
+    path = directory / INDEX_NAME
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(data, list):
+        raise ValueError(f"{path}: expected a JSON list of entries")
+    entries = []
+    for position, item in enumerate(data):
+        if not isinstance(item, dict):
+            raise ValueError(f"{path}: entry {position} is not an object")
+        missing = [
+            k for k in ("verdict", "task", "solution", "arch") if not isinstance(item.get(k), str) or not item[k]
+        ]
+        if missing:
+            raise ValueError(f"{path}: entry {position} lacks {', '.join(missing)}")
+        entries.append(IndexEntry(item["verdict"], item["task"], item["solution"], item["arch"]))
+    return entries
+
+
+def _inside(base: Path, *parts: str) -> Path | None:
+    """base/parts, or None when the parts try to leave base (index entries are data, not trusted paths)."""
+    candidate = base.joinpath(*parts).resolve()
+    return candidate if candidate.is_relative_to(base.resolve()) else None
+
+
+def reference_verdicts_import(
+    *, directory: Path, tasks_dir: Path, plausible_speedup_max: float = PLAUSIBLE_SPEEDUP_MAX_DEFAULT
+) -> ImportReport:
+    """Create a reference Submission and a done Evaluation for every index entry not imported yet.
+    Idempotent: the same verdict document for the same source is never imported twice."""
+    report = ImportReport()
+    if not (directory / INDEX_NAME).is_file():
+        return report
+    for entry in read_index(directory):
+        try:
+            if _import_one(entry, directory=directory, tasks_dir=tasks_dir, limit=plausible_speedup_max):
+                report.created.append(entry.label)
+            else:
+                report.unchanged.append(entry.label)
+        except ValueError as exc:
+            report.problems.append(f"{entry.label}: {exc}")
+    if report.created:
+        transaction.on_commit(leaderboard_changed)
+    return report
+
+
+@transaction.atomic
+def _import_one(entry: IndexEntry, *, directory: Path, tasks_dir: Path, limit: float) -> bool:
+    if entry.arch not in ARCHES:
+        raise ValueError(f"unknown architecture {entry.arch!r}")
+    task = Task.objects.filter(slug=entry.task, is_active=True).first()
+    if task is None:
+        raise ValueError(f"task {entry.task!r} is not in the catalog (run sync_tasks first)")
+    verdict_path = _inside(directory, entry.verdict)
+    kernel_path = _inside(tasks_dir, entry.task, "solutions", entry.solution, "kernel.cu")
+    if verdict_path is None or kernel_path is None:
+        raise ValueError("the verdict or solution path leaves its folder")
+    if not verdict_path.is_file():
+        raise ValueError(f"verdict file {entry.verdict} is missing")
+    if not kernel_path.is_file():
+        raise ValueError(f"kernel source {kernel_path} is missing")
+    verdict_bytes = verdict_path.read_bytes()
+    try:
+        verdict = json.loads(verdict_bytes)
+    except ValueError as exc:
+        raise ValueError(f"{entry.verdict} is not JSON ({exc})") from None
+    source_bytes = kernel_path.read_bytes()
+    source = source_bytes.decode("utf-8")
+    digest = hashlib.sha256(source_bytes).hexdigest()
+    _check_verdict_matches(verdict, entry=entry, digest=digest)
+
+    submission = Submission.objects.filter(
+        kind=Submission.Kind.REFERENCE, task=task, arch=entry.arch, source_sha256=digest, name=entry.solution
+    ).first()
+    if submission is None:
+        submission = Submission.objects.create(
+            user=None,
+            task=task,
+            arch=entry.arch,
+            kind=Submission.Kind.REFERENCE,
+            name=entry.solution,
+            source=source,
+            source_sha256=digest,
+            source_bytes=len(source_bytes),
+            note=f"Expert reference kernel; measured verdict imported from docs/verdicts/{entry.verdict}",
+        )
+    elif any(e.verdict == verdict for e in submission.evaluations.filter(state=Evaluation.State.DONE)):
+        return False
+
+    headline = task.workloads.filter(is_headline=True).values_list("uuid", flat=True).first()
+    summary = summarise_verdict(
+        verdict, headline_workload=str(headline) if headline else None, plausible_speedup_max=limit
+    )
+    message = summary.pop("message")
+    measured_at = _parse_time(verdict.get("created_at")) or timezone.now()
+    evaluation = Evaluation.objects.create(
+        submission=submission,
+        state=Evaluation.State.DONE,
+        queue=ARCHES[entry.arch].queue,
+        stages=",".join(verdict.get("stages_requested") or []) or "all",
+        stage="done",
+        stage_message=message,
+        worker_name="import_reference_verdicts",
+        started_at=measured_at,
+        finished_at=measured_at,
+        verdict=verdict,
+        **summary,
+    )
+    files = {"kernel.cu": source_bytes, "verdict.json": verdict_bytes}
+    compile_output = (verdict.get("compile") or {}).get("output")
+    if compile_output:
+        files["compile.log"] = compile_output.encode("utf-8")
+    artifacts.store_all(evaluation, files)
+    return True
+
+
+def _check_verdict_matches(verdict: dict[str, Any], *, entry: IndexEntry, digest: str) -> None:
+    """The verdict must be about this task, this architecture and exactly this source file."""
+    if verdict.get("task") != entry.task:
+        raise ValueError(f"the verdict is for task {verdict.get('task')!r}, not {entry.task!r}")
+    if verdict.get("arch") != entry.arch:
+        raise ValueError(f"the verdict is for {verdict.get('arch')!r}, not {entry.arch!r}")
+    if verdict.get("source_sha256") != digest:
+        raise ValueError(
+            f"the verdict measured source {verdict.get('source_sha256')}, but kernel.cu now hashes to {digest}"
+        )
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)

@@ -1,0 +1,178 @@
+"""Leaderboard pages and evidence downloads. Function views; every number comes from selectors.py."""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import urlencode
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+
+from evaluator.arches import ARCHES
+from portal.leaderboard import charts, evidence, ranking, selectors
+from portal.leaderboard.cache import Generation
+from portal.leaderboard.downloads import ChecksumMismatch, attachment
+from portal.leaderboard.selectors import BadQuery, BoardQuery
+
+log = logging.getLogger(__name__)
+
+MODEL_CHARTS = ("correctness", "best-speedup", "distribution", "arch-comparison")
+
+
+def _filters(gen: Generation, query: BoardQuery) -> dict:
+    return {
+        "arches": list(ARCHES.values()),
+        "gpus": ARCHES[query.arch].gpus,
+        "tasks": selectors.tasks_for_arch(gen, query.arch),
+        "turn_limits": ranking.TURN_LIMITS,
+        "query": query,
+    }
+
+
+def _fallback_query(request: HttpRequest) -> BoardQuery:
+    """Defaults to redraw the filters with after a bad request, keeping what was valid."""
+    arch = request.GET.get("arch") if request.GET.get("arch") in ARCHES else "sm_90a"
+    return BoardQuery(arch=arch, task="", k=ranking.TURN_LIMITS[-1], gpu="", sort=ranking.DEFAULT_SORT)
+
+
+def _query_string(query: BoardQuery, **changes) -> str:
+    params = {"arch": query.arch, "task": query.task, "k": query.k, "gpu": query.gpu, "sort": query.sort}
+    params.update(changes)
+    return urlencode({k: v for k, v in params.items() if v not in ("", None)})
+
+
+def _sort_links(query: BoardQuery) -> dict[str, str]:
+    """Column header links: the first click sorts descending, a second click on the same column ascending."""
+    links = {}
+    for key in ranking.SORT_KEYS:
+        target = key if query.sort == f"-{key}" else f"-{key}"
+        links[key] = "?" + _query_string(query, sort=target)
+    return links
+
+
+def _chart_blocks(gen: Generation, query: BoardQuery, names: tuple[str, ...]) -> list[dict]:
+    blocks = []
+    for name in names:
+        needs_models = charts.CHARTS[name][2]
+        if needs_models and not selectors.models_available():
+            continue
+        result = charts.chart(gen, name, query)
+        blocks.append(
+            {
+                "name": name,
+                "element_id": f"figure-{name}",
+                "figure": result["figure"],
+                "json_url": reverse("leaderboard_api:chart", args=[name]) + "?" + _query_string(query),
+            }
+        )
+    return blocks
+
+
+def leaderboard(request: HttpRequest) -> HttpResponse:
+    """Model runs per architecture, task and turn limit (or the summary across tasks), with charts."""
+    gen = Generation()
+    try:
+        query = selectors.parse_query(request.GET, gen)
+    except BadQuery as exc:
+        context = {**_filters(gen, _fallback_query(request)), "error": str(exc), "models_available": True}
+        return render(request, "leaderboard/models.html", context, status=400)
+    context = _filters(gen, query)
+    context["models_available"] = selectors.models_available()
+    if query.task:
+        context["rows"] = selectors.model_board(gen, query)
+    else:
+        context["summary_rows"] = selectors.model_summary(gen, query)
+        context["task_count"] = len(context["tasks"])
+    context["sort_links"] = _sort_links(query)
+    context["charts"] = _chart_blocks(gen, query, MODEL_CHARTS)
+    context["query_string"] = _query_string(query)
+    context["kernel_query_string"] = _query_string(query, sort="", k="") if query.task else ""
+    return render(request, "leaderboard/models.html", context)
+
+
+def kernel_leaderboard(request: HttpRequest) -> HttpResponse:
+    """The fastest correct kernels of one task on one architecture, with the expert reference rows."""
+    gen = Generation()
+    params = request.GET.copy()
+    if not params.get("task"):
+        arch = params.get("arch") if params.get("arch") in ARCHES else "sm_90a"
+        tasks = selectors.tasks_for_arch(gen, arch)
+        if tasks:
+            params["task"] = tasks[0]
+    try:
+        query = selectors.parse_query(params, gen, task_required=True)
+    except BadQuery as exc:
+        context = {**_filters(gen, _fallback_query(request)), "error": str(exc)}
+        return render(request, "leaderboard/kernels.html", context, status=400)
+    context = _filters(gen, query)
+    context["rows"] = selectors.kernel_board(gen, task=query.task, arch=query.arch, gpu=query.gpu)
+    context["charts"] = _chart_blocks(gen, query, ("distribution",))
+    context["query_string"] = _query_string(query, sort="", k="")
+    return render(request, "leaderboard/kernels.html", context)
+
+
+# --------------------------------------------------------------------------- evidence
+
+
+def evaluation_detail(request: HttpRequest, evaluation_id) -> HttpResponse:
+    """The evidence behind one number: the verdict summary, every artifact with its sha256, the source
+    (highlighted on the server) and the compiler output (escaped)."""
+    evaluation = evidence.visible_evaluation(request.user, evaluation_id)
+    context = {
+        "evaluation": evaluation,
+        "submission": evaluation.submission,
+        "artifacts": list(evaluation.artifacts.all()),
+        "badge": ranking.arch_badge(evaluation.arch_status, evaluation.arch_full),
+        "compile_output": ((evaluation.verdict or {}).get("compile") or {}).get("output") or "",
+    }
+    return render(request, "leaderboard/evaluation.html", context)
+
+
+def evaluation_artifact(request: HttpRequest, evaluation_id, name: str) -> HttpResponse:
+    evaluation = evidence.visible_evaluation(request.user, evaluation_id)
+    artifact = get_object_or_404(evaluation.artifacts, name=name)
+    try:
+        data = evidence.artifact_bytes(artifact)
+    except FileNotFoundError:
+        raise Http404("the artifact file is missing") from None
+    except ChecksumMismatch as exc:
+        log.error("refusing to serve a corrupted artifact: %s", exc)
+        return HttpResponse("the stored file does not match its recorded sha256", status=500, content_type="text/plain")
+    return attachment(data, filename=f"{evaluation.id}-{artifact.name}", content_type=artifact.content_type)
+
+
+def evaluation_trace(request: HttpRequest, evaluation_id) -> HttpResponse:
+    evaluation = evidence.visible_evaluation(request.user, evaluation_id)
+    data = evidence.traces_jsonl([evaluation])
+    return attachment(data, filename=f"{evaluation.id}-trace.jsonl", content_type="application/x-ndjson")
+
+
+def submission_bundle(request: HttpRequest, submission_id: int) -> HttpResponse:
+    submission = evidence.visible_submission(request.user, submission_id)
+    try:
+        data = evidence.submission_bundle(submission)
+    except ChecksumMismatch as exc:
+        log.error("refusing to bundle a corrupted artifact: %s", exc)
+        return HttpResponse("a stored file does not match its recorded sha256", status=500, content_type="text/plain")
+    return attachment(data, filename=f"submission-{submission.id}.zip", content_type="application/zip")
+
+
+def run_bundle(request: HttpRequest, run_id: int) -> HttpResponse:
+    if not selectors.models_available():
+        raise Http404("model runs are not enabled on this portal")
+    run = evidence.visible_run(request.user, run_id)
+    try:
+        data = evidence.run_bundle(run)
+    except ChecksumMismatch as exc:
+        log.error("refusing to bundle a corrupted artifact: %s", exc)
+        return HttpResponse("a stored file does not match its recorded sha256", status=500, content_type="text/plain")
+    return attachment(data, filename=f"run-{run.id}.zip", content_type="application/zip")
+
+
+def run_trajectories(request: HttpRequest, run_id: int) -> HttpResponse:
+    if not selectors.models_available():
+        raise Http404("model runs are not enabled on this portal")
+    run = evidence.visible_run(request.user, run_id)
+    data = evidence.trajectories_json(run)
+    return attachment(data, filename=f"run-{run.id}-trajectories.json", content_type="application/json")

@@ -1,0 +1,176 @@
+"""Rows for leaderboard tests: kernel evaluations with hand-picked numbers, verdict documents, model runs."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+GEMM = "gemm_n7168_k5120"
+HEADLINE = "7abd165d-8d16-5996-9d55-3b80c1718242"  # gemm_n7168_k5120's headline workload
+T0 = datetime(2025, 11, 1, 12, 0, tzinfo=UTC)
+_counter = itertools.count(1)
+
+
+@pytest.fixture(autouse=True)
+def leaderboard_isolation(settings, tmp_path):
+    """Each test starts with empty leaderboard caches and its own artifact folder."""
+    from portal.leaderboard.cache import clear_process_cache
+
+    settings.ARTIFACTS_DIR = tmp_path / "artifacts"
+    clear_process_cache()
+    yield
+    clear_process_cache()
+
+
+def user(username: str, *, banned: bool = False):
+    from django.contrib.auth.models import User
+
+    from portal.accounts.models import Profile
+
+    account = User.objects.create_user(username=username, password="x-unused-password-123")
+    if banned:
+        Profile.objects.create(user=account, is_banned=True, banned_reason="test")
+    return account
+
+
+def task(slug: str = GEMM):
+    from portal.catalog.models import Task
+
+    return Task.objects.get(slug=slug)
+
+
+def verdict(
+    *,
+    task_slug: str = GEMM,
+    arch: str = "sm_90a",
+    source: str = "// kernel\n",
+    status: str = "PASSED",
+    speedup: float | None = 1.0,
+    ci: tuple[float, float] | None = None,
+    arch_status: str = "verified",
+    full: bool = True,
+    tflops: float | None = 500.0,
+    peak: float | None = 0.5,
+    gpu: str = "NVIDIA H200",
+    compile_output: str = "ptxas info    : Used 168 registers\n",
+    created_at: datetime = T0,
+) -> dict[str, Any]:
+    """A verdict document in evaluator/verdict.py's shape, with one (headline) workload."""
+    encoded = source.encode()
+    performance = None
+    if status == "PASSED" and speedup is not None:
+        low, high = ci or (speedup * 0.98, speedup * 1.02)
+        performance = {
+            "latency_ms": 1.0 / speedup,
+            "reference_latency_ms": 1.0,
+            "speedup_factor": speedup,
+            "speedup_ci95": [low, high],
+            "baseline": "cublas",
+            "tflops": tflops,
+            "fraction_of_peak": peak,
+        }
+    return {
+        "evaluator_version": "0.1.0",
+        "task": task_slug,
+        "arch": arch,
+        "status": status,
+        "created_at": created_at.isoformat().replace("+00:00", "Z"),
+        "source_sha256": hashlib.sha256(encoded).hexdigest(),
+        "source_bytes": len(encoded),
+        "stages_requested": ["policy", "compile", "sass", "correctness", "arch", "timing"],
+        "stages": [],
+        "policy": [],
+        "compile": {
+            "ok": status != "COMPILE_ERROR",
+            "command": ["nvcc"],
+            "returncode": 0,
+            "seconds": 1.0,
+            "output": compile_output,
+        },
+        "sass": None,
+        "workloads": [
+            {
+                "uuid": HEADLINE,
+                "axes": {"M": 4096},
+                "status": status if status != "STATIC_ONLY" else "PASSED",
+                "message": "",
+                "correctness": {"max_absolute_error": 0.004, "max_relative_error": 0.002},
+                "performance": performance,
+            }
+        ],
+        "arch_check": {
+            "status": arch_status,
+            "full": full,
+            "ptxbench_verified": arch_status == "verified",
+            "tensor_core_share": 0.99,
+        },
+        "environment": {
+            "gpu_name": gpu,
+            "driver_version": "570.86.15",
+            "cuda_runtime": "12.8",
+            "torch_version": "2.11.0",
+            "nvcc_version": "13.0",
+        },
+        "notes": [],
+    }
+
+
+def evaluation(
+    *,
+    owner=None,
+    task_slug: str = GEMM,
+    arch: str = "sm_90a",
+    name: str = "kernel.cu",
+    source: str | None = None,
+    kind: str = "kernel",
+    hidden: bool = False,
+    review_state: str | None = None,
+    finished_at: datetime | None = None,
+    files: dict[str, bytes] | None = None,
+    **verdict_fields,
+):
+    """A submission with one done evaluation whose summary columns come from summarise_verdict, exactly as
+    a worker would record it; artifacts stored for real."""
+    from portal.submissions import artifacts
+    from portal.submissions.models import Evaluation, Submission
+    from portal.submissions.summary import summarise_verdict
+
+    source = source if source is not None else f"// kernel {next(_counter)}\n"
+    the_task = task(task_slug)
+    document = verdict(task_slug=task_slug, arch=arch, source=source, **verdict_fields)
+    summary = summarise_verdict(document, headline_workload=HEADLINE, plausible_speedup_max=3.0)
+    message = summary.pop("message")
+    if review_state is not None:
+        summary["review_state"] = review_state
+    submission = Submission.objects.create(
+        user=owner,
+        task=the_task,
+        arch=arch,
+        kind=kind,
+        name=name,
+        source=source,
+        source_sha256=hashlib.sha256(source.encode()).hexdigest(),
+        source_bytes=len(source.encode()),
+        is_hidden=hidden,
+    )
+    done = Evaluation.objects.create(
+        id=uuid.uuid4(),
+        submission=submission,
+        state="done",
+        queue="gpu-sm90",
+        stage="done",
+        stage_message=message,
+        verdict=document,
+        finished_at=finished_at or T0 + timedelta(minutes=next(_counter)),
+        **summary,
+    )
+    stored = {"kernel.cu": source.encode(), "verdict.json": json.dumps(document).encode()}
+    stored.update(files or {})
+    artifacts.store_all(done, stored)
+    return done

@@ -1,0 +1,184 @@
+"""Kernel leaderboard: who ranks and in which order, checked against hand-computed expectations."""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import timedelta
+
+import pytest
+
+from portal.leaderboard import ranking
+from portal.leaderboard.cache import Generation, leaderboard_changed
+from portal.leaderboard.selectors import kernel_board
+from tests import leaderboard_factories as lf
+from tests.factories import sync_catalog
+from tests.leaderboard_factories import leaderboard_isolation  # noqa: F401 - autouse fixture
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def board():
+    """Hand-made results for gemm on sm_90a. Expected board (speedup desc, ties to the earlier result):
+    alice 1.5 (rank 1), carol 1.5 (rank 1, later), reference 1.4 (no rank), bob 1.3 (rank 3, best of his two
+    runs of the same source), ivan 1.0 not_executed (rank 4). Everything else must not show."""
+    sync_catalog()
+    t = lf.T0
+    alice, bob, carol = lf.user("alice"), lf.user("bob"), lf.user("carol")
+    dave = lf.user("dave", banned=True)
+    ids = {
+        "alice": lf.evaluation(owner=alice, name="alice.cu", speedup=1.5, finished_at=t),
+        "carol": lf.evaluation(owner=carol, name="carol.cu", speedup=1.5, finished_at=t + timedelta(hours=1)),
+        "bob_slow": lf.evaluation(owner=bob, name="bob.cu", source="// bob\n", speedup=1.1, finished_at=t),
+        "bob_fast": lf.evaluation(owner=bob, name="bob.cu", source="// bob\n", speedup=1.3, finished_at=t),
+        "ivan": lf.evaluation(owner=bob, name="ivan.cu", speedup=1.0, arch_status="not_executed", full=False),
+        "reference": lf.evaluation(
+            owner=None, kind="reference", name="hopper_tma_wgmma", speedup=1.4, gpu="NVIDIA H100 80GB HBM3"
+        ),
+    }
+    # Never shown: banned author, hidden, held for review (explicitly and by the plausibility bound),
+    # rejected, incorrect, static-only, other architecture, model turns.
+    lf.evaluation(owner=dave, name="dave.cu", speedup=2.0)
+    lf.evaluation(owner=alice, name="hidden.cu", speedup=2.5, hidden=True)
+    lf.evaluation(owner=alice, name="held.cu", speedup=2.2, review_state="held")
+    lf.evaluation(owner=alice, name="implausible.cu", speedup=3.5)
+    lf.evaluation(owner=alice, name="rejected.cu", speedup=2.1, review_state="rejected")
+    lf.evaluation(owner=alice, name="wrong.cu", status="INCORRECT_NUMERICAL", speedup=None)
+    lf.evaluation(owner=alice, name="static.cu", status="STATIC_ONLY", speedup=None)
+    lf.evaluation(owner=alice, name="blackwell.cu", arch="sm_100a", speedup=1.9, gpu="NVIDIA B200")
+    lf.evaluation(owner=alice, name="turn.cu", kind="agent", speedup=1.8)
+    return ids
+
+
+def test_only_visible_correct_kernels_rank_in_hand_computed_order(board):
+    rows = kernel_board(Generation(), task=lf.GEMM, arch="sm_90a")
+    assert [(r.name, r.rank, r.speedup) for r in rows] == [
+        ("alice.cu", 1, 1.5),
+        ("carol.cu", 1, 1.5),
+        ("hopper_tma_wgmma", None, 1.4),
+        ("bob.cu", 3, 1.3),
+        ("ivan.cu", 4, 1.0),
+    ]
+    assert rows[3].evaluation_id == str(board["bob_fast"].id)  # the fastest run of that source
+    assert rows[2].is_reference and rows[2].submitter == ""
+    assert [r.badge for r in rows] == [
+        "verified · full",
+        "verified · full",
+        "verified · full",
+        "verified · full",
+        "not_executed",
+    ]
+
+
+def test_held_evaluation_ranks_once_an_admin_confirms_it(board):
+    from portal.submissions.models import Evaluation
+
+    Evaluation.objects.filter(submission__name="held.cu").update(review_state="confirmed")
+    leaderboard_changed()
+    rows = kernel_board(Generation(), task=lf.GEMM, arch="sm_90a")
+    assert (rows[0].name, rows[0].rank, rows[0].speedup) == ("held.cu", 1, 2.2)
+
+
+def test_ban_takes_effect_through_the_signal(board, django_capture_on_commit_callbacks):
+    from portal.accounts.models import Profile
+
+    gen = Generation()
+    assert kernel_board(gen, task=lf.GEMM, arch="sm_90a")[0].submitter == "alice"
+    profile, _ = Profile.objects.get_or_create(user=board["alice"].submission.user)
+    profile.is_banned = True
+    with django_capture_on_commit_callbacks(execute=True):
+        profile.save()  # post_save bumps the generation once the ban commits
+    rows = kernel_board(Generation(), task=lf.GEMM, arch="sm_90a")
+    assert "alice" not in {r.submitter for r in rows}
+    assert rows[0].name == "carol.cu" and rows[0].rank == 1
+
+
+def test_gpu_filter_matches_whole_model_names(board):
+    h100 = kernel_board(Generation(), task=lf.GEMM, arch="sm_90a", gpu="H100")
+    assert [r.name for r in h100] == ["hopper_tma_wgmma"]
+    assert ranking.gpu_model("NVIDIA GH200 480GB") == "GH200"
+    assert ranking.gpu_model("NVIDIA H200") == "H200"
+    assert ranking.gpu_model("NVIDIA H100 80GB HBM3", "sm_100a") == ""
+
+
+def test_kernel_page_shows_the_board(client, board):
+    response = client.get("/leaderboard/kernels/", {"task": lf.GEMM, "arch": "sm_90a"})
+    assert response.status_code == 200
+    html = response.content.decode()
+    for name in ("alice.cu", "carol.cu", "bob.cu", "ivan.cu", "hopper_tma_wgmma", "expert reference"):
+        assert name in html
+    for hidden in ("dave.cu", "hidden.cu", "held.cu", "implausible.cu", "rejected.cu", "wrong.cu", "blackwell.cu"):
+        assert hidden not in html
+    assert "1.50x" in html and "[1.47, 1.53]" in html  # speedup with its 95% interval
+    assert "not_executed" in html
+
+
+def test_kernel_api_json_and_csv_match_the_board(client, board):
+    body = client.get("/api/v1/leaderboard/kernels", {"task": lf.GEMM, "arch": "sm_90a"}).json()
+    assert body["count"] == 5
+    assert [(r["name"], r["rank"], r["reference"]) for r in body["rows"]] == [
+        ("alice.cu", 1, False),
+        ("carol.cu", 1, False),
+        ("hopper_tma_wgmma", None, True),
+        ("bob.cu", 3, False),
+        ("ivan.cu", 4, False),
+    ]
+    assert body["rows"][0]["speedup_ci_low"] == pytest.approx(1.47)
+    response = client.get("/api/v1/leaderboard/kernels", {"task": lf.GEMM, "arch": "sm_90a", "format": "csv"})
+    assert response["Content-Type"].startswith("text/csv")
+    assert response["Content-Disposition"].startswith("attachment;")
+    table = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert [row["name"] for row in table] == [r["name"] for r in body["rows"]]
+    assert table[3]["rank"] == "3"
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"arch": "sm_90a"}, "task parameter is required"),
+        ({"task": lf.GEMM, "arch": "sm_75"}, "unknown architecture"),
+        ({"task": "nope", "arch": "sm_90a"}, "unknown task"),
+        ({"task": lf.GEMM, "arch": "sm_90a", "gpu": "B200"}, "unknown GPU"),
+        ({"task": lf.GEMM, "arch": "sm_90a", "format": "xml"}, "unknown format"),
+    ],
+)
+def test_kernel_api_rejects_bad_parameters(client, params, message):
+    sync_catalog()
+    response = client.get("/api/v1/leaderboard/kernels", params)
+    assert response.status_code == 400
+    assert message in response.json()["error"]
+
+
+def test_rank_kernels_pure_rules():
+    def row(eid, speedup, sha, ref=False, minute=0):
+        return ranking.KernelRow(
+            evaluation_id=eid,
+            submission_id=1,
+            name=eid,
+            submitter="",
+            is_reference=ref,
+            source_sha256=sha,
+            arch_status="verified",
+            arch_full=False,
+            speedup=speedup,
+            speedup_ci_low=None,
+            speedup_ci_high=None,
+            tflops=None,
+            peak_fraction=None,
+            gpu_name="",
+            finished_at=lf.T0 + timedelta(minutes=minute),
+        )
+
+    ranked = ranking.rank_kernels(
+        [
+            row("a", 2.0, "x"),
+            row("b", 2.0, "y", minute=1),
+            row("c", 1.0, "z"),
+            row("d", None, "w"),
+            row("e", 3.0, "x", minute=5),
+            row("r", 2.5, "x", ref=True),
+        ]
+    )
+    # "e" replaces "a" (same source, faster); the reference shares a source with them but is its own kind.
+    assert [(r.evaluation_id, r.rank) for r in ranked] == [("e", 1), ("r", None), ("b", 2), ("c", 3), ("d", 4)]
