@@ -4,7 +4,6 @@ rejected naming file and field, the generator script reproduces the folders, and
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import math
@@ -12,11 +11,11 @@ import shutil
 import subprocess
 import sys
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import torch
+from task_suite_build import compile_all, distinct_starters
 from task_suite_math import (
     attention_exact,
     attention_grads_exact,
@@ -319,46 +318,15 @@ def test_one_broken_task_fails_the_whole_load(tmp_path):
 # --------------------------------------------------------------------------- starters compile
 
 
-def _tvm_ffi_dirs() -> tuple[Path, Path]:
-    import tvm_ffi
-
-    root = Path(tvm_ffi.__file__).parent
-    return root / "include", root / "lib"
-
-
-def compile_starter(source: Path, out: Path, gencode: str = "arch=compute_90a,code=sm_90a") -> None:
-    """The ABI's build line (docs/tasks.md); raises with nvcc's output on failure."""
-    include, lib = _tvm_ffi_dirs()
-    cmd = [
-        "nvcc", "-shared", "-Xcompiler", "-fPIC", "-O3", "-lineinfo", "-std=c++17", "-gencode", gencode,
-        f"-I{include}", str(source), "-o", str(out), f"-L{lib}", "-ltvm_ffi",
-    ]  # fmt: skip
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    if result.returncode != 0:
-        raise AssertionError(f"nvcc failed for {source}:\n{result.stdout}\n{result.stderr}")
-
-
-def distinct_starters() -> dict[str, list[str]]:
-    """Starter text hash -> the tasks sharing it (the GEMM starter serves all GEMMs, and so on)."""
-    groups: dict[str, list[str]] = {}
-    for name in SUITE:
-        digest = hashlib.sha256((TASKS / name / "starter.cu").read_bytes()).hexdigest()[:12]
-        groups.setdefault(digest, []).append(name)
-    return groups
-
-
 def test_starters_compile_for_sm90a(tmp_path):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH")
-    groups = distinct_starters()
     # GEMM; forward and backward, each with and without the causal mask.
-    assert len(groups) == 5
-    jobs = {digest: (TASKS / names[0] / "starter.cu", tmp_path / f"{digest}.so") for digest, names in groups.items()}
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        for future in [pool.submit(compile_starter, src, out) for src, out in jobs.values()]:
-            future.result()
-    for _, out in jobs.values():
-        symbols = subprocess.run(["nm", "-D", "--defined-only", str(out)], capture_output=True, text=True).stdout
+    assert len(distinct_starters(TASKS, SUITE)) == 5
+    libraries = compile_all(TASKS, SUITE, tmp_path, "arch=compute_90a,code=sm_90a", workers=2)
+    assert sorted(libraries) == sorted(SUITE)
+    for so in set(libraries.values()):
+        symbols = subprocess.run(["nm", "-D", "--defined-only", str(so)], capture_output=True, text=True).stdout
         assert "__tvm_ffi_run" in symbols  # what TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, ...) exports
 
 

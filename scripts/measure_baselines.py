@@ -1,0 +1,277 @@
+"""Time every library baseline of the task suite on its task's headline workload (run on the GPU host).
+
+For each task: draw the headline workload's inputs (standard normal, as the evaluator does; the backward tasks'
+O and LSE from their input generator), run the fp32 reference once, then per baseline check its outputs against
+the reference with the evaluator's element rule and time it: 10 warm-up calls, then N timed calls, each after
+overwriting a 256 MiB buffer so that the 60 MB L2 holds none of the inputs, each timed with CUDA events around
+the call alone. Reports the median (and quartiles) and achieved TFLOP/s by the task's FLOP convention.
+
+    python scripts/measure_baselines.py [--out DIR] [--reps 100] [--tasks NAME ...]
+    python scripts/measure_baselines.py --device cpu --axis M=64 --axis S=64 --tasks ...   # smoke run, no GPU
+
+Writes baselines.json (environment, method, every sample) and baselines.md (the table) to DIR (default $OUT,
+else the current folder) and prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from evaluator.taskdata import Task, evaluate_flops, load_tasks  # noqa: E402
+
+GROUP_ORDER = {"gemm": 0, "mha_fwd": 1, "mha_bwd": 2}
+FLUSH_BYTES = 256 << 20
+
+
+@dataclass
+class OutputCheck:
+    """One output of a baseline against the fp32 reference on the headline workload."""
+
+    output: str
+    tolerance_ratio: float  # max |out-ref| / max(atol, rtol*|ref|); above 1 the evaluator fails the element
+    rel_norm: float  # ||out-ref|| / ||ref||
+    median_ratio: float | None = None  # median(out/ref), for LSE: 1.4427 would mean log2 instead of natural log
+
+
+@dataclass
+class Measurement:
+    task: str
+    group: str
+    workload: str  # uuid
+    axes: dict[str, int]
+    flops: float
+    baseline: str  # baseline id
+    baseline_name: str
+    samples_ms: list[float] = field(default_factory=list)
+    median_ms: float | None = None
+    q1_ms: float | None = None
+    q3_ms: float | None = None
+    tflops: float | None = None  # flops / median
+    checks: list[OutputCheck] = field(default_factory=list)
+    passed: bool | None = None  # every output within the evaluator's tolerance of the reference
+    error: str | None = None  # set when the baseline raised
+
+
+def environment(device: str) -> dict[str, Any]:
+    import torch
+
+    if device != "cuda":
+        return {"date_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), "device": device}
+
+    def smi(query: str) -> str:
+        try:
+            cmd = ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"]
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"unavailable ({exc})"
+
+    props = torch.cuda.get_device_properties(0)
+    return {
+        "date_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "gpu": torch.cuda.get_device_name(0),
+        "compute_capability": f"{props.major}.{props.minor}",
+        "multiprocessors": props.multi_processor_count,
+        "driver": smi("driver_version"),
+        "sm_clock_max_mhz": smi("clocks.max.sm"),
+        "power_limit": smi("power.limit"),
+        "cuda_runtime": torch.version.cuda,
+        "torch": torch.__version__,
+        "cudnn": torch.backends.cudnn.version(),
+        "python": platform.python_version(),
+    }
+
+
+def load_function(source: str, function: str, label: str) -> Any:
+    namespace: dict[str, Any] = {"__name__": f"measure_{label}"}
+    exec(compile(source, f"<{label}>", "exec"), namespace)  # noqa: S102 (trusted task data from the repo)
+    return namespace[function]
+
+
+def make_inputs(task: Task, axes: dict[str, int], seed: int, device: str) -> list[Any]:
+    import torch
+
+    gen = torch.Generator(device=device).manual_seed(seed)
+    values = {}
+    for spec in task.definition.inputs:
+        shape = tuple(task.definition.axis_values(axes)[a] for a in spec.shape)
+        values[spec.name] = torch.randn(shape, generator=gen, device=device, dtype=torch.float32).to(
+            getattr(torch, spec.dtype)
+        )
+    if task.input_generator is not None:
+        gen_fn = load_function(task.input_generator.source, task.input_generator.function, f"inputs_{task.name}")
+        values.update(gen_fn(values))
+    return [values[s.name] for s in task.definition.inputs]
+
+
+def as_tuple(value: Any) -> tuple:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+def check_output(name: str, out: Any, ref: Any, atol: float, rtol: float) -> OutputCheck:
+    import torch
+
+    o, r = out.double(), ref.double()
+    if tuple(o.shape) != tuple(r.shape):
+        return OutputCheck(name, math.inf, math.inf)
+    ratio = float(((o - r).abs() / torch.clamp(rtol * r.abs(), min=atol)).max())
+    rel = float(torch.linalg.vector_norm(o - r) / torch.linalg.vector_norm(r))
+    median_ratio = float((o / r).median()) if name == "LSE" else None
+    return OutputCheck(name, ratio, rel, median_ratio)
+
+
+def time_call(fn: Any, reps: int, warmup: int, device: str) -> list[float]:
+    """Milliseconds per call, one sample per call, L2 flushed before each."""
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    if device != "cuda":  # smoke runs only: wall clock
+        samples = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            fn()
+            samples.append((time.perf_counter() - t0) * 1e3)
+        return samples
+    flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for i in range(reps):
+        flush.zero_()
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)]
+
+
+def measure_task(
+    task: Task, reps: int, warmup: int, seed: int, device: str = "cuda", override: dict[str, int] | None = None
+) -> list[Measurement]:
+    import torch
+
+    def sync() -> None:
+        if device == "cuda":
+            torch.cuda.synchronize()
+
+    workload = task.workload(task.headline_workload)
+    axes = {k: (override or {}).get(k, v) for k, v in workload.axes.items()}
+    flops = evaluate_flops(task.flops, task.definition.axis_values(axes))
+    inputs = make_inputs(task, axes, seed, device)
+    reference = load_function(task.definition.reference, "run", f"ref_{task.name}")
+    expected = as_tuple(reference(*inputs))
+    sync()
+    results = []
+    for baseline in task.baselines:
+        m = Measurement(task.name, task.group, workload.uuid, axes, flops, baseline.id, baseline.name)
+        try:
+            fn = load_function(baseline.source, baseline.function, f"{baseline.id}_{task.name}")
+            outputs = as_tuple(fn(*inputs))
+            sync()
+            m.checks = [
+                check_output(spec.name, out, ref, task.atol, task.rtol)
+                for spec, out, ref in zip(task.definition.outputs, outputs, expected, strict=True)
+            ]
+            m.passed = all(c.tolerance_ratio <= 1.0 for c in m.checks)
+            del outputs
+            m.samples_ms = time_call(lambda fn=fn, args=tuple(inputs): fn(*args), reps, warmup, device)
+            quartiles = statistics.quantiles(m.samples_ms, n=4)
+            m.q1_ms, m.median_ms, m.q3_ms = quartiles[0], statistics.median(m.samples_ms), quartiles[2]
+            m.tflops = flops / (m.median_ms * 1e-3) / 1e12
+        except Exception as exc:  # a baseline that fails is a result to report, not a reason to stop
+            m.error = f"{type(exc).__name__}: {exc}"[:500]
+        results.append(m)
+    del inputs, expected
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    return results
+
+
+def markdown_table(results: list[Measurement]) -> str:
+    lines = [
+        "| task | headline | baseline | median ms | IQR ms | TFLOP/s | max err/tol | rel-norm err | correct |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for m in results:
+        headline = ", ".join(f"{k}={v}" for k, v in m.axes.items())
+        if m.error:
+            lines.append(f"| {m.task} | {headline} | {m.baseline} | — | — | — | — | — | error: {m.error[:80]} |")
+            continue
+        worst = max(c.tolerance_ratio for c in m.checks)
+        rel = max(c.rel_norm for c in m.checks)
+        lines.append(
+            f"| {m.task} | {headline} | {m.baseline} | {m.median_ms:.3f} | {m.q1_ms:.3f}–{m.q3_ms:.3f} | "
+            f"{m.tflops:.1f} | {worst:.3f} | {rel:.1e} | {'yes' if m.passed else 'NO'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
+    parser.add_argument("--reps", type=int, default=100, help="timed calls per baseline (median of these)")
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--tasks", nargs="*", help="task names (default: the whole suite)")
+    parser.add_argument("--device", default="cuda", help="cuda (default); cpu only for smoke runs")
+    parser.add_argument("--axis", action="append", default=[], help="AXIS=VALUE: replace a headline axis (smoke runs)")
+    args = parser.parse_args(argv)
+    if args.reps < 50:
+        parser.error("--reps must be at least 50")
+    override = {k: int(v) for k, v in (a.split("=", 1) for a in args.axis)}
+
+    import torch
+
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("no CUDA GPU", file=sys.stderr)
+        return 2
+    tasks = [t for t in load_tasks(REPO / "tasks") if "suite:ptxbench" in t.definition.tags]
+    if args.tasks:
+        tasks = [t for t in tasks if t.name in set(args.tasks)]
+    tasks.sort(key=lambda t: (GROUP_ORDER.get(t.group, 9), t.name))
+    env = environment(args.device)
+    results: list[Measurement] = []
+    for task in tasks:
+        started = time.monotonic()
+        batch = measure_task(task, args.reps, args.warmup, args.seed, args.device, override)
+        results += batch
+        summary = ", ".join(
+            f"{m.baseline} {m.median_ms:.3f} ms" if m.median_ms else f"{m.baseline} ERROR" for m in batch
+        )
+        print(f"{task.name}: {summary} ({time.monotonic() - started:.1f} s)", flush=True)
+    method = {
+        "workload": "each task's headline workload; inputs standard normal (fp32 draw cast to the input dtype)",
+        "timing": f"{args.warmup} warm-up calls, then {args.reps} calls each timed alone with CUDA events, "
+        f"a {FLUSH_BYTES >> 20} MiB buffer overwritten before each call to flush L2; median and quartiles",
+        "check": "outputs against the task's fp32 reference with the evaluator's element rule (atol=rtol=1e-2)",
+        "seed": args.seed,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "baselines.json").write_text(
+        json.dumps({"environment": env, "method": method, "results": [asdict(m) for m in results]}, indent=1)
+    )
+    table = markdown_table(results)
+    header = "".join(f"- {k}: {v}\n" for k, v in env.items())
+    (args.out / "baselines.md").write_text(header + "\n" + table)
+    print(header)
+    print(table)
+    return 0 if all(m.error is None and m.passed for m in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
