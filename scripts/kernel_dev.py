@@ -52,6 +52,12 @@ class Solution:
         return "gemm" if self.definition.startswith("gemm_") else "mha"
 
     @property
+    def slug(self) -> str:
+        """File-name-safe id, unique across tasks (solutions of different tasks may share a name)."""
+        raw = f"{self.definition}__{self.name}"
+        return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in raw)
+
+    @property
     def causal(self) -> bool:
         return self.definition.endswith("_causal")
 
@@ -104,7 +110,7 @@ def nvcc_command(src: Path, out: Path, arch: str, defines: list[str]) -> list[st
 def build(sol: Solution, build_dir: Path, arch: str) -> tuple[Path | None, str]:
     """Compile one solution; returns (shared object or None, compiler log)."""
     build_dir.mkdir(parents=True, exist_ok=True)
-    out = build_dir / (sol.name.replace(":", "__").replace("+", "_").replace("=", "") + f".{arch}.so")
+    out = build_dir / f"{sol.slug}.{arch}.so"
     cmd = nvcc_command(sol.path / "kernel.cu", out, arch, sol.defines)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     log = proc.stdout + proc.stderr
@@ -327,7 +333,7 @@ def run_child(sol: Solution, so: Path, sizes: list[int], timeout: float, extra: 
 
 def run_ncu(sol: Solution, so: Path, kernel_regex: str, size: int, out_dir: Path, timeout: float) -> str:
     ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
-    csv_path = out_dir / f"ncu_source_{sol.name.replace(':', '__').replace('+', '_').replace('=', '')}.csv"
+    csv_path = out_dir / f"ncu_source_{sol.slug}.csv"
     cmd = [
         ncu,
         "--clock-control",
