@@ -11,6 +11,7 @@ urlpatterns = [
     path("api/v1/leaderboard/", include("portal.leaderboard.api_urls")),
     path("", include("portal.accounts.urls")),
     path("", include("portal.submissions.urls")),
+    path("", include("portal.agent.urls")),
     # The RQ dashboard is registered inside the admin by django-rq: /admin/django_rq/dashboard/ (staff only).
     path("admin/", admin.site.urls),
 ]

@@ -1,0 +1,40 @@
+"""RQ jobs of the agent loop, all on the `agent` queue: thin wrappers that take ids and call services.
+This is the only module that decrypts an endpoint's API key, and only inside an `agent` queue job."""
+
+from __future__ import annotations
+
+import logging
+
+from rq import get_current_job
+
+from portal.agent import crypto, services
+from portal.agent.models import ModelRun
+from portal.agent.queueing import QUEUE
+
+log = logging.getLogger(__name__)
+
+
+def _reveal_api_key(run: ModelRun) -> str:
+    job = get_current_job()
+    if job is None or job.origin != QUEUE:
+        raise RuntimeError(f"API keys are decrypted only inside jobs of the {QUEUE!r} queue")
+    return crypto.api_key_decrypt(run.api_key_encrypted)
+
+
+def turn_call_model(turn_id: int) -> str:
+    outcome = services.turn_model_step(turn_id=turn_id, reveal_api_key=_reveal_api_key)
+    log.info("turn %s model step: %s", turn_id, outcome)
+    return outcome
+
+
+def turn_after_evaluation(turn_id: int) -> str:
+    outcome = services.turn_verdict_step(turn_id=turn_id)
+    log.info("turn %s verdict step: %s", turn_id, outcome)
+    return outcome
+
+
+def reconcile() -> dict[str, int]:
+    counts = services.agent_reconcile()
+    if any(counts.values()):
+        log.info("agent reconcile: %s", counts)
+    return counts

@@ -1,0 +1,73 @@
+"""The only place that talks to RQ for the agent loop. Every step is idempotent (it moves a turn forward with a
+conditional update), so a step enqueued twice does its work once."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import django_rq
+from django.conf import settings
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
+
+QUEUE = "agent"
+
+
+def _job_timeout(turn) -> int:
+    run = turn.trajectory.run
+    # Every attempt may use the whole request timeout, plus the capped backoff between attempts.
+    attempts = run.max_retries + 1
+    return int(attempts * run.request_timeout + run.max_retries * settings.AGENT_RETRY_BACKOFF_CAP_S + 300)
+
+
+def enqueue_model_step(turn) -> str:
+    """Queue the model call of `turn`; returns the job id (also stored on the turn by the caller)."""
+    from portal.agent import jobs
+
+    job_id = f"agent-turn-{turn.id}-call-{uuid.uuid4().hex[:8]}"
+    django_rq.get_queue(QUEUE).enqueue(
+        jobs.turn_call_model,
+        turn.id,
+        job_id=job_id,
+        job_timeout=_job_timeout(turn),
+        result_ttl=3600,
+        failure_ttl=7 * 24 * 3600,
+    )
+    return job_id
+
+
+def enqueue_verdict_step(turn_id: int) -> None:
+    """Queue the after-evaluation step of a turn. A fixed job id: a second enqueue replaces a waiting copy."""
+    from portal.agent import jobs
+
+    django_rq.get_queue(QUEUE).enqueue(
+        jobs.turn_after_evaluation,
+        turn_id,
+        job_id=f"agent-turn-{turn_id}-verdict",
+        job_timeout=600,
+        result_ttl=3600,
+        failure_ttl=7 * 24 * 3600,
+    )
+
+
+def job_is_alive(job_id: str, *, stale_seconds: float) -> bool:
+    """Whether Redis holds the job waiting, or running on a worker that heartbeated recently."""
+    if not job_id:
+        return False
+    connection = django_rq.get_connection(QUEUE)
+    try:
+        job = Job.fetch(job_id, connection=connection)
+    except NoSuchJobError:
+        return False
+    status = job.get_status(refresh=True)
+    if status in {JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED}:
+        return True
+    if status == JobStatus.STARTED:
+        beat = job.last_heartbeat or job.started_at
+        if beat is None:
+            return True
+        if beat.tzinfo is None:
+            beat = beat.replace(tzinfo=UTC)
+        return datetime.now(UTC) - beat < timedelta(seconds=stale_seconds)
+    return False

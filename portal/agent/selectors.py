@@ -1,0 +1,138 @@
+"""Reads for model runs. `run_document` feeds both the run page's live refresh and the JSON API, and it
+never contains the API key, its hint, or anything of the endpoint URL beyond its host."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count, Prefetch, Q, QuerySet
+from django.http import Http404
+
+from portal.agent.models import ModelRun, RunTaskMetrics, Trajectory, Turn
+
+
+def _can_see(run: ModelRun, user) -> bool:
+    if not run.is_hidden:
+        return True
+    return bool(user and user.is_authenticated and (user.is_staff or user.id == run.user_id))
+
+
+def run_list(*, user=None, mine: bool = False) -> QuerySet[ModelRun]:
+    runs = ModelRun.objects.select_related("user").annotate(
+        task_count=Count("tasks", distinct=True),
+        trajectory_count=Count("trajectories", distinct=True),
+        running_count=Count("trajectories", filter=Q(trajectories__state=Trajectory.State.RUNNING), distinct=True),
+    )
+    if mine:
+        return runs.filter(user=user) if user and user.is_authenticated else runs.none()
+    return runs.filter(is_hidden=False)
+
+
+def run_detail(run_id: int, *, user=None) -> ModelRun:
+    turns = Turn.objects.order_by("index")
+    run = (
+        ModelRun.objects.select_related("user")
+        .prefetch_related(
+            "tasks",
+            Prefetch(
+                "trajectories",
+                queryset=Trajectory.objects.select_related("task")
+                .defer("messages")
+                .order_by("task__slug", "index")
+                .prefetch_related(Prefetch("turns", queryset=turns.defer("reply", "kernel", "feedback"))),
+            ),
+            Prefetch("metrics", queryset=RunTaskMetrics.objects.select_related("task").order_by("task__slug", "k")),
+        )
+        .filter(id=run_id)
+        .first()
+    )
+    if run is None or not _can_see(run, user):
+        raise Http404("no such run")
+    return run
+
+
+def trajectory_detail(run_id: int, trajectory_id: int, *, user=None) -> Trajectory:
+    trajectory = (
+        Trajectory.objects.select_related("run", "task")
+        .prefetch_related(Prefetch("turns", queryset=Turn.objects.select_related("evaluation").order_by("index")))
+        .filter(id=trajectory_id, run_id=run_id)
+        .first()
+    )
+    if trajectory is None or not _can_see(trajectory.run, user):
+        raise Http404("no such trajectory")
+    return trajectory
+
+
+def _iso(value) -> str | None:
+    return value.isoformat() if value else None
+
+
+def turn_document(turn: Turn) -> dict[str, Any]:
+    return {
+        "index": turn.index,
+        "state": turn.state,
+        "status": turn.status,
+        "arch_status": turn.arch_status,
+        "speedup": turn.speedup,
+        "prompt_tokens": turn.prompt_tokens,
+        "completion_tokens": turn.completion_tokens,
+        "reasoning_tokens": turn.reasoning_tokens,
+        "model_latency_s": turn.model_latency_s,
+        "model_attempts": turn.model_attempts,
+        "evaluation": str(turn.evaluation_id) if turn.evaluation_id else None,
+        "error": turn.error,
+        "finished_at": _iso(turn.finished_at),
+    }
+
+
+def run_document(run: ModelRun) -> dict[str, Any]:
+    """The public JSON view of a run (from a `run_detail` queryset)."""
+    trajectories = []
+    for t in run.trajectories.all():
+        trajectories.append(
+            {
+                "id": t.id,
+                "task": t.task.slug,
+                "index": t.index,
+                "state": t.state,
+                "stop_reason": t.stop_reason,
+                "stop_message": t.stop_message,
+                "turns": [turn_document(turn) for turn in t.turns.all()],
+            }
+        )
+    return {
+        "id": run.id,
+        "display_name": run.display_name,
+        "model": run.model,
+        "endpoint_host": "imported" if not run.base_url else run.endpoint_host,
+        "arch": run.arch,
+        "pack": run.pack_variant,
+        "turns": run.turns,
+        "trajectories_per_task": run.trajectories_per_task,
+        "target_speedup": run.target_speedup,
+        "temperature": run.temperature,
+        "max_output_tokens": run.max_output_tokens,
+        "state": run.state,
+        "error": run.error,
+        "gpu_name": run.gpu_name,
+        "user": run.user.username,
+        "created_at": _iso(run.created_at),
+        "started_at": _iso(run.started_at),
+        "finished_at": _iso(run.finished_at),
+        "tasks": [task.slug for task in run.tasks.all()],
+        "metrics": [
+            {
+                "task": m.task.slug,
+                "arch": m.arch,
+                "k": m.k,
+                "trajectories": m.trajectories,
+                "correct": m.correct,
+                "correct_arch": m.correct_arch,
+                "best_speedup": m.best_speedup,
+                "tokens": m.tokens,
+                "complete": m.complete,
+            }
+            for m in run.metrics.all()
+        ],
+        "trajectories": trajectories,
+    }

@@ -1,0 +1,604 @@
+"""Writes for model-endpoint runs: create a run, drive each turn one step at a time, stop trajectories,
+finish runs, and repair what a crash left behind.
+
+The loop is a chain of small RQ jobs on the `agent` queue (call the model → submit the kernel → the GPU
+worker scores it → the evaluation_finished signal queues the verdict step → the next turn's model call), so
+no worker waits while a model thinks or a GPU runs. Each step moves a turn forward with a conditional
+update, so running a step twice does its work once; a stored reply (`replied_at`) is never requested again.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from evaluator.arches import ARCHES
+from portal.accounts.services import user_is_banned
+from portal.agent import crypto, metrics, prompts, queueing
+from portal.agent.client import EndpointConfig, ModelCallError, ModelReply, chat_completion
+from portal.agent.extract import extract_kernel
+from portal.agent.feedback import NO_KERNEL, TRUNCATED, infrastructure_feedback, verdict_feedback
+from portal.agent.models import METRIC_KS, ModelRun, RunTaskMetrics, Trajectory, Turn
+from portal.agent.ssrf import Allowlist, EndpointRefused, check_endpoint_url
+from portal.catalog.models import KnowledgePack, Task
+from portal.submissions.models import Evaluation, Submission
+from portal.submissions.services import SubmissionRefused, submission_create
+
+log = logging.getLogger(__name__)
+
+
+class RunRefused(Exception):
+    """The run request is invalid or over a limit. `status` is the HTTP status an API answers with."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    base_url: str
+    model: str
+    arch: str
+    task_slugs: list[str]
+    display_name: str = ""
+    api_key: str = ""
+    pack_variant: str = ModelRun.PackVariant.ARCH
+    turns: int = 8
+    trajectories_per_task: int = 4
+    target_speedup: float = 1.2
+    temperature: float = 0.7
+    max_output_tokens: int = 16384
+    request_timeout: float = 600.0
+    max_retries: int = 3
+
+
+def _bounded(name: str, value, low, high):
+    if value is None or not (low <= value <= high):
+        raise RunRefused(f"{name} must be between {low} and {high}")
+    return value
+
+
+# --------------------------------------------------------------------------- creating and cancelling runs
+
+
+def run_create(*, user: User, request: RunRequest, check_limits: bool = True) -> ModelRun:
+    """Validate a run request (endpoint against SSRF, tasks, bounds, the user's limits) and start it."""
+    if not user.is_active or user_is_banned(user):
+        raise RunRefused("this account may not start runs", 403)
+    if request.arch not in ARCHES:
+        raise RunRefused(f"unknown architecture {request.arch!r} (known: {', '.join(sorted(ARCHES))})")
+    if request.pack_variant not in ModelRun.PackVariant.values:
+        raise RunRefused("pack must be 'arch' or 'none'")
+    model = (request.model or "").strip()
+    if not model or len(model) > 200:
+        raise RunRefused("the model id is required (at most 200 characters)")
+    base_url = (request.base_url or "").strip()
+    if len(base_url) > 500:
+        raise RunRefused("the endpoint URL is too long (500 characters at most)")
+    try:
+        check_endpoint_url(base_url)
+    except EndpointRefused as exc:
+        raise RunRefused(f"endpoint refused: {exc.message}")
+    if len(request.api_key) > 1000:
+        raise RunRefused("the API key is too long")
+    _bounded("turns", request.turns, 1, settings.AGENT_MAX_TURNS)
+    _bounded("trajectories per task", request.trajectories_per_task, 1, settings.AGENT_MAX_TRAJECTORIES)
+    _bounded("target speedup", request.target_speedup, 0.01, 1000.0)
+    _bounded("temperature", request.temperature, 0.0, 2.0)
+    _bounded("max output tokens", request.max_output_tokens, 16, 1_000_000)
+    _bounded("request timeout (seconds)", request.request_timeout, 1.0, 3600.0)
+    _bounded("retries", request.max_retries, 0, 10)
+    slugs = list(dict.fromkeys(s.strip() for s in request.task_slugs if s.strip()))
+    if not slugs:
+        raise RunRefused("choose at least one task")
+    if len(slugs) > settings.AGENT_MAX_TASKS:
+        raise RunRefused(f"at most {settings.AGENT_MAX_TASKS} tasks per run")
+    tasks = list(Task.objects.filter(slug__in=slugs, is_active=True, targets__arch=request.arch).order_by("slug"))
+    missing = sorted(set(slugs) - {t.slug for t in tasks})
+    if missing:
+        raise RunRefused(f"unknown, retired or not targeting {request.arch}: {', '.join(missing)}")
+
+    with transaction.atomic():
+        if check_limits:
+            _check_limits(user)
+        run = ModelRun.objects.create(
+            user=user,
+            model=model,
+            display_name=(request.display_name or model).strip()[:200],
+            base_url=base_url,
+            api_key_encrypted=crypto.api_key_encrypt(request.api_key),
+            api_key_last4=crypto.api_key_last4(request.api_key),
+            temperature=request.temperature,
+            max_output_tokens=request.max_output_tokens,
+            request_timeout=request.request_timeout,
+            max_retries=request.max_retries,
+            arch=request.arch,
+            pack_variant=request.pack_variant,
+            turns=request.turns,
+            trajectories_per_task=request.trajectories_per_task,
+            target_speedup=request.target_speedup,
+        )
+        run.tasks.set(tasks)
+        first_turns = []
+        for task in tasks:
+            opening = opening_messages(run=run, task=task)
+            for index in range(run.trajectories_per_task):
+                trajectory = Trajectory.objects.create(run=run, task=task, index=index, messages=opening)
+                first_turns.append(Turn.objects.create(trajectory=trajectory, index=0))
+            metrics_refresh(run=run, task=task)
+        for turn in first_turns:
+            _enqueue_model_step_on_commit(turn)
+    log.info("run %s created: %s on %s, %d tasks", run.id, run.display_name, run.arch, len(tasks))
+    return run
+
+
+def _check_limits(user: User) -> None:
+    active = ModelRun.objects.filter(user=user, state__in=ModelRun.ACTIVE_STATES).count()
+    if active >= settings.AGENT_MAX_ACTIVE_RUNS:
+        raise RunRefused(
+            f"{active} of your model runs are still queued or running (limit {settings.AGENT_MAX_ACTIVE_RUNS}); "
+            "wait for one to finish or cancel it",
+            429,
+        )
+    since = timezone.now() - timedelta(days=1)
+    recent = ModelRun.objects.filter(user=user, created_at__gte=since).count()
+    if recent >= settings.AGENT_RUNS_PER_DAY:
+        raise RunRefused(
+            f"daily limit reached: {recent} model runs in the last 24 hours (limit {settings.AGENT_RUNS_PER_DAY})",
+            429,
+        )
+
+
+def opening_messages(*, run: ModelRun, task: Task) -> list[dict]:
+    """System (rules + knowledge pack + ABI starter) and the first user message (the task)."""
+    target = task.targets.select_related("pack").filter(arch=run.arch).first()
+    if run.pack_variant == ModelRun.PackVariant.NONE:
+        pack = KnowledgePack.objects.filter(slug="none").first()
+    else:
+        pack = target.pack if target else None
+    workloads = [
+        {"axes": w.axes, "headline": w.is_headline} for w in task.workloads.filter(is_active=True).order_by("position")
+    ]
+    return [
+        {
+            "role": "system",
+            "content": prompts.system_prompt(arch=run.arch, pack_text=pack.text if pack else "", starter=task.starter),
+        },
+        {
+            "role": "user",
+            "content": prompts.task_message(
+                name=task.slug,
+                description=task.description,
+                definition=task.definition,
+                workloads=workloads,
+                run_signature=task.run_signature,
+                families=list(target.families) if target else [],
+                arch=run.arch,
+            ),
+        },
+    ]
+
+
+def run_cancel(*, run: ModelRun, reason: str = "cancelled by its owner") -> bool:
+    with transaction.atomic():
+        updated = ModelRun.objects.filter(id=run.id, state__in=ModelRun.ACTIVE_STATES).update(
+            state=ModelRun.State.CANCELLED, error=reason[:2000], finished_at=timezone.now()
+        )
+        if not updated:
+            return False
+        Trajectory.objects.filter(run=run, state=Trajectory.State.RUNNING).update(
+            state=Trajectory.State.CANCELLED,
+            stop_reason=Trajectory.StopReason.CANCELLED,
+            stop_message=reason[:2000],
+            finished_at=timezone.now(),
+        )
+        for task in run.tasks.all():
+            metrics_refresh(run=run, task=task)
+    return True
+
+
+def run_import(*, user: User, arch: str, task: Task, model: str, opening: list[dict], replies: list[str], display_name: str = "") -> ModelRun:
+    """A run that re-scores a recorded trajectory: its replies are stored up front, so the loop evaluates them
+    in order on this portal's workers (and stops early at the target) without calling any model."""
+    if arch not in ARCHES or not task.targets.filter(arch=arch).exists():
+        raise RunRefused(f"task {task.slug} has no target for architecture {arch}")
+    if not replies:
+        raise RunRefused("the trajectory has no replies")
+    if len(replies) > 64:
+        raise RunRefused("the trajectory has more than 64 replies")
+    with transaction.atomic():
+        run = ModelRun.objects.create(
+            user=user,
+            model=model[:200] or "imported",
+            display_name=(display_name or f"{model} (imported)")[:200],
+            base_url="",  # no endpoint: nothing is ever called
+            arch=arch,
+            turns=len(replies),
+            trajectories_per_task=1,
+            max_retries=0,
+        )
+        run.tasks.set([task])
+        trajectory = Trajectory.objects.create(
+            run=run, task=task, index=0, messages=opening or opening_messages(run=run, task=task)
+        )
+        now = timezone.now()
+        turns = [
+            Turn.objects.create(trajectory=trajectory, index=i, reply=reply, replied_at=now)
+            for i, reply in enumerate(replies)
+        ]
+        metrics_refresh(run=run, task=task)
+        _enqueue_model_step_on_commit(turns[0])
+    return run
+
+
+def run_hide(*, run: ModelRun, reason: str) -> None:
+    ModelRun.objects.filter(id=run.id).update(is_hidden=True, hidden_reason=reason[:2000])
+
+
+# --------------------------------------------------------------------------- step 1: the model call
+
+
+def _enqueue_model_step_on_commit(turn: Turn) -> None:
+    def enqueue() -> None:
+        job_id = queueing.enqueue_model_step(turn)
+        Turn.objects.filter(id=turn.id).update(job_id=job_id)
+
+    transaction.on_commit(enqueue)
+
+
+def _lease_seconds(run: ModelRun) -> float:
+    attempts = run.max_retries + 1
+    return attempts * run.request_timeout + run.max_retries * settings.AGENT_RETRY_BACKOFF_CAP_S + 120
+
+
+def endpoint_config(run: ModelRun, api_key: str) -> EndpointConfig:
+    return EndpointConfig(
+        base_url=run.base_url,
+        model=run.model,
+        api_key=api_key,
+        temperature=run.temperature,
+        max_output_tokens=run.max_output_tokens,
+        request_timeout=run.request_timeout,
+        max_retries=run.max_retries,
+        backoff_base_s=settings.AGENT_RETRY_BACKOFF_S,
+        backoff_cap_s=settings.AGENT_RETRY_BACKOFF_CAP_S,
+    )
+
+
+def turn_model_step(*, turn_id: int, reveal_api_key, call=chat_completion) -> str:
+    """Call the model for a turn (unless its reply is already stored), then submit the kernel it wrote.
+    `reveal_api_key(run)` gives the plain key; only the agent job passes one. Returns what happened."""
+    turn = Turn.objects.select_related("trajectory__run", "trajectory__task").filter(id=turn_id).first()
+    if turn is None or turn.state != Turn.State.CALLING_MODEL:
+        return "nothing to do"
+    trajectory, run = turn.trajectory, turn.trajectory.run
+    if run.state not in ModelRun.ACTIVE_STATES or trajectory.state != Trajectory.State.RUNNING:
+        return "run or trajectory no longer running"
+    ModelRun.objects.filter(id=run.id, state=ModelRun.State.QUEUED).update(
+        state=ModelRun.State.RUNNING, started_at=timezone.now()
+    )
+    if turn.replied_at is None:
+        now = timezone.now()
+        claimed = (
+            Turn.objects.filter(id=turn.id, state=Turn.State.CALLING_MODEL, replied_at__isnull=True)
+            .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+            .update(lease_until=now + timedelta(seconds=_lease_seconds(run)), step_attempts=F("step_attempts") + 1)
+        )
+        if not claimed:
+            return "another worker holds this model call"
+        turn.refresh_from_db()
+        if turn.step_attempts > settings.AGENT_STEP_MAX_ATTEMPTS:
+            _turn_fail(
+                turn,
+                status=Turn.STATUS_MODEL_ERROR,
+                reason=f"the model-call step was started {turn.step_attempts - 1} times without finishing "
+                "(its workers died or crashed); giving up",
+                stop_reason=Trajectory.StopReason.STEP_CRASHED,
+            )
+            return "step crashed too often"
+        try:
+            messages = list(trajectory.messages)
+            reply = call(endpoint_config(run, reveal_api_key(run)), messages, allowlist=_allowlist())
+        except crypto.ApiKeyUnreadable as exc:
+            _turn_fail(turn, status=Turn.STATUS_MODEL_ERROR, reason=str(exc), stop_reason=Trajectory.StopReason.MODEL_ERROR)
+            return "api key unreadable"
+        except ModelCallError as exc:
+            _turn_fail(
+                turn,
+                status=Turn.STATUS_MODEL_ERROR,
+                reason=exc.message,
+                stop_reason=Trajectory.StopReason.MODEL_ERROR,
+                attempts=exc.attempts,
+            )
+            return "model error"
+        if not _turn_store_reply(turn, reply):
+            return "reply already stored by another worker"
+    return _turn_submit(turn_id)
+
+
+def _allowlist() -> Allowlist:
+    return Allowlist.parse(settings.AGENT_ENDPOINT_ALLOWLIST)
+
+
+def _turn_store_reply(turn: Turn, reply: ModelReply) -> bool:
+    stored = Turn.objects.filter(id=turn.id, state=Turn.State.CALLING_MODEL, replied_at__isnull=True).update(
+        reply=reply.content,
+        finish_reason=reply.finish_reason,
+        prompt_tokens=reply.prompt_tokens,
+        completion_tokens=reply.completion_tokens,
+        reasoning_tokens=reply.reasoning_tokens,
+        model_latency_s=reply.latency_s,
+        model_attempts=F("model_attempts") + reply.attempts,
+        replied_at=timezone.now(),
+        lease_until=None,
+    )
+    return bool(stored)
+
+
+def _turn_submit(turn_id: int) -> str:
+    """Extract the kernel from the stored reply and queue its evaluation (or answer that there is none)."""
+    with transaction.atomic():
+        turn = Turn.objects.select_for_update().select_related("trajectory__run", "trajectory__task").get(id=turn_id)
+        if turn.state != Turn.State.CALLING_MODEL or turn.replied_at is None:
+            return "already submitted"
+        trajectory = Trajectory.objects.select_for_update().select_related("run", "task").get(id=turn.trajectory_id)
+        run = trajectory.run
+        # The reply joins the conversation here, once: a turn's reply is the conversation's (index+1)-th
+        # assistant message. Imported turns arrive with their reply already stored and pass the same way.
+        if sum(1 for m in trajectory.messages if m.get("role") == "assistant") == turn.index:
+            trajectory.messages = list(trajectory.messages) + [{"role": "assistant", "content": turn.reply}]
+            trajectory.save(update_fields=["messages"])
+        extraction = extract_kernel(turn.reply)
+        if not extraction.kernel:
+            turn.status = Turn.STATUS_NO_KERNEL
+            turn.feedback = TRUNCATED if extraction.truncated else NO_KERNEL
+            _turn_finish(turn)
+            _advance(turn)
+            return "no kernel in the reply"
+        try:
+            result = submission_create(
+                user=run.user,
+                task=trajectory.task,
+                arch=run.arch,
+                source=extraction.kernel,
+                kind=Submission.Kind.AGENT,
+                name=f"{run.display_name} t{trajectory.index} turn {turn.index}",
+                force=True,
+            )
+        except SubmissionRefused as exc:
+            turn.kernel = extraction.kernel
+            if exc.status == 403:
+                turn.state = Turn.State.FAILED
+                turn.status = Turn.STATUS_EVALUATION_FAILED
+                turn.error = f"the kernel could not be submitted: {exc.message}"
+                turn.finished_at = timezone.now()
+                turn.save()
+                _trajectory_stop(trajectory, Trajectory.StopReason.EVALUATION_FAILED, turn.error, failed=True)
+                return "submission refused"
+            turn.status = Turn.STATUS_NO_KERNEL
+            turn.feedback = f"The kernel was not evaluated: {exc.message}. Please fix it and answer with the complete file."
+            _turn_finish(turn)
+            _advance(turn)
+            return "submission refused"
+        turn.kernel = extraction.kernel
+        turn.evaluation = result.evaluation
+        turn.state = Turn.State.EVALUATING
+        turn.save(update_fields=["kernel", "evaluation", "state"])
+    return f"submitted as evaluation {result.evaluation.id}"
+
+
+def _turn_finish(turn: Turn) -> None:
+    turn.state = Turn.State.DONE
+    turn.finished_at = timezone.now()
+    turn.lease_until = None
+    turn.save()
+
+
+@transaction.atomic
+def _turn_fail(turn: Turn, *, status: str, reason: str, stop_reason: str, attempts: int = 0) -> None:
+    updated = Turn.objects.filter(id=turn.id, state=Turn.State.CALLING_MODEL).update(
+        state=Turn.State.FAILED,
+        status=status,
+        error=reason[:4000],
+        model_attempts=F("model_attempts") + attempts,
+        lease_until=None,
+        finished_at=timezone.now(),
+    )
+    if updated:
+        trajectory = Trajectory.objects.select_for_update().select_related("run", "task").get(id=turn.trajectory_id)
+        _trajectory_stop(trajectory, stop_reason, f"turn {turn.index}: {reason}", failed=True)
+        log.info("trajectory %s stopped at turn %d: %s", trajectory.id, turn.index, stop_reason)
+
+
+# --------------------------------------------------------------------------- step 2: after the evaluation
+
+
+def turn_verdict_step(*, turn_id: int) -> str:
+    """Record the evaluation of a turn, answer with feedback, and start the next turn or stop."""
+    with transaction.atomic():
+        turn = (
+            Turn.objects.select_for_update()
+            .select_related("trajectory__run", "trajectory__task", "evaluation")
+            .filter(id=turn_id)
+            .first()
+        )
+        if turn is None or turn.state != Turn.State.EVALUATING:
+            return "nothing to do"
+        evaluation = turn.evaluation
+        run = turn.trajectory.run
+        if evaluation is None:
+            turn.status = Turn.STATUS_EVALUATION_FAILED
+            turn.error = "the evaluation of this turn was deleted"
+            turn.feedback = infrastructure_feedback(turn.error)
+        elif evaluation.state in Evaluation.ACTIVE_STATES:
+            return "evaluation still running"
+        elif evaluation.state == Evaluation.State.DONE and evaluation.verdict:
+            turn.status = evaluation.status
+            turn.arch_status = evaluation.arch_status
+            turn.speedup = evaluation.speedup
+            turn.feedback = verdict_feedback(
+                evaluation.verdict, speedup=evaluation.speedup, target_speedup=run.target_speedup
+            )
+            if evaluation.gpu_name and not run.gpu_name:
+                ModelRun.objects.filter(id=run.id, gpu_name="").update(gpu_name=evaluation.gpu_name)
+        else:
+            reason = evaluation.infra_error or f"the evaluation ended {evaluation.state}"
+            turn.status = Turn.STATUS_EVALUATION_FAILED
+            turn.error = reason[:4000]
+            turn.feedback = infrastructure_feedback(reason)
+        _turn_finish(turn)
+        _advance(turn)
+    return turn.status
+
+
+def _advance(turn: Turn) -> None:
+    """After a finished turn (inside its transaction): tell the model, then start the next turn or stop."""
+    trajectory = Trajectory.objects.select_for_update().select_related("run", "task").get(id=turn.trajectory_id)
+    run = trajectory.run
+    trajectory.messages = list(trajectory.messages) + [{"role": "user", "content": turn.feedback}]
+    trajectory.save(update_fields=["messages"])
+    if trajectory.state != Trajectory.State.RUNNING:
+        metrics_refresh(run=run, task=trajectory.task)
+        return
+    if turn.status == Turn.STATUS_EVALUATION_FAILED:
+        _trajectory_stop(trajectory, Trajectory.StopReason.EVALUATION_FAILED, f"turn {turn.index}: {turn.error}", failed=True)
+    elif turn.status == metrics.CORRECT_STATUS and turn.speedup is not None and turn.speedup >= run.target_speedup:
+        _trajectory_stop(
+            trajectory,
+            Trajectory.StopReason.TARGET_REACHED,
+            f"turn {turn.index}: correct at {turn.speedup:.2f}x (target {run.target_speedup:g}x)",
+        )
+    elif turn.index + 1 >= run.turns:
+        _trajectory_stop(trajectory, Trajectory.StopReason.TURNS_EXHAUSTED, f"all {run.turns} turns used")
+    elif run.state not in ModelRun.ACTIVE_STATES:
+        _trajectory_stop(trajectory, Trajectory.StopReason.CANCELLED, f"the run is {run.state}")
+    else:
+        # Imported trajectories come with their later turns (and replies) already stored.
+        next_turn = Turn.objects.filter(trajectory=trajectory, index=turn.index + 1).first()
+        next_turn = next_turn or Turn.objects.create(trajectory=trajectory, index=turn.index + 1)
+        _enqueue_model_step_on_commit(next_turn)
+        metrics_refresh(run=run, task=trajectory.task)
+
+
+def _trajectory_stop(trajectory: Trajectory, reason: str, message: str, *, failed: bool = False) -> None:
+    state = Trajectory.State.FAILED if failed else Trajectory.State.DONE
+    if reason == Trajectory.StopReason.CANCELLED:
+        state = Trajectory.State.CANCELLED
+    updated = Trajectory.objects.filter(id=trajectory.id, state=Trajectory.State.RUNNING).update(
+        state=state, stop_reason=reason, stop_message=message[:4000], finished_at=timezone.now()
+    )
+    if updated:
+        trajectory.state, trajectory.stop_reason, trajectory.stop_message = state, reason, message[:4000]
+    metrics_refresh(run=trajectory.run, task=trajectory.task)
+    run_finish_if_complete(run_id=trajectory.run_id)
+
+
+def run_finish_if_complete(*, run_id: int) -> bool:
+    if Trajectory.objects.filter(run_id=run_id, state=Trajectory.State.RUNNING).exists():
+        return False
+    trajectories = Trajectory.objects.filter(run_id=run_id)
+    normal = trajectories.filter(state=Trajectory.State.DONE).exists()
+    fields = {"state": ModelRun.State.DONE if normal else ModelRun.State.FAILED, "finished_at": timezone.now()}
+    if not normal:
+        first = trajectories.exclude(stop_message="").order_by("id").first()
+        fields["error"] = (
+            f"every trajectory ended in an error; the first: {first.stop_message}" if first else "no trajectories"
+        )[:4000]
+    return bool(ModelRun.objects.filter(id=run_id, state__in=ModelRun.ACTIVE_STATES).update(**fields))
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def metrics_refresh(*, run: ModelRun, task: Task) -> list[RunTaskMetrics]:
+    """Recompute the stored metrics of (run, task) from its turns. Called whenever a turn finishes."""
+    results = []
+    for trajectory in Trajectory.objects.filter(run=run, task=task).prefetch_related("turns"):
+        turns = [
+            metrics.TurnResult(
+                index=t.index,
+                status=t.status,
+                arch_status=t.arch_status,
+                speedup=t.speedup,
+                tokens=t.total_tokens,
+            )
+            for t in trajectory.turns.all()
+            if t.state in (Turn.State.DONE, Turn.State.FAILED)
+        ]
+        results.append(metrics.TrajectoryResult(turns=turns, finished=trajectory.is_finished))
+    ks = [k for k in METRIC_KS if k == 1 or k <= run.turns]
+    rows = []
+    for m in metrics.compute_task_metrics(results, ks):
+        row, _ = RunTaskMetrics.objects.update_or_create(
+            run=run,
+            task=task,
+            k=m.k,
+            defaults={
+                "arch": run.arch,
+                "trajectories": m.trajectories,
+                "correct": m.correct,
+                "correct_arch": m.correct_arch,
+                "best_speedup": m.best_speedup,
+                "tokens": m.tokens,
+                "complete": m.complete,
+            },
+        )
+        rows.append(row)
+    return rows
+
+
+# --------------------------------------------------------------------------- repair
+
+
+def evaluation_finished_received(*, evaluation_id: str) -> None:
+    """The evaluation_finished signal: queue the verdict step of the turn this evaluation belongs to."""
+    for turn_id in Turn.objects.filter(evaluation_id=evaluation_id, state=Turn.State.EVALUATING).values_list(
+        "id", flat=True
+    ):
+        queueing.enqueue_verdict_step(turn_id)
+
+
+def agent_reconcile(*, now=None) -> dict[str, int]:
+    """Resume what crashes left behind: model calls whose worker died (lease expired) or whose job vanished
+    are queued again (a stored reply is never requested again); turns whose evaluation finished without
+    the signal reaching us get their verdict step; runs whose trajectories all stopped are finished."""
+    now = now or timezone.now()
+    counts = {"model_steps": 0, "verdict_steps": 0, "runs_finished": 0}
+    calling = Turn.objects.filter(state=Turn.State.CALLING_MODEL, trajectory__state=Trajectory.State.RUNNING)
+    for turn in calling.select_related("trajectory__run"):
+        if turn.lease_until is not None and turn.lease_until > now:
+            continue  # a live worker is (presumably) waiting on the model
+        if turn.lease_until is None and queueing.job_is_alive(
+            turn.job_id, stale_seconds=settings.AGENT_JOB_STALE_SECONDS
+        ):
+            continue
+        with transaction.atomic():
+            released = Turn.objects.filter(
+                id=turn.id, state=Turn.State.CALLING_MODEL, lease_until=turn.lease_until
+            ).update(lease_until=None)
+            if released:
+                _enqueue_model_step_on_commit(turn)
+                counts["model_steps"] += 1
+    evaluating = Turn.objects.filter(
+        state=Turn.State.EVALUATING,
+        evaluation__state__in=[Evaluation.State.DONE, Evaluation.State.FAILED, Evaluation.State.CANCELLED],
+    )
+    for turn_id in evaluating.values_list("id", flat=True):
+        queueing.enqueue_verdict_step(turn_id)
+        counts["verdict_steps"] += 1
+    orphaned = Turn.objects.filter(state=Turn.State.EVALUATING, evaluation__isnull=True)
+    for turn_id in orphaned.values_list("id", flat=True):
+        queueing.enqueue_verdict_step(turn_id)
+        counts["verdict_steps"] += 1
+    for run_id in ModelRun.objects.filter(state__in=ModelRun.ACTIVE_STATES).values_list("id", flat=True):
+        counts["runs_finished"] += run_finish_if_complete(run_id=run_id)
+    return counts
