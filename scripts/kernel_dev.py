@@ -307,8 +307,15 @@ def child_main(args: argparse.Namespace) -> None:
 # ---------------------------------------------------------------------------------------------- parent
 
 
-def run_child(sol: Solution, so: Path, sizes: list[int], timeout: float, extra: list[str]) -> tuple[list[dict], str]:
+def run_child(
+    sol: Solution, so: Path, sizes: list[int], timeout: float, extra: list[str], sanitizer: str = ""
+) -> tuple[list[dict], str]:
+    wrap = []
+    if sanitizer:
+        tool = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
+        wrap = [tool, "--tool", sanitizer, "--target-processes", "all", "--print-limit", "20"]
     cmd = [
+        *wrap,
         sys.executable,
         str(Path(__file__).resolve()),
         "--child",
@@ -455,6 +462,7 @@ def main() -> None:
     ap.add_argument("--rep", type=int, default=200, help="do_bench rep (ms)")
     ap.add_argument("--timeout", type=float, default=240.0, help="seconds per solution child")
     ap.add_argument("--ncu-timeout", type=float, default=120.0)
+    ap.add_argument("--sanitizer", default="", help="run each child under compute-sanitizer with this tool")
     # child-only
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--profile-once", action="store_true", help=argparse.SUPPRESS)
@@ -494,7 +502,10 @@ def main() -> None:
         sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else (GEMM_M if sol.kind == "gemm" else MHA_S)
         t1 = time.time()
         extra = ["--rep", str(args.rep)] + (["--no-timing"] if args.no_timing else [])
-        rows, log = run_child(sol, so, sizes, args.timeout, extra)
+        rows, log = run_child(sol, so, sizes, args.timeout, extra, args.sanitizer)
+        if args.sanitizer:
+            summary = [ln for ln in log.splitlines() if "ERROR SUMMARY" in ln or "LEAK SUMMARY" in ln]
+            table.append(f"   {args.sanitizer} {sol.name}: " + ("; ".join(summary) or "no summary line"))
         detail.append(f"== {sol.name} ({time.time() - t1:.1f}s)\n{log}")
         print(f"== {sol.name} child done in {time.time() - t1:.1f}s", flush=True)
         if not rows:
