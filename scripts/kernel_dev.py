@@ -107,13 +107,17 @@ def nvcc_command(src: Path, out: Path, arch: str, defines: list[str]) -> list[st
     ]
 
 
-def build(sol: Solution, build_dir: Path, arch: str) -> tuple[Path | None, str]:
-    """Compile one solution; returns (shared object or None, compiler log)."""
+def build(sol: Solution, build_dir: Path, arch: str, reuse: bool = False) -> tuple[Path | None, str]:
+    """Compile one solution (or reuse a build newer than its source); returns (shared object or None, log)."""
     build_dir.mkdir(parents=True, exist_ok=True)
     out = build_dir / f"{sol.slug}.{arch}.so"
-    cmd = nvcc_command(sol.path / "kernel.cu", out, arch, sol.defines)
+    src = sol.path / "kernel.cu"
+    if reuse and out.exists() and out.stat().st_mtime > src.stat().st_mtime:
+        return out, "(reused)\n" + (out.with_suffix(".log").read_text() if out.with_suffix(".log").exists() else "")
+    cmd = nvcc_command(src, out, arch, sol.defines)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     log = proc.stdout + proc.stderr
+    out.with_suffix(".log").write_text(log)
     return (out if proc.returncode == 0 else None), log
 
 
@@ -454,6 +458,7 @@ def main() -> None:
     ap.add_argument("solutions", nargs="*", help="solution folders, optionally path::-DFLAG=1,-DOTHER")
     ap.add_argument("--arch", default="sm_90a")
     ap.add_argument("--build-only", action="store_true")
+    ap.add_argument("--reuse-build", action="store_true", help="skip nvcc when the .so is newer than kernel.cu")
     ap.add_argument("--build-dir", default=str(REPO / "build" / "kernel_dev"))
     ap.add_argument("--out", default=os.environ.get("OUT", str(REPO / "build" / "kernel_dev" / "out")))
     ap.add_argument("--ncu", action="store_true", help="profile one headline call per solution under ncu")
@@ -480,7 +485,7 @@ def main() -> None:
     sols = [load_solution(s) for s in args.solutions]
     t0 = time.time()
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1))) as pool:
-        builds = list(pool.map(lambda s: build(s, Path(args.build_dir), args.arch), sols))
+        builds = list(pool.map(lambda s: build(s, Path(args.build_dir), args.arch, args.reuse_build), sols))
     print(f"# built {len(sols)} in {time.time() - t0:.1f}s", flush=True)
     log_lines = []
     for sol, (so, log) in zip(sols, builds, strict=True):
