@@ -174,3 +174,57 @@ def evaluation(
     stored.update(files or {})
     artifacts.store_all(done, stored)
     return done
+
+
+# --------------------------------------------------------------------------- model runs
+
+MHA = "mha_with_lse_d128"
+
+
+def model_run(
+    owner,
+    *,
+    model: str,
+    display_name: str = "",
+    arch: str = "sm_90a",
+    gpu: str = "NVIDIA H200",
+    created_at: datetime = T0,
+    state: str = "done",
+    hidden: bool = False,
+):
+    from portal.agent.models import ModelRun
+
+    run = ModelRun.objects.create(
+        user=owner,
+        model=model,
+        display_name=display_name or model,
+        base_url="https://llm.example.com/v1?key=do-not-leak",
+        api_key_encrypted="gAAAA-not-a-real-token",
+        api_key_last4="leak",
+        arch=arch,
+        state=state,
+        gpu_name=gpu,
+        is_hidden=hidden,
+    )
+    ModelRun.objects.filter(id=run.id).update(created_at=created_at)  # auto_now_add ignores the value given
+    run.refresh_from_db()
+    return run
+
+
+def metrics(
+    run, task_slug: str, k: int, n: int, correct: int, correct_arch: int, best: float, tokens: int, *, complete=True
+):
+    from portal.agent.models import RunTaskMetrics
+
+    return RunTaskMetrics.objects.create(
+        run=run,
+        task=task(task_slug),
+        arch=run.arch,
+        k=k,
+        trajectories=n,
+        correct=correct,
+        correct_arch=correct_arch,
+        best_speedup=best,
+        tokens=tokens,
+        complete=complete,
+    )

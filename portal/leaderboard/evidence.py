@@ -18,6 +18,8 @@ from portal.submissions.models import Artifact, Evaluation, Submission
 
 # Field names never copied into a download, whatever model they appear on.
 _SECRET_WORDS = ("secret", "password", "api_key", "apikey", "credential")
+# The endpoint URL may carry credentials in its path or query: bundles show only its host, as pages do.
+_RUN_OMITTED = ("base_url",)
 
 
 def _is_staff(user) -> bool:
@@ -188,7 +190,9 @@ def _turns(trajectory) -> list:
 
 
 def _run_document(run, trajectories: list) -> dict[str, Any]:
-    run_fields = record_fields(run)
+    run_fields = {k: v for k, v in record_fields(run).items() if k not in _RUN_OMITTED}
+    run_fields["endpoint_host"] = run.endpoint_host if run.base_url else "imported"
+    run_fields.pop("user_id", None)  # the user name says who; account ids are not published
     run_fields["user"] = run.user.username if run.user else ""
     return {
         "run": run_fields,

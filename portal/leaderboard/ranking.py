@@ -119,7 +119,8 @@ class ModelRow:
     correct_arch: int  # ... that also used the architecture (verified)
     best_speedup: float | None
     tokens: int
-    complete: bool  # every trajectory reached k turns or stopped; otherwise the numbers can still change
+    complete: bool  # every trajectory of this task stopped: the numbers are final
+    run_finished: bool = True  # the run as a whole stopped (done, failed or cancelled)
 
     @property
     def speedup(self) -> float | None:
@@ -180,9 +181,9 @@ def geometric_mean(values: Iterable[float | None]) -> float | None:
     return math.exp(sum(logs) / len(logs)) if logs else None
 
 
-def summarise_run(rows: list[ModelRow], *, task_count: int) -> SummaryRow:
-    """Fold one run's per-task rows (same k) into its summary row. `task_count` is how many tasks the
-    architecture has: a run with fewer rows than that is incomplete."""
+def summarise_run(rows: list[ModelRow]) -> SummaryRow:
+    """Fold one run's per-task rows (same k) into its summary row. Tasks without a correct kernel count in
+    the mean correctness (as 0/n) but not in the geometric mean, whose n is `tasks_solved`."""
     first = rows[0]
     rates = [r.correct_rate for r in rows if r.correct_rate is not None]
     arch_rates = [r.arch_rate for r in rows if r.arch_rate is not None]
@@ -204,7 +205,7 @@ def summarise_run(rows: list[ModelRow], *, task_count: int) -> SummaryRow:
         correct_arch=sum(r.correct_arch for r in rows),
         trajectories=sum(r.trajectories for r in rows),
         tokens=sum(r.tokens for r in rows),
-        complete=len(rows) >= task_count and all(r.complete for r in rows),
+        complete=first.run_finished and all(r.complete for r in rows),
         per_task_speedup={r.task: r.best_speedup for r in rows},
     )
 

@@ -185,17 +185,16 @@ def _summaries(gen: Generation, *, arch: str, k: int, gpu: str) -> list[SummaryR
         for rows in model_rows(gen, arch=arch, k=k, gpu=gpu).values():
             for row in rows:
                 per_run[row.run_id].append(row)
-        task_count = len(tasks_for_arch(gen, arch))
-        return [ranking.summarise_run(rows, task_count=task_count) for rows in per_run.values()]
+        return [ranking.summarise_run(rows) for rows in per_run.values()]
 
     return gen.get(("summary", arch, k, gpu), compute)
 
 
 def _model_rows(*, arch: str, k: int) -> dict[str, list[ModelRow]]:
-    from portal.agent.models import RunTaskMetrics
+    from portal.agent.models import ModelRun, RunTaskMetrics
 
     values = (
-        RunTaskMetrics.objects.filter(k=k, run__arch=arch, run__is_hidden=False, task__is_active=True)
+        RunTaskMetrics.objects.filter(k=k, arch=arch, run__is_hidden=False, task__is_active=True)
         .exclude(Q(run__user__profile__is_banned=True))
         .values(
             "run_id",
@@ -204,6 +203,7 @@ def _model_rows(*, arch: str, k: int) -> dict[str, list[ModelRow]]:
             "run__user__username",
             "run__created_at",
             "run__gpu_name",
+            "run__state",
             "task__slug",
             "trajectories",
             "correct",
@@ -228,9 +228,11 @@ def _model_rows(*, arch: str, k: int) -> dict[str, list[ModelRow]]:
                 trajectories=v["trajectories"] or 0,
                 correct=v["correct"] or 0,
                 correct_arch=v["correct_arch"] or 0,
-                best_speedup=v["best_speedup"],
+                # The agent stores 0 when no turn was correct; the tables show that as "no speedup".
+                best_speedup=v["best_speedup"] if v["best_speedup"] and v["best_speedup"] > 0 else None,
                 tokens=v["tokens"] or 0,
                 complete=bool(v["complete"]),
+                run_finished=v["run__state"] not in ModelRun.ACTIVE_STATES,
             )
         )
     return dict(by_task)
@@ -239,7 +241,6 @@ def _model_rows(*, arch: str, k: int) -> dict[str, list[ModelRow]]:
 def correctness_by_turn_limit(gen: Generation, *, arch: str, task: str, gpu: str = "") -> dict[int, list[SummaryRow]]:
     """For the correctness-vs-turn-limit chart: k -> summary rows restricted to one task ("" for all)."""
     out: dict[int, list[SummaryRow]] = {}
-    task_count = 1 if task else len(tasks_for_arch(gen, arch))
     for k in ranking.TURN_LIMITS:
         by_task = model_rows(gen, arch=arch, k=k, gpu=gpu)
         per_run: dict[int, list[ModelRow]] = defaultdict(list)
@@ -248,5 +249,5 @@ def correctness_by_turn_limit(gen: Generation, *, arch: str, task: str, gpu: str
                 continue
             for row in rows:
                 per_run[row.run_id].append(row)
-        out[k] = [ranking.summarise_run(rows, task_count=task_count) for rows in per_run.values()]
+        out[k] = [ranking.summarise_run(rows) for rows in per_run.values()]
     return out
