@@ -184,7 +184,10 @@ __device__ __forceinline__ void wgmma_m64n64k16_rs(float* d, const uint32_t* a, 
 constexpr int HEAD_DIM = 128;
 constexpr int BLOCK_Q = 128;   // query rows per CTA: two consumer warpgroups of 64
 constexpr int BLOCK_KV = 128;  // keys per pipeline stage
-constexpr int STAGES = 2;
+#ifndef KV_STAGES
+#define KV_STAGES 2  // K/V pipeline depth; 3 still fits (224 KiB + barriers)
+#endif
+constexpr int STAGES = KV_STAGES;
 constexpr int THREADS = 384;   // warpgroup 0 = producer, 1 and 2 = consumers
 constexpr int HALF_BYTES = 128 * 128;          // 128 rows x 64 bf16 (one 128B-swizzled TMA box)
 constexpr int TILE_BYTES = 2 * HALF_BYTES;     // 128 rows x 128 bf16, stored as two column halves
