@@ -269,8 +269,18 @@ def find_ncu() -> str | None:
     return None
 
 
-def ncu_profile_command(ncu: str, report: Path, target: list[str]) -> list[str]:
-    """Profile only kernels launched inside the candidate's NVTX range; clocks left alone."""
+def ncu_profile_command(ncu: str, report: Path, target: list[str], kernel_names: list[str] | None = None) -> list[str]:
+    """Profile only the candidate's kernels; clocks left alone.
+
+    By default the filter is the NVTX range the candidate process opens around its one call; with
+    `kernel_names` (mangled names from the SASS) a kernel-name filter is used instead, the fallback for hosts
+    where NVTX filtering finds nothing.
+    """
+    if kernel_names:
+        pattern = "regex:^(" + "|".join(re.escape(k) for k in kernel_names) + ")$"
+        filters = ["--kernel-name-base", "mangled", "--kernel-name", pattern]
+    else:
+        filters = ["--nvtx", "--nvtx-include", f"{NVTX_RANGE}/"]
     return [
         ncu,
         "--clock-control",
@@ -281,9 +291,7 @@ def ncu_profile_command(ncu: str, report: Path, target: list[str]) -> list[str]:
         "SourceCounters",
         "--metrics",
         "gpu__time_duration.sum",
-        "--nvtx",
-        "--nvtx-include",
-        f"{NVTX_RANGE}/",
+        *filters,
         "--export",
         str(report),
         "--force-overwrite",

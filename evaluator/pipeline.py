@@ -380,23 +380,25 @@ class _Evaluation:
         result = self._workload_result(workload, Status.PASSED)
         result.correctness = Correctness(relative_norm_bound=self._rel_norm_bound())
         started = time.monotonic()
-        deadline = started + self.opts.timeout_s
+        seeds = [derive_seed(self.run_seed, workload.uuid, "trial", k) for k in range(self.opts.trials)]
+        timing_seeds = [derive_seed(self.run_seed, workload.uuid, "timing", k) for k in range(self.opts.timing_sets)]
+        # References first, before the candidate exists: a candidate that grabs all GPU memory cannot starve them.
+        refs = [self._reference_outputs(workload, s) for s in seeds]
+        timing_refs = [self._reference_outputs(workload, s) for s in timing_seeds] if timing else []
+        deadline = time.monotonic() + self.opts.timeout_s
         child = self._spawn(workload, baseline=timing)
         try:
             self._expect(child, deadline, "ready")
-            seeds = [derive_seed(self.run_seed, workload.uuid, "trial", k) for k in range(self.opts.trials)]
             child.send({"cmd": "trials", "seeds": seeds})
             comparisons: list[Comparison] = []
-            for k, seed in enumerate(seeds):
-                ref = self._reference_outputs(workload, seed)
+            for k in range(len(seeds)):
                 msg = self._expect(child, deadline, "trial")
                 if msg["inputs_modified"]:
                     result.correctness.inputs_modified = list(msg["inputs_modified"])
                     result.status = Status.INCORRECT_NUMERICAL
                     result.message = f"run modified its input(s) {', '.join(msg['inputs_modified'])} (trial {k + 1})"
                     return result
-                comparison = self._compare(workload, msg["outputs"], ref)
-                del ref
+                comparison = self._compare(workload, msg["outputs"], refs[k])
                 comparisons.append(comparison)
                 result.correctness.trials = k + 1
                 if not comparison.ok:
@@ -404,10 +406,11 @@ class _Evaluation:
                     result.status, result.message = comparison.status, f"trial {k + 1}: {comparison.message}"
                     return result
             _fill_correctness(result.correctness, worst(comparisons))
+            refs.clear()
             if timing:
                 t = time.monotonic()
                 self._report("timing", f"{_axes(workload)}: {self.opts.warmup} warm-up + {self.opts.iters} timed calls")
-                self._time(child, workload, result, deadline)
+                self._time(child, workload, result, deadline, timing_seeds, timing_refs)
                 self.timing_seconds[workload.uuid] = time.monotonic() - t
             child.send({"cmd": "exit"})
         except TimeoutError:
@@ -430,6 +433,8 @@ class _Evaluation:
             result.seconds = round(time.monotonic() - started, 3)
             for f in self.exchange.glob("*.bin"):
                 f.unlink(missing_ok=True)
+            refs.clear()
+            timing_refs.clear()
         return result
 
     def _expect(self, child: CandidateProcess, deadline: float, event: str) -> dict[str, Any]:
@@ -479,26 +484,33 @@ class _Evaluation:
                     Status.INCORRECT_SHAPE, f"{spec.name}: shape {info.get('shape')}, expected {list(expected_shape)}"
                 )
             out = torch.from_numpy(raw).view(expected_dtype).reshape(expected_shape)
-            comparisons.append(
-                compare_output(
-                    out,
-                    ref,
-                    name=spec.name,
-                    expected_shape=expected_shape,
-                    expected_dtype=expected_dtype,
-                    atol=self.task.atol,
-                    rtol=self.task.rtol,
-                    rel_norm_bound=self._rel_norm_bound(),
-                    device=self.device,
-                )
-            )
+            kwargs = {
+                "name": spec.name,
+                "expected_shape": expected_shape,
+                "expected_dtype": expected_dtype,
+                "atol": self.task.atol,
+                "rtol": self.task.rtol,
+                "rel_norm_bound": self._rel_norm_bound(),
+            }
+            try:
+                comparisons.append(compare_output(out, ref, device=self.device, **kwargs))
+            except torch.cuda.OutOfMemoryError:
+                # The candidate process may still hold most of the GPU's memory: compare on the host instead.
+                comparisons.append(compare_output(out, ref.cpu(), device=torch.device("cpu"), **kwargs))
         return worst(comparisons)
 
-    def _time(self, child: CandidateProcess, workload: Workload, result: WorkloadResult, deadline: float) -> None:
+    def _time(
+        self,
+        child: CandidateProcess,
+        workload: Workload,
+        result: WorkloadResult,
+        deadline: float,
+        seeds: list[int],
+        refs: list[tuple[Any, ...]],
+    ) -> None:
         from evaluator import envinfo
 
         v = self.verdict
-        seeds = [derive_seed(self.run_seed, workload.uuid, "timing", k) for k in range(self.opts.timing_sets)]
         uuid = v.environment.gpu_uuid if v.environment else None
         before = envinfo.sm_clock_mhz(uuid)
         child.send({"cmd": "timing", "seeds": seeds, "warmup": self.opts.warmup, "iters": self.opts.iters})
@@ -511,8 +523,8 @@ class _Evaluation:
         if msg.get("fallback_reason") and msg["fallback_reason"] not in v.notes:
             v.notes.append(msg["fallback_reason"])
         # The outputs of the timed calls must be right too.
-        for k, (seed, files) in enumerate(zip(seeds, msg["outputs"], strict=True)):
-            comparison = self._compare(workload, files, self._reference_outputs(workload, seed))
+        for k, (ref, files) in enumerate(zip(refs, msg["outputs"], strict=True)):
+            comparison = self._compare(workload, files, ref)
             assert result.correctness is not None
             result.correctness.timed_outputs_checked = k + 1
             if not comparison.ok:
@@ -607,12 +619,19 @@ class _Evaluation:
             profile_seed=derive_seed(self.run_seed, workload.uuid, "profile"),
             result_path=str(result_path),
         )
-        cmd = ncu_mod.ncu_profile_command(ncu, report, [sys.executable, "-m", "evaluator.child", str(job)])
-        run = run_group(
-            cmd, timeout_s=self.opts.arch_timeout_s, env=child_env(self.workdir, [str(REPO_ROOT)]), cwd=self.workdir
-        )
+        target = [sys.executable, "-m", "evaluator.child", str(job)]
+        env = child_env(self.workdir, [str(REPO_ROOT)])
         (self.workdir / "logs").mkdir(exist_ok=True)
+        cmd = ncu_mod.ncu_profile_command(ncu, report, target)
+        run = run_group(cmd, timeout_s=self.opts.arch_timeout_s, env=env, cwd=self.workdir)
         (self.workdir / "logs" / "ncu.log").write_text(run.output)
+        if not run.timed_out and "No kernels were profiled" in run.output and v.sass.kernels:
+            # NVTX filtering matched nothing on this host: filter on the kernel names from the SASS instead.
+            v.notes.append("ncu: NVTX range filter profiled nothing; used a kernel-name filter instead")
+            result_path.unlink(missing_ok=True)
+            cmd = ncu_mod.ncu_profile_command(ncu, report, target, kernel_names=v.sass.kernels)
+            run = run_group(cmd, timeout_s=self.opts.arch_timeout_s, env=env, cwd=self.workdir)
+            (self.workdir / "logs" / "ncu-fallback.log").write_text(run.output)
         if run.timed_out:
             check = error(f"the Nsight Compute run exceeded {self.opts.arch_timeout_s:g} s and was killed")
             check.command = cmd
@@ -639,6 +658,7 @@ class _Evaluation:
             check.command = cmd
             return check
         check = ncu_mod.decide_arch(arch=self.arch, sass=v.sass, kernels=kernels, task_flops=flops)
+        (self.workdir / "logs" / "ncu-raw.csv").write_text(raw_csv)
         try:
             times = ncu_mod.parse_raw_metrics(raw_csv)
             check.ncu_gpu_time_ms = sum(t for _, t in times) if times else None
@@ -709,6 +729,6 @@ def _mean(values: list[int]) -> float:
 
 
 def _fast_tmp() -> str | None:
-    """/dev/shm when it exists: outputs pass through it, hundreds of MB for large workloads."""
+    """The shared-memory tmpfs when it exists: outputs pass through it, hundreds of MB for large workloads."""
     shm = Path("/dev/shm")  # noqa: S108 - mkdtemp makes a private 0700 folder inside it
     return str(shm) if shm.is_dir() else None

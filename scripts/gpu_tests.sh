@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# GPU tests and benchmark of the evaluator on an H100/H200 host.
+#   scripts/gpu_tests.sh [tests|bench|all] [extra pytest args...]
+# Installs wheels carried in .whl/ (tvm-ffi, cupti-python, nvidia-cuda-cupti, pyelftools, jsonschema and its
+# deps) into /tmp/site when present, runs `pytest -m gpu tests/evaluator`, then the benchmark, and leaves
+# logs, verdicts and Nsight Compute CSVs in $OUT (default ./gpu-out) as one archive plus two logs.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+what="${1:-all}"; shift || true
+OUT="${OUT:-$PWD/gpu-out}"
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+if compgen -G ".whl/*.whl" >/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    || { echo "wheel install failed"; exit 3; }
+  export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
+fi
+art="$(mktemp -d)"
+export PTXBENCH_ARTIFACTS="$art"
+{
+  date -u; nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.max.sm --format=csv
+  nvcc --version | tail -1; (ncu --version | tail -1) 2>/dev/null
+  python3 -c 'import torch, tvm_ffi; print("torch", torch.__version__, "cuda", torch.version.cuda, "tvm_ffi", tvm_ffi.__version__)'
+  python3 -c 'from cupti import cupti; print("cupti-python ok")'
+} 2>&1 | tee "$OUT/gpu-env.log"
+rc=0
+if [[ "$what" == tests || "$what" == all ]]; then
+  python3 -m pytest -m gpu tests/evaluator -p no:django -p no:cacheprovider -rA "$@" 2>&1 | tee "$OUT/gpu-tests.log"
+  rc=${PIPESTATUS[0]}
+fi
+if [[ "$what" == bench || "$what" == all ]]; then
+  python3 bench/evaluator_bench.py --out "$art" ${BENCH_ARGS:-} 2>&1 | tee "$art/bench.log"
+fi
+tar czf "$OUT/gpu-artifacts.tgz" -C "$art" .
+echo
+echo "== summary =="
+grep -E "^(PASSED|FAILED|SKIPPED|ERROR) " "$OUT/gpu-tests.log" 2>/dev/null | sed 's/ - .*//' | sort | uniq -c | sort -rn | head -40
+tail -1 "$OUT/gpu-tests.log" 2>/dev/null
+[[ -f "$art/bench.log" ]] && sed -n '/^end to end/,$p' "$art/bench.log"
+exit $rc

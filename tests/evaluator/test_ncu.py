@@ -1,0 +1,187 @@
+"""Nsight Compute source-page parsing on captured H200 CSVs, and every arch-status decision."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evaluator.ncu import (
+    NcuParseError,
+    compare_timers,
+    decide_arch,
+    family_execution,
+    ncu_error_reason,
+    ncu_profile_command,
+    parse_raw_metrics,
+    parse_source_page,
+    tensor_core_flops,
+)
+from evaluator.sass import count_families
+from evaluator.verdict import ArchStatus
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+SAMPLE = (FIXTURES / "ncu" / "h200-probe-wgmma-executed.csv").read_text()
+HOPPER_SASS = count_families((FIXTURES / "sass" / "hopper_sm90a.sass").read_text(), "sm_90a")
+HGMMA_FLOPS = 2 * 64 * 8 * 16
+
+
+def _zero_hgmma(text: str) -> str:
+    """The same probe with the branch around the wgmma not taken: the HGMMA row reads 0 / 0 / 0."""
+    out = []
+    for line in text.splitlines():
+        if "HGMMA" in line:
+            fields = line.split('","')
+            fields[4:7] = ["0", "0", "0"]
+            line = '","'.join(fields)
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def test_parse_real_sample():
+    (kernel,) = parse_source_page(SAMPLE)
+    assert kernel.name == "probe(float *, int)"
+    assert len(kernel.rows) == 80
+    hgmma = [r for r in kernel.rows if r.opcode.startswith("HGMMA")]
+    assert len(hgmma) == 1
+    row = hgmma[0]
+    assert row.opcode == "HGMMA.64x8x16.F32.BF16"
+    assert (row.executed, row.thread_executed, row.predicated_on) == (4, 128, 128)
+    assert family_execution([kernel])["gmma"] == (4, 128)
+    assert tensor_core_flops([kernel]) == HGMMA_FLOPS  # one warpgroup issue
+
+
+def test_verified_when_executed_and_doing_the_work():
+    kernels = parse_source_page(SAMPLE)
+    check = decide_arch(arch="sm_90a", sass=HOPPER_SASS, kernels=kernels, task_flops=HGMMA_FLOPS)
+    assert check.status == ArchStatus.VERIFIED
+    assert check.ptxbench_verified is True
+    assert check.full is False  # no TMA executed in the probe
+    assert check.tensor_core_share == pytest.approx(1.0)
+    assert check.families["gmma"].executed == 4 and check.families["gmma"].predicated_on == 128
+    assert check.families["tma"].predicated_on == 0
+
+
+def test_token_when_share_is_negligible():
+    kernels = parse_source_page(SAMPLE)
+    check = decide_arch(arch="sm_90a", sass=HOPPER_SASS, kernels=kernels, task_flops=2.0 * 8192 * 7168 * 5120)
+    assert check.status == ArchStatus.TOKEN
+    assert check.ptxbench_verified is True  # PTXBench's rule alone would accept it
+    assert check.tensor_core_share < 1e-6
+    assert "threshold 50%" in check.reason
+
+
+def test_not_executed_when_branch_not_taken():
+    kernels = parse_source_page(_zero_hgmma(SAMPLE))
+    check = decide_arch(arch="sm_90a", sass=HOPPER_SASS, kernels=kernels, task_flops=HGMMA_FLOPS)
+    assert check.status == ArchStatus.NOT_EXECUTED
+    assert check.ptxbench_verified is False
+    assert check.families["gmma"].static == 3 and check.families["gmma"].executed == 0
+
+
+def test_absent_decided_from_static_sass_alone():
+    simt = count_families("", "sm_90a")
+    check = decide_arch(arch="sm_90a", sass=simt, kernels=None, task_flops=1.0)
+    assert check.status == ArchStatus.ABSENT
+
+
+def test_full_when_gmma_and_tma_both_execute():
+    extra = (
+        '"0x7fb37b7a0600","      UTMALDG.2D [UR8], [UR4]","0","0","1","1","1","1","1","0","0","-","-","-",'
+        + ",".join(['"0"'] * 16)
+        + "\n"
+    )
+    kernels = parse_source_page(SAMPLE + extra)
+    check = decide_arch(arch="sm_90a", sass=HOPPER_SASS, kernels=kernels, task_flops=HGMMA_FLOPS)
+    assert check.status == ArchStatus.VERIFIED and check.full is True
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("", "empty"),
+        ("   \n", "empty"),
+        ('"Kernel Name","probe(float *, int)",\n', "no source page"),
+        ("==PROF== Disconnected from process 1\n", "no source page"),
+    ],
+)
+def test_empty_reports_are_errors(text, why):
+    with pytest.raises(NcuParseError, match=why):
+        parse_source_page(text)
+
+
+def test_truncated_report_is_an_error():
+    lines = SAMPLE.splitlines()
+    cut = "\n".join(lines[:40]) + "\n" + lines[40][:30]  # a row broken off mid-way
+    with pytest.raises(NcuParseError, match="truncated"):
+        parse_source_page(cut)
+
+
+def test_profile_error_status_carries_the_reason():
+    check = decide_arch(arch="sm_90a", sass=HOPPER_SASS, kernels=None, task_flops=1.0, error="ncu missing")
+    assert check.status == ArchStatus.PROFILE_ERROR and check.reason == "ncu missing"
+    assert check.ptxbench_verified is False
+
+
+def test_blackwell_verified_without_share():
+    from evaluator.sass import count_families as cf
+
+    sass = cf((FIXTURES / "sass" / "blackwell_sm100a.sass").read_text(), "sm_100a")
+    csv = SAMPLE.replace("HGMMA.64x8x16.F32.BF16 R24, gdesc[UR4], RZ, !UPT, gsb0", "UTCHMMA gdesc[UR4], tmem[UR8]")
+    check = decide_arch(arch="sm_100a", sass=sass, kernels=parse_source_page(csv), task_flops=1e12)
+    assert check.status == ArchStatus.VERIFIED
+    assert check.tensor_core_share is None  # the shape of UTCHMMA is not in its mnemonic
+
+
+def test_multiple_kernel_blocks():
+    two = SAMPLE + SAMPLE.replace("probe(float *, int)", "second(int)")
+    kernels = parse_source_page(two)
+    assert [k.name for k in kernels] == ["probe(float *, int)", "second(int)"]
+    assert family_execution(kernels)["gmma"] == (8, 256)
+
+
+def test_thousands_separators_in_counts():
+    text = SAMPLE.replace('"4","128","128","32","32"', '"4,096","131,072","131,072","32","32"', 1)
+    (kernel,) = parse_source_page(text)
+    assert kernel.rows[0].executed == 4096 and kernel.rows[0].predicated_on == 131072
+
+
+RAW = (
+    '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+    '"Device","CC","gpu__time_duration.sum"\n'
+    '"","","","","","","","","","","","usecond"\n'
+    '"0","4242","python3","h200","gemm_kernel","1","7","(384, 1, 1)","(132, 1, 1)","0","9.0","812.45"\n'
+    '"1","4242","python3","h200","epilogue","1","7","(128, 1, 1)","(64, 1, 1)","0","9.0","1,024.00"\n'
+)
+
+
+def test_parse_raw_metrics_converts_units():
+    assert parse_raw_metrics(RAW) == [("gemm_kernel", pytest.approx(0.81245)), ("epilogue", pytest.approx(1.024))]
+    with pytest.raises(NcuParseError):
+        parse_raw_metrics("")
+
+
+def test_timer_comparison_flags_disagreement():
+    check = decide_arch(arch="sm_90a", sass=HOPPER_SASS, kernels=parse_source_page(SAMPLE), task_flops=HGMMA_FLOPS)
+    check.ncu_gpu_time_ms = 1.10
+    compare_timers(check, 1.0, margin=0.2)
+    assert check.timer_ratio == pytest.approx(1.1) and check.timer_disagreement is False
+    check.ncu_gpu_time_ms = 1.5
+    compare_timers(check, 1.0, margin=0.2)
+    assert check.timer_disagreement is True
+
+
+def test_ncu_error_reasons():
+    assert "ERR_NVGPUCTRPERM" in ncu_error_reason("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission")
+    assert "no kernel" in ncu_error_reason("==WARNING== No kernels were profiled.")
+    assert ncu_error_reason("==ERROR== Failed to profile kernel") == "==ERROR== Failed to profile kernel"
+    assert ncu_error_reason("==PROF== Connected to process") is None
+
+
+def test_profile_command_leaves_clocks_alone_and_filters():
+    cmd = ncu_profile_command("ncu", Path("r"), ["python", "x.py"])
+    assert cmd[cmd.index("--clock-control") + 1] == "none"
+    assert cmd[cmd.index("--nvtx-include") + 1] == "ptxbench_candidate/"
+    assert cmd[-2:] == ["python", "x.py"]
+    by_name = ncu_profile_command("ncu", Path("r"), ["python"], kernel_names=["_Z1kv", "a.b"])
+    assert by_name[by_name.index("--kernel-name") + 1] == r"regex:^(_Z1kv|a\.b)$"

@@ -1,0 +1,106 @@
+"""The whole correctness path (fresh candidate process, seeds, poisoning, comparison, faults) on the CPU.
+
+The pipeline's device_type="cpu" mode runs host-code candidates on CPU tensors (task tests/evaluator/tasks/
+tiny_gemm), so that isolation, timeouts and every correctness verdict are tested in CI without a GPU.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from evaluator import verdict as vm
+from evaluator.pipeline import Options, evaluate, resolve_stages, select_workloads
+from evaluator.taskdata import load_task
+from evaluator.verdict import OverallStatus, Status
+
+HERE = Path(__file__).resolve().parent
+TASK = load_task(HERE / "tasks" / "tiny_gemm")
+SOURCE = (HERE.parent / "kernels" / "cpu_gemm_variants.cu").read_text()
+SCHEMA = json.loads((HERE.parents[1] / "evaluator" / "verdict.schema.json").read_text())
+
+
+def run_variant(variant: str | None, **options):
+    source = (f"#define VARIANT_{variant}\n" if variant else "") + SOURCE
+    opts = Options(**{"device_type": "cpu", "timeout_s": 20, "seed": b"fixed-test-seed!", **options})
+    verdict = evaluate(source, TASK, "sm_90a", stages=["correctness"], options=opts)
+    jsonschema.validate(json.loads(vm.to_json(verdict)), SCHEMA)
+    return verdict
+
+
+def test_correct_candidate_passes_every_workload():
+    v = run_variant(None)
+    assert v.status == OverallStatus.PASSED
+    assert [w.status for w in v.workloads] == [Status.PASSED, Status.PASSED]
+    c = v.workloads[0].correctness
+    assert c.trials == 3 and c.max_absolute_error < 1e-4 and c.relative_norm_error < 1e-6
+    assert v.stage("correctness").state.value == "passed"
+    assert v.stage("timing").state.value == "not_run"
+
+
+def test_wrong_candidate():
+    v = run_variant("WRONG")
+    assert v.status == OverallStatus.INCORRECT_NUMERICAL
+    assert v.workloads[0].correctness.failing_elements > 0
+
+
+def test_unwritten_output_fails_as_nan():
+    v = run_variant("UNWRITTEN")
+    w = v.workloads[0]
+    assert w.status == Status.INCORRECT_NUMERICAL and "never written" in w.message
+    assert w.correctness.nan_count == w.correctness.total_elements
+
+
+def test_input_modification_is_named():
+    v = run_variant("MODIFY_INPUT")
+    assert v.workloads[0].status == Status.INCORRECT_NUMERICAL
+    assert v.workloads[0].correctness.inputs_modified == ["A"]
+
+
+def test_hang_times_out_and_fail_fast_stops():
+    v = run_variant("HANG", timeout_s=6)
+    assert v.status == OverallStatus.TIMEOUT
+    assert len(v.workloads) == 1 and "killed" in v.workloads[0].message
+    assert any("not run" in n for n in v.notes)
+
+
+def test_crash_is_runtime_error():
+    v = run_variant("CRASH")
+    assert v.status == OverallStatus.RUNTIME_ERROR
+    assert "SIGSEGV" in v.workloads[0].message
+
+
+def test_noisy_stdout_is_captured_and_capped():
+    v = run_variant("NOISY")
+    assert v.status == OverallStatus.PASSED
+    assert "noise line" in v.workloads[0].stdout_tail and len(v.workloads[0].stdout_tail) < 5000
+
+
+def test_stage_dependencies_and_workload_selection():
+    assert resolve_stages(["timing"]) == ["policy", "compile", "correctness", "timing"]
+    assert resolve_stages(["arch"]) == ["policy", "compile", "sass", "correctness", "arch"]
+    with pytest.raises(ValueError):
+        resolve_stages(["lint"])
+    assert [w.axes["M"] for w in select_workloads(TASK, "headline")] == [40]
+    assert len(select_workloads(TASK, "all")) == 2
+    assert [w.axes["M"] for w in select_workloads(TASK, "00000000-0000-4000-8000-000000000016")] == [16]
+    with pytest.raises(ValueError):
+        select_workloads(TASK, "00000000")  # prefix of both: ambiguous
+
+
+def test_progress_callback_sees_every_stage():
+    seen = []
+    opts = Options(device_type="cpu", timeout_s=20)
+    evaluate(
+        SOURCE,
+        TASK,
+        "sm_90a",
+        workloads="headline",
+        stages=["correctness"],
+        options=opts,
+        on_stage=lambda stage, msg: seen.append(stage),
+    )
+    assert seen[0] == "policy" and "compile" in seen and seen[-1] == "correctness"

@@ -1,0 +1,92 @@
+"""SASS parsing on committed golden cuobjdump output for sm_90a and sm_100a."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evaluator.sass import count_families, instruction_family, mma_flops_per_issue, parse_sass
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sass"
+HOPPER = (FIXTURES / "hopper_sm90a.sass").read_text()
+BLACKWELL = (FIXTURES / "blackwell_sm100a.sass").read_text()
+
+
+def test_hopper_golden_counts():
+    c = count_families(HOPPER, "sm_90a")
+    assert c.families == {"gmma": 3, "tma": 3, "tcgen05": 0}
+    assert c.target_families == ["gmma", "tma"]
+    assert c.target_count == 6
+    assert c.opcodes == {
+        "HGMMA.64x16x16.F32.BF16": 1,
+        "HGMMA.64x8x16.F32.BF16": 2,
+        "UTMALDG.2D": 1,
+        "UTMAREDG.2D.ADD": 1,
+        "UTMASTG.2D": 1,
+    }
+    assert set(c.kernels) == {
+        "_Z16wgmma_tma_kernel14CUtensorMap_stPfi",
+        "_Z11simt_kernelPKfPfi",
+        "_Z17dead_wgmma_kernelPfi",
+    }
+
+
+def test_utmacmdflush_is_not_a_transfer():
+    assert instruction_family("UTMACMDFLUSH") is None
+    assert instruction_family("UTMALDG.2D") == "tma"
+
+
+def test_per_kernel_attribution():
+    by_kernel: dict[str, list[str]] = {}
+    for ins in parse_sass(HOPPER):
+        if instruction_family(ins.opcode):
+            by_kernel.setdefault(ins.kernel, []).append(ins.base)
+    assert by_kernel["_Z17dead_wgmma_kernelPfi"] == ["HGMMA"]
+    assert "_Z11simt_kernelPKfPfi" not in by_kernel
+    assert sorted(by_kernel["_Z16wgmma_tma_kernel14CUtensorMap_stPfi"]) == [
+        "HGMMA",
+        "HGMMA",
+        "UTMALDG",
+        "UTMAREDG",
+        "UTMASTG",
+    ]
+
+
+def test_blackwell_golden_counts():
+    c = count_families(BLACKWELL, "sm_100a")
+    assert c.target_families == ["tcgen05"]
+    assert c.families["gmma"] == 0 and c.families["tma"] == 0
+    bases = sorted({op.split(".")[0] for op in c.opcodes})
+    assert bases == ["LDTM", "STTM", "UTCATOMSWS", "UTCBAR", "UTCHMMA"]
+    assert c.families["tcgen05"] == c.target_count == 7
+
+
+def test_same_sass_counted_for_other_arch_targets():
+    # Hopper SASS judged against the Blackwell targets has no tcgen05.
+    assert count_families(HOPPER, "sm_100a").target_count == 0
+
+
+def test_predicate_guard_is_stripped():
+    text = (
+        "\t\tFunction : k\n"
+        "        /*0010*/              @P0 HGMMA.64x256x16.F32.BF16 R24, gdesc[UR4], R24, gsb0 ;  /* 0x0 */\n"
+        "        /*0020*/             @!UPT UTMALDG.2D [UR8], [UR4] ;  /* 0x0 */\n"
+        "        /*0030*/                   EXIT ;  /* 0x0 */\n"
+    )
+    ins = parse_sass(text)
+    assert [(i.opcode, i.predicated) for i in ins] == [
+        ("HGMMA.64x256x16.F32.BF16", True),
+        ("UTMALDG.2D", True),
+        ("EXIT", False),
+    ]
+
+
+def test_mma_flops_per_issue():
+    assert mma_flops_per_issue("HGMMA.64x256x16.F32.BF16") == 2 * 64 * 256 * 16
+    assert mma_flops_per_issue("QGMMA.64x128x32.F32.E4M3.E4M3") == 2 * 64 * 128 * 32
+    assert mma_flops_per_issue("UTCHMMA") is None
+    assert mma_flops_per_issue("FFMA") is None
+
+
+def test_empty_input():
+    c = count_families("", "sm_90a")
+    assert c.instructions == 0 and c.target_count == 0 and c.kernels == []

@@ -1,0 +1,189 @@
+"""Verdict JSON (schema current, round trip, validation) and the command line's exit statuses."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from evaluator import verdict as vm
+from evaluator.schema import SCHEMA_PATH, schema_text
+from evaluator.verdict import (
+    ArchCheck,
+    ArchStatus,
+    Correctness,
+    OverallStatus,
+    Performance,
+    Status,
+    Verdict,
+    WorkloadResult,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+KERNELS = REPO / "tests" / "kernels"
+SCHEMA = json.loads(SCHEMA_PATH.read_text())
+
+
+def test_committed_schema_is_current():
+    assert SCHEMA_PATH.read_text() == schema_text(), (
+        "regenerate: python -m evaluator.schema > evaluator/verdict.schema.json"
+    )
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+
+
+def _sample() -> Verdict:
+    return Verdict(
+        evaluator_version="0.1.0",
+        task="t",
+        arch="sm_90a",
+        status=OverallStatus.PASSED,
+        created_at="2026-11-30T00:00:00+00:00",
+        source_sha256="0" * 64,
+        source_bytes=10,
+        stages_requested=["policy"],
+        workloads=[
+            WorkloadResult(
+                uuid="u",
+                axes={"M": 1},
+                status=Status.PASSED,
+                correctness=Correctness(max_absolute_error=0.1, trials=3),
+                performance=Performance(latency_ms=1.0, speedup_ci95=[0.9, 1.1]),
+            )
+        ],
+        arch_check=ArchCheck(ArchStatus.TOKEN, tensor_core_share=0.01),
+    )
+
+
+def test_round_trip_and_validation():
+    v = _sample()
+    text = vm.to_json(v)
+    jsonschema.validate(json.loads(text), SCHEMA)
+    back = vm.from_json(text)
+    assert back == v
+    assert back.workloads[0].status is Status.PASSED and back.arch_check.status is ArchStatus.TOKEN
+
+
+def test_schema_rejects_unknown_status_and_fields():
+    data = json.loads(vm.to_json(_sample()))
+    data["workloads"][0]["status"] = "MOSTLY_PASSED"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(data, SCHEMA)
+    data = json.loads(vm.to_json(_sample()))
+    data["surprise"] = 1
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(data, SCHEMA)
+
+
+def test_nan_is_never_written():
+    v = _sample()
+    v.workloads[0].correctness.max_absolute_error = float("nan")
+    with pytest.raises(ValueError):
+        vm.to_json(v)
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "evaluator", *args], cwd=REPO, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_cli_bad_arguments_exit_2(tmp_path):
+    k = str(KERNELS / "simt_gemm.cu")
+    assert cli("run", k, "--task", "no_such_task", "--arch", "sm_90a").returncode == 2
+    assert cli("run", k, "--task", "gemm_n7168_k5120", "--arch", "sm_75").returncode == 2
+    r = cli("run", k, "--task", "gemm_n7168_k5120", "--arch", "sm_90a", "--stages", "policy,magic")
+    assert r.returncode == 2 and "magic" in r.stderr
+    r = cli("run", str(tmp_path / "missing.cu"), "--task", "gemm_n7168_k5120", "--arch", "sm_90a")
+    assert r.returncode == 2 and "cannot read" in r.stderr
+    r = cli("run", k, "--task", "gemm_n7168_k5120", "--arch", "sm_90a", "--workload", "nope", "--stages", "policy")
+    assert r.returncode == 2 and "workload" in r.stderr
+
+
+def _no_gpu() -> bool:
+    import torch
+
+    return not torch.cuda.is_available()
+
+
+@pytest.mark.skipif(not _no_gpu(), reason="checks the no-GPU path")
+def test_cli_gpu_stages_without_gpu_is_environment_error():
+    r = cli("run", str(KERNELS / "simt_gemm.cu"), "--task", "gemm_n7168_k5120", "--arch", "sm_90a")
+    assert r.returncode == 3
+    assert "broken environment" in r.stderr and "no CUDA GPU" in r.stderr
+
+
+def test_cli_policy_rejection_writes_verdict(tmp_path):
+    out = tmp_path / "v.json"
+    r = cli(
+        "run",
+        str(KERNELS / "cublas_gemm.cu"),
+        "--task",
+        "gemm_n7168_k5120",
+        "--arch",
+        "sm_90a",
+        "--stages",
+        "policy,compile,sass",
+        "--json",
+        str(out),
+    )
+    assert r.returncode == 0, r.stderr
+    data = json.loads(out.read_text())
+    jsonschema.validate(data, SCHEMA)
+    assert data["status"] == "POLICY_REJECTED" and data["compile"] is None
+    assert {s["name"]: s["state"] for s in data["stages"]}["compile"] == "skipped"
+    assert all(w["status"] == "COMPILE_ERROR" for w in data["workloads"])
+    assert "POLICY_REJECTED" in r.stdout and "cublas_v2.h" in r.stdout
+
+
+def test_cli_static_stages_on_a_cpu_machine(tmp_path):
+    out, progress = tmp_path / "v.json", tmp_path / "progress.jsonl"
+    r = cli(
+        "run",
+        str(KERNELS / "simt_gemm.cu"),
+        "--task",
+        "gemm_n7168_k5120",
+        "--arch",
+        "sm_90a",
+        "--stages",
+        "policy,compile,sass",
+        "--json",
+        str(out),
+        "--progress",
+        str(progress),
+    )
+    assert r.returncode == 0, r.stderr
+    data = json.loads(out.read_text())
+    jsonschema.validate(data, SCHEMA)
+    assert data["status"] == "STATIC_ONLY"
+    assert data["workloads"] == [] and data["environment"] is None
+    states = {s["name"]: s["state"] for s in data["stages"]}
+    assert states == {
+        "policy": "passed",
+        "compile": "passed",
+        "sass": "passed",
+        "correctness": "not_run",
+        "arch": "not_run",
+        "timing": "not_run",
+    }
+    assert data["sass"]["target_count"] == 0 and data["arch_check"]["status"] == "absent"
+    assert data["compile"]["resources"][0]["registers"] > 0
+    events = [json.loads(line) for line in progress.read_text().splitlines()]
+    assert [e["stage"] for e in events][:2] == ["policy", "policy"] and events[-1]["stage"] == "sass"
+
+
+def test_cli_compile_error_is_a_verdict(tmp_path):
+    bad = tmp_path / "bad.cu"
+    bad.write_text(
+        "#include <tvm/ffi/function.h>\nint run_impl() { return nope; }\n"
+        "TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run_impl);\n"
+    )
+    out = tmp_path / "v.json"
+    r = cli("run", str(bad), "--task", "gemm_n7168_k5120", "--arch", "sm_90a", "--stages", "sass", "--json", str(out))
+    assert r.returncode == 0
+    data = json.loads(out.read_text())
+    assert data["status"] == "COMPILE_ERROR" and "nope" in data["compile"]["output"]
+    assert data["sass"] is None
