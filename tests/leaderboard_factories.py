@@ -228,3 +228,45 @@ def metrics(
         tokens=tokens,
         complete=complete,
     )
+
+
+def standard_runs():
+    """sm_90a, k=8 unless said otherwise (n, correct, correct_arch, best, tokens):
+    A (H200, day 0): GEMM 4,3,2,1.4,1000   MHA 4,1,1,0.8,2000   k=1: GEMM 4,1,0,0.9,300  MHA 4,0,0,0,600
+    B (H100, day 1): GEMM 4,3,3,1.4,500    MHA 4,2,2,1.1,700
+    C (H200, day 2, still running): GEMM 2,1,1,2.0,300 (incomplete), no MHA yet
+    D hidden, E banned, F on sm_100a: never on the sm_90a board."""
+    from tests.factories import sync_catalog
+
+    sync_catalog()
+    alice, bob, carol = user("alice"), user("bob"), user("carol")
+    eve = user("eve", banned=True)
+    t = T0
+    a = model_run(alice, model="vendor/model-a", display_name="Model A", created_at=t)
+    b = model_run(
+        bob,
+        model="vendor/model-b",
+        display_name="Model B",
+        gpu="NVIDIA H100 80GB HBM3",
+        created_at=t + timedelta(days=1),
+    )
+    c = model_run(
+        carol, model="vendor/model-c", display_name="Model C", created_at=t + timedelta(days=2), state="running"
+    )
+    d = model_run(alice, model="vendor/model-d", created_at=t, hidden=True)
+    e = model_run(eve, model="vendor/model-e", created_at=t)
+    f = model_run(
+        alice, model="vendor/model-a", display_name="Model A", arch="sm_100a", gpu="NVIDIA B200", created_at=t
+    )
+    metrics(a, GEMM, 8, 4, 3, 2, 1.4, 1000)
+    metrics(a, MHA, 8, 4, 1, 1, 0.8, 2000)
+    metrics(a, GEMM, 1, 4, 1, 0, 0.9, 300)
+    metrics(a, MHA, 1, 4, 0, 0, 0.0, 600)
+    metrics(b, GEMM, 8, 4, 3, 3, 1.4, 500)
+    metrics(b, MHA, 8, 4, 2, 2, 1.1, 700)
+    metrics(c, GEMM, 8, 2, 1, 1, 2.0, 300, complete=False)
+    metrics(d, GEMM, 8, 4, 4, 4, 3.0, 100)
+    metrics(e, GEMM, 8, 4, 4, 4, 2.9, 100)
+    metrics(f, GEMM, 8, 4, 4, 4, 1.6, 100)
+    metrics(f, MHA, 8, 4, 2, 1, 1.2, 100)
+    return {"a": a, "b": b, "c": c}

@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import io
 import math
-from datetime import timedelta
 
 import pytest
 
@@ -14,7 +13,6 @@ from portal.leaderboard import ranking
 from portal.leaderboard.cache import Generation
 from portal.leaderboard.selectors import BoardQuery, model_board, model_summary
 from tests import leaderboard_factories as lf
-from tests.factories import sync_catalog
 from tests.leaderboard_factories import GEMM, MHA, leaderboard_isolation  # noqa: F401 - autouse fixture
 
 pytestmark = pytest.mark.django_db
@@ -22,43 +20,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def runs():
-    """sm_90a, k=8 unless said otherwise (n, correct, correct_arch, best, tokens):
-    A (H200, day 0): GEMM 4,3,2,1.4,1000   MHA 4,1,1,0.8,2000   k=1: GEMM 4,1,0,0.9,300  MHA 4,0,0,0,600
-    B (H100, day 1): GEMM 4,3,3,1.4,500    MHA 4,2,2,1.1,700
-    C (H200, day 2, still running): GEMM 2,1,1,2.0,300 (incomplete), no MHA yet
-    D hidden, E banned, F on sm_100a: never on the sm_90a board."""
-    sync_catalog()
-    alice, bob, carol = lf.user("alice"), lf.user("bob"), lf.user("carol")
-    eve = lf.user("eve", banned=True)
-    t = lf.T0
-    a = lf.model_run(alice, model="vendor/model-a", display_name="Model A", created_at=t)
-    b = lf.model_run(
-        bob,
-        model="vendor/model-b",
-        display_name="Model B",
-        gpu="NVIDIA H100 80GB HBM3",
-        created_at=t + timedelta(days=1),
-    )
-    c = lf.model_run(
-        carol, model="vendor/model-c", display_name="Model C", created_at=t + timedelta(days=2), state="running"
-    )
-    d = lf.model_run(alice, model="vendor/model-d", created_at=t, hidden=True)
-    e = lf.model_run(eve, model="vendor/model-e", created_at=t)
-    f = lf.model_run(
-        alice, model="vendor/model-a", display_name="Model A", arch="sm_100a", gpu="NVIDIA B200", created_at=t
-    )
-    lf.metrics(a, GEMM, 8, 4, 3, 2, 1.4, 1000)
-    lf.metrics(a, MHA, 8, 4, 1, 1, 0.8, 2000)
-    lf.metrics(a, GEMM, 1, 4, 1, 0, 0.9, 300)
-    lf.metrics(a, MHA, 1, 4, 0, 0, 0.0, 600)
-    lf.metrics(b, GEMM, 8, 4, 3, 3, 1.4, 500)
-    lf.metrics(b, MHA, 8, 4, 2, 2, 1.1, 700)
-    lf.metrics(c, GEMM, 8, 2, 1, 1, 2.0, 300, complete=False)
-    lf.metrics(d, GEMM, 8, 4, 4, 4, 3.0, 100)
-    lf.metrics(e, GEMM, 8, 4, 4, 4, 2.9, 100)
-    lf.metrics(f, GEMM, 8, 4, 4, 4, 1.6, 100)
-    lf.metrics(f, MHA, 8, 4, 2, 1, 1.2, 100)
-    return {"a": a, "b": b, "c": c}
+    return lf.standard_runs()
 
 
 def q(**kw) -> BoardQuery:

@@ -1,0 +1,110 @@
+"""import_reference_verdicts: committed verdicts of the expert kernels become reference rows, once."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from portal.leaderboard.cache import Generation
+from portal.leaderboard.selectors import kernel_board
+from portal.submissions.models import Artifact, Evaluation, Submission
+from tests import leaderboard_factories as lf
+from tests.factories import REPO, sync_catalog
+from tests.leaderboard_factories import GEMM, leaderboard_isolation  # noqa: F401 - autouse fixture
+
+pytestmark = pytest.mark.django_db
+SOLUTION = "hopper_tma_wgmma"
+
+
+def _verdict_dir(tmp_path: Path, **fields) -> Path:
+    source = (REPO / "tasks" / GEMM / "solutions" / SOLUTION / "kernel.cu").read_text()
+    document = lf.verdict(
+        source=source, speedup=1.18, ci=(1.16, 1.2), gpu="NVIDIA H200", tflops=720.0, peak=0.8, **fields
+    )
+    folder = tmp_path / "verdicts"
+    folder.mkdir()
+    (folder / "gemm-h200.json").write_text(json.dumps(document))
+    (folder / "index.json").write_text(
+        json.dumps([{"verdict": "gemm-h200.json", "task": GEMM, "solution": SOLUTION, "arch": "sm_90a"}])
+    )
+    return folder
+
+
+def test_import_creates_a_reference_row_once(tmp_path):
+    sync_catalog()
+    folder = _verdict_dir(tmp_path)
+    out = StringIO()
+    call_command("import_reference_verdicts", "--dir", str(folder), stdout=out)
+    assert "1 imported" in out.getvalue()
+    call_command("import_reference_verdicts", "--dir", str(folder), stdout=out)
+    assert "0 imported, 1 already there" in out.getvalue()
+
+    (submission,) = Submission.objects.filter(kind="reference")
+    source = (REPO / "tasks" / GEMM / "solutions" / SOLUTION / "kernel.cu").read_bytes()
+    assert submission.user is None and submission.name == SOLUTION
+    assert submission.source_sha256 == hashlib.sha256(source).hexdigest()
+    (evaluation,) = Evaluation.objects.filter(submission=submission)
+    assert (evaluation.state, evaluation.status, evaluation.speedup, evaluation.gpu_name) == (
+        "done",
+        "PASSED",
+        1.18,
+        "NVIDIA H200",
+    )
+    assert evaluation.driver_version == "570.86.15"
+    assert evaluation.finished_at == lf.T0  # the measurement's date, not the import's
+    names = set(Artifact.objects.filter(evaluation=evaluation).values_list("name", flat=True))
+    assert names == {"kernel.cu", "verdict.json", "compile.log"}
+    assert (
+        Artifact.objects.get(evaluation=evaluation, name="verdict.json").sha256
+        == hashlib.sha256((folder / "gemm-h200.json").read_bytes()).hexdigest()
+    )
+
+    (row,) = kernel_board(Generation(), task=GEMM, arch="sm_90a")
+    assert (row.is_reference, row.rank, row.name, row.speedup, row.speedup_ci_low) == (True, None, SOLUTION, 1.18, 1.16)
+
+
+def test_import_refuses_a_verdict_of_other_source(tmp_path):
+    sync_catalog()
+    folder = _verdict_dir(tmp_path)
+    document = json.loads((folder / "gemm-h200.json").read_text())
+    document["source_sha256"] = "0" * 64
+    (folder / "gemm-h200.json").write_text(json.dumps(document))
+    err = StringIO()
+    call_command("import_reference_verdicts", "--dir", str(folder), stdout=StringIO(), stderr=err)
+    assert "kernel.cu now hashes to" in err.getvalue()
+    assert not Submission.objects.filter(kind="reference").exists()
+    with pytest.raises(CommandError):
+        call_command(
+            "import_reference_verdicts", "--dir", str(folder), "--strict", stdout=StringIO(), stderr=StringIO()
+        )
+
+
+def test_import_refuses_paths_that_leave_the_folder(tmp_path):
+    sync_catalog()
+    folder = _verdict_dir(tmp_path)
+    (folder / "index.json").write_text(
+        json.dumps([{"verdict": "../../etc/passwd", "task": GEMM, "solution": SOLUTION, "arch": "sm_90a"}])
+    )
+    err = StringIO()
+    call_command("import_reference_verdicts", "--dir", str(folder), stdout=StringIO(), stderr=err)
+    assert "leaves its folder" in err.getvalue()
+
+
+def test_missing_index_is_not_an_error(tmp_path):
+    out = StringIO()
+    call_command("import_reference_verdicts", "--dir", str(tmp_path), stdout=out)
+    assert "no reference verdicts" in out.getvalue()
+
+
+def test_committed_index_is_valid():
+    from portal.leaderboard.services import read_index
+
+    entries = read_index(REPO / "docs" / "verdicts")
+    for entry in entries:
+        assert (REPO / "docs" / "verdicts" / entry.verdict).is_file()
+        assert (REPO / "tasks" / entry.task / "solutions" / entry.solution / "kernel.cu").is_file()
