@@ -25,12 +25,14 @@ export PTXBENCH_ARTIFACTS="$art"
 } 2>&1 | tee "$OUT/gpu-env.log"
 rc=0
 if [[ "$what" == tests || "$what" == all ]]; then
-  python3 -m pytest -m gpu tests/evaluator -p no:django -p no:cacheprovider -rA "$@" 2>&1 | tee "$OUT/gpu-tests.log"
+  timeout "${TEST_LIMIT:-400}" python3 -m pytest -m gpu tests/evaluator -p no:django -p no:cacheprovider -rA "$@" 2>&1 \
+    | tee "$OUT/gpu-tests.log"
   rc=${PIPESTATUS[0]}
 fi
 if [[ "$what" == bench || "$what" == all ]]; then
-  python3 bench/evaluator_bench.py --out "$art" ${BENCH_ARGS:-} 2>&1 | tee "$art/bench.log"
+  timeout "${BENCH_LIMIT:-400}" python3 bench/evaluator_bench.py --out "$art" ${BENCH_ARGS:-} 2>&1 | tee "$art/bench.log"
 fi
+cp "$art"/bench-report.json "$OUT/" 2>/dev/null
 tar czf "$OUT/gpu-artifacts.tgz" -C "$art" .
 echo
 echo "== summary =="
