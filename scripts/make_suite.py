@@ -47,6 +47,11 @@ TARGETS = {
 }
 KNOWLEDGE_PACKS = {"sm_90a": "hopper", "sm_100a": "blackwell"}
 TOLERANCE = {"atol": 0.01, "rtol": 0.01}
+# Causal attention backward: the first query rows attend few keys, so P and dS are O(1) there and the bf16
+# rounding of dS that every tensor-core kernel does (cuDNN and FlashAttention-2 alike) reaches 1.0-1.4x the 1e-2
+# tolerance under the evaluator's element rule (measured on an H200, docs/baselines.md). 3e-2 puts the library
+# baselines at about a third of the tolerance, as the other tasks have it.
+CAUSAL_BACKWARD_TOLERANCE = {"atol": 0.03, "rtol": 0.03}
 
 ATTN_AXES = {
     "B": {"type": "const", "value": ATTN_BATCH, "description": "batch"},
@@ -105,7 +110,15 @@ def _workloads(task: str, axis: str, values: tuple[int, ...], inputs: tuple[str,
     return "\n".join(lines) + "\n"
 
 
-def _ptxbench(task: str, group: str, flops: str, headline: str, baselines: list[dict], **extra: object) -> str:
+def _ptxbench(
+    task: str,
+    group: str,
+    flops: str,
+    headline: str,
+    baselines: list[dict],
+    tolerance: dict[str, float] = TOLERANCE,
+    **extra: object,
+) -> str:
     data: dict[str, object] = {
         "definition": task,
         "group": group,
@@ -117,7 +130,7 @@ def _ptxbench(task: str, group: str, flops: str, headline: str, baselines: list[
     data.update(extra)
     data["starter"] = "starter.cu"
     data["knowledge_packs"] = KNOWLEDGE_PACKS
-    data["tolerance"] = TOLERANCE
+    data["tolerance"] = tolerance
     return _json(data)
 
 
@@ -288,7 +301,15 @@ def mha_bwd_task(d: int, causal: bool) -> TaskFiles:
         {
             "definition.json": _json(definition),
             "workloads.jsonl": _workloads(name, "S", ATTN_S, ("Q", "K", "V", "O", "dO", "LSE")),
-            "ptxbench.json": _ptxbench(name, "mha_bwd", flops, headline, baselines, input_generator=generator),
+            "ptxbench.json": _ptxbench(
+                name,
+                "mha_bwd",
+                flops,
+                headline,
+                baselines,
+                CAUSAL_BACKWARD_TOLERANCE if causal else TOLERANCE,
+                input_generator=generator,
+            ),
             "baseline_cudnn.py": _template("mha_bwd_cudnn.py", causal),
             "baseline_flash.py": _template("mha_bwd_flash.py", causal),
             "inputs.py": _template("mha_bwd_inputs.py", causal),

@@ -141,7 +141,9 @@ def test_shapes_dtypes_targets_and_packs(suite, name):
         assert ("causal" in d.tags) == _causal(name)
     assert {a: t.families for a, t in task.targets.items()} == {"sm_90a": ("gmma", "tma"), "sm_100a": ("tcgen05",)}
     assert dict(task.knowledge_packs) == {"sm_90a": "hopper", "sm_100a": "blackwell"}
-    assert (task.atol, task.rtol) == (0.01, 0.01)
+    # The evaluator's 1e-2 everywhere except causal attention backward (why: scripts/make_suite.py, docs/tasks.md).
+    expected_tol = 0.03 if name in BWD and _causal(name) else 0.01
+    assert (task.atol, task.rtol) == (expected_tol, expected_tol)
     assert (TASKS / name / "starter.cu").is_file()
 
 
