@@ -206,7 +206,9 @@ def run_cancel(*, run: ModelRun, reason: str = "cancelled by its owner") -> bool
     return True
 
 
-def run_import(*, user: User, arch: str, task: Task, model: str, opening: list[dict], replies: list[str], display_name: str = "") -> ModelRun:
+def run_import(
+    *, user: User, arch: str, task: Task, model: str, opening: list[dict], replies: list[str], display_name: str = ""
+) -> ModelRun:
     """A run that re-scores a recorded trajectory: its replies are stored up front, so the loop evaluates them
     in order on this portal's workers (and stops early at the target) without calling any model."""
     if arch not in ARCHES or not task.targets.filter(arch=arch).exists():
@@ -309,7 +311,9 @@ def turn_model_step(*, turn_id: int, reveal_api_key, call=chat_completion) -> st
             messages = list(trajectory.messages)
             reply = call(endpoint_config(run, reveal_api_key(run)), messages, allowlist=_allowlist())
         except crypto.ApiKeyUnreadable as exc:
-            _turn_fail(turn, status=Turn.STATUS_MODEL_ERROR, reason=str(exc), stop_reason=Trajectory.StopReason.MODEL_ERROR)
+            _turn_fail(
+                turn, status=Turn.STATUS_MODEL_ERROR, reason=str(exc), stop_reason=Trajectory.StopReason.MODEL_ERROR
+            )
             return "api key unreadable"
         except ModelCallError as exc:
             _turn_fail(
@@ -385,7 +389,9 @@ def _turn_submit(turn_id: int) -> str:
                 _trajectory_stop(trajectory, Trajectory.StopReason.EVALUATION_FAILED, turn.error, failed=True)
                 return "submission refused"
             turn.status = Turn.STATUS_NO_KERNEL
-            turn.feedback = f"The kernel was not evaluated: {exc.message}. Please fix it and answer with the complete file."
+            turn.feedback = (
+                f"The kernel was not evaluated: {exc.message}. Please fix it and answer with the complete file."
+            )
             _turn_finish(turn)
             _advance(turn)
             return "submission refused"
@@ -470,7 +476,9 @@ def _advance(turn: Turn) -> None:
         metrics_refresh(run=run, task=trajectory.task)
         return
     if turn.status == Turn.STATUS_EVALUATION_FAILED:
-        _trajectory_stop(trajectory, Trajectory.StopReason.EVALUATION_FAILED, f"turn {turn.index}: {turn.error}", failed=True)
+        _trajectory_stop(
+            trajectory, Trajectory.StopReason.EVALUATION_FAILED, f"turn {turn.index}: {turn.error}", failed=True
+        )
     elif turn.status == metrics.CORRECT_STATUS and turn.speedup is not None and turn.speedup >= run.target_speedup:
         _trajectory_stop(
             trajectory,

@@ -198,6 +198,9 @@ def api_run(request: HttpRequest, run_id: int) -> JsonResponse:
     document = selectors.run_document(run)
     document["final"] = not run.is_active
     document["running_turns"] = sum(
-        1 for t in document["trajectories"] for turn in t["turns"] if turn["state"] in (Turn.State.CALLING_MODEL, Turn.State.EVALUATING)
+        1
+        for t in document["trajectories"]
+        for turn in t["turns"]
+        if turn["state"] in (Turn.State.CALLING_MODEL, Turn.State.EVALUATING)
     )
     return JsonResponse(document)
