@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"comma-separated subset of {','.join(STAGES)} (needed stages are added); "
         "use policy,compile,sass on machines without a GPU",
     )
-    run.add_argument("--json", type=Path, help="write the verdict JSON here")
+    run.add_argument("--json", "--out", dest="json", type=Path, help="write the verdict JSON here")
     run.add_argument("--timeout", type=float, default=60.0, help="wall-clock limit per workload, seconds (default 60)")
     run.add_argument("--tasks-root", type=Path, default=REPO_ROOT / "tasks")
     run.add_argument("--progress", type=Path, help="append stage progress here as JSON lines")

@@ -11,16 +11,16 @@ from evaluator.verdict import Environment
 
 
 def _smi(query: str, gpu: str | None) -> str | None:
-    cmd = ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"]
-    if gpu:
-        cmd += ["-i", gpu]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if proc.returncode != 0 or not proc.stdout.strip():
-        return None
-    return proc.stdout.strip().splitlines()[0].strip()
+    """One nvidia-smi query for the GPU with this UUID (or the first GPU, if the UUID is not recognised)."""
+    for selector in ([["-i", gpu]] if gpu else []) + [[]]:
+        cmd = ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits", *selector]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        if proc.returncode == 0 and proc.stdout.strip():
+            return proc.stdout.strip().splitlines()[0].strip()
+    return None
 
 
 def sm_clock_mhz(gpu_uuid: str | None) -> int | None:

@@ -77,7 +77,8 @@ def parse_source_page(csv_text: str) -> list[SourceKernel]:
     """Kernels and their per-SASS-instruction counters from ncu's source page in CSV form.
 
     The page is one block per profiled kernel launch: a `"Kernel Name","<name>"` line, a header line starting
-    with "Address","Source", then one row per instruction. Raises NcuParseError for an empty, truncated or
+    with "Address","Source", then one row per instruction. Lines before the first block (ncu's `==PROF==`
+    messages, the profiled program's prints) are skipped. Raises NcuParseError for an empty, truncated or
     foreign report, so that the caller can say `profile_error` instead of passing silently.
     """
     if not csv_text.strip():
@@ -103,6 +104,8 @@ def parse_source_page(csv_text: str) -> list[SourceKernel]:
                 kernels.append(SourceKernel(name=""))
             continue
         if header is None:
+            if not kernels:
+                continue  # preamble before the first kernel block: the profiled program's own output
             raise NcuParseError(f"line {number}: instruction row before any 'Address','Source' header")
         if len(row) < len(header) - 1 or len(row) <= max(cols.values()):
             raise NcuParseError(f"line {number}: truncated row ({len(row)} of {len(header)} fields)")

@@ -245,6 +245,7 @@ class _Evaluation:
             t = time.monotonic()
             self._report("sass", "disassembling")
             text = disassemble(self.cubin or self.library)
+            (self.workdir / "build" / "kernel.sass").write_text(text)  # kept for audits with --workdir
             target = self.task.targets.get(self.arch)
             v.sass = count_families(text, self.arch, target.families if target else None)
             if v.sass.target_count == 0:
@@ -729,6 +730,13 @@ def _mean(values: list[int]) -> float:
 
 
 def _fast_tmp() -> str | None:
-    """The shared-memory tmpfs when it exists: outputs pass through it, hundreds of MB for large workloads."""
+    """The shared-memory tmpfs when it has room: outputs pass through it, hundreds of MB for large workloads.
+
+    Containers often mount a 64 MiB /dev/shm; then the default temporary folder (disk) is used instead, since a
+    full exchange folder would look like a candidate failure.
+    """
     shm = Path("/dev/shm")  # noqa: S108 - mkdtemp makes a private 0700 folder inside it
-    return str(shm) if shm.is_dir() else None
+    try:
+        return str(shm) if shm.is_dir() and shutil.disk_usage(shm).free > 8 * 1024**3 else None
+    except OSError:
+        return None

@@ -185,3 +185,70 @@ def test_profile_command_leaves_clocks_alone_and_filters():
     assert cmd[-2:] == ["python", "x.py"]
     by_name = ncu_profile_command("ncu", Path("r"), ["python"], kernel_names=["_Z1kv", "a.b"])
     assert by_name[by_name.index("--kernel-name") + 1] == r"regex:^(_Z1kv|a\.b)$"
+
+
+# --------------------------------------------------------------------------- real H200 captures of the GEMM task
+# Source pages of the reference kernels at M=8192 (docs/verdicts/raw/2026-11-30_h200, copied gzipped). They begin
+# with ncu's ==PROF== lines and the profiled program's own print, which the parser must skip.
+
+GEMM_FLOPS = 2.0 * 8192 * 7168 * 5120
+
+
+def _golden(name: str) -> list:
+    import gzip
+
+    return parse_source_page(gzip.decompress((FIXTURES / "ncu" / name).read_bytes()).decode())
+
+
+def _static_from(kernels, arch: str):
+    """Static family counts of the profiled kernels: their source page lists every SASS instruction."""
+    sass = "".join(
+        f"\t\tFunction : {k.name}\n" + "".join(f"        /*{i:04x}*/   {r.source} ;\n" for i, r in enumerate(k.rows))
+        for k in kernels
+    )
+    return count_families(sass, arch)
+
+
+def test_golden_hopper_gemm_is_verified_full_with_whole_share():
+    kernels = _golden("h200-gemm-hopper_tma_wgmma.csv.gz")
+    check = decide_arch(arch="sm_90a", sass=_static_from(kernels, "sm_90a"), kernels=kernels, task_flops=GEMM_FLOPS)
+    assert check.status == ArchStatus.VERIFIED and check.full is True
+    assert check.families["gmma"].executed == 4_587_520
+    assert check.families["gmma"].predicated_on == 146_800_640
+    assert check.families["tma"].predicated_on == 286_720
+    assert check.tensor_core_share == pytest.approx(1.0)
+
+
+def test_golden_dead_wgmma_is_not_executed():
+    kernels = _golden("h200-gemm-simt_dead_wgmma.csv.gz")
+    sass = _static_from(kernels, "sm_90a")
+    assert sass.families["gmma"] == 1
+    check = decide_arch(arch="sm_90a", sass=sass, kernels=kernels, task_flops=GEMM_FLOPS)
+    assert check.status == ArchStatus.NOT_EXECUTED
+    assert check.families["gmma"].executed == 0 and check.ptxbench_verified is False
+
+
+def test_golden_token_wgmma_is_token():
+    kernels = _golden("h200-gemm-simt_token_wgmma.csv.gz")
+    check = decide_arch(arch="sm_90a", sass=_static_from(kernels, "sm_90a"), kernels=kernels, task_flops=GEMM_FLOPS)
+    assert check.status == ArchStatus.TOKEN and check.ptxbench_verified is True
+    assert (check.families["gmma"].executed, check.families["gmma"].predicated_on) == (4, 128)
+    assert check.tensor_core_share == pytest.approx(2 * 64 * 64 * 16 / GEMM_FLOPS)
+
+
+def test_golden_causal_attention_share_above_one():
+    kernels = _golden("h200-mha-causal-hopper_wgmma_fa.csv.gz")
+    flops = 2.0 * 4 * 48 * 4096 * 4096 * 128  # the task's formula "2*B*H*S*S*D" at S=4096 (causal half of 4*...)
+    check = decide_arch(arch="sm_90a", sass=_static_from(kernels, "sm_90a"), kernels=kernels, task_flops=flops)
+    assert check.status == ArchStatus.VERIFIED and check.full is True
+    # Diagonal tiles are computed whole and then masked: a little more than the task's FLOPs.
+    assert 1.0 < check.tensor_core_share < 1.1
+
+
+def test_golden_truncated_halfway_is_an_error():
+    import gzip
+
+    text = gzip.decompress((FIXTURES / "ncu" / "h200-gemm-hopper_tma_wgmma.csv.gz").read_bytes()).decode()
+    cut = text[: len(text) // 2]
+    with pytest.raises(NcuParseError, match="truncated"):
+        parse_source_page(cut)
