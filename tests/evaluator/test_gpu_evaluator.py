@@ -121,6 +121,38 @@ def test_simple_simt_gemm_passes_with_zero_target_instructions():
     assert env["peak_bf16_tflops"] > 100
 
 
+@pytest.mark.skipif(not (SOLUTIONS / "simt_dead_wgmma").is_dir(), reason="reference kernel not in the tree")
+def test_dead_wgmma_is_not_executed():
+    v = evaluate_cli(SOLUTIONS / "simt_dead_wgmma" / "kernel.cu", "dead_wgmma", stages="correctness,arch")
+    assert v["status"] == "PASSED"
+    assert v["sass"]["families"]["gmma"] > 0
+    a = v["arch_check"]
+    assert a["status"] == "not_executed", a["reason"]
+    assert a["families"]["gmma"]["predicated_on"] == 0
+
+
+@pytest.mark.skipif(not (SOLUTIONS / "simt_token_wgmma").is_dir(), reason="reference kernel not in the tree")
+def test_token_wgmma_is_token():
+    v = evaluate_cli(SOLUTIONS / "simt_token_wgmma" / "kernel.cu", "token_wgmma", stages="correctness,arch")
+    assert v["status"] == "PASSED"
+    a = v["arch_check"]
+    assert a["status"] == "token", a["reason"]
+    assert a["ptxbench_verified"] is True
+    assert a["families"]["gmma"]["executed"] > 0
+    assert a["tensor_core_share"] is not None and a["tensor_core_share"] < 0.01
+
+
+@pytest.mark.skipif(not (SOLUTIONS / "hopper_tma_wgmma").is_dir(), reason="reference kernel not in the tree")
+def test_hopper_reference_gemm_is_verified_and_full():
+    v = evaluate_cli(SOLUTIONS / "hopper_tma_wgmma" / "kernel.cu", "hopper_gemm", workload=HEADLINE)
+    assert v["status"] == "PASSED", v["workloads"][0]["message"]
+    a = v["arch_check"]
+    assert a["status"] == "verified", a["reason"]
+    assert a["full"] is True
+    assert 0.9 < a["tensor_core_share"] < 1.2
+    assert a["ncu_gpu_time_ms"] > 0 and a["cupti_median_ms"] > 0
+
+
 def test_wrong_kernel_is_incorrect_numerical():
     v = evaluate_cli(KERNELS / "wrong_gemm.cu", "wrong", stages="correctness")
     assert v["status"] == "INCORRECT_NUMERICAL"
@@ -172,35 +204,3 @@ def test_cublas_include_is_rejected_without_compiling():
     assert v["status"] == "POLICY_REJECTED"
     assert v["compile"] is None
     assert any(f["rule"] == "forbidden-library" and f["line"] for f in v["policy"])
-
-
-@pytest.mark.skipif(not (SOLUTIONS / "simt_dead_wgmma").is_dir(), reason="reference kernel not in the tree")
-def test_dead_wgmma_is_not_executed():
-    v = evaluate_cli(SOLUTIONS / "simt_dead_wgmma" / "kernel.cu", "dead_wgmma", stages="correctness,arch")
-    assert v["status"] == "PASSED"
-    assert v["sass"]["families"]["gmma"] > 0
-    a = v["arch_check"]
-    assert a["status"] == "not_executed", a["reason"]
-    assert a["families"]["gmma"]["predicated_on"] == 0
-
-
-@pytest.mark.skipif(not (SOLUTIONS / "simt_token_wgmma").is_dir(), reason="reference kernel not in the tree")
-def test_token_wgmma_is_token():
-    v = evaluate_cli(SOLUTIONS / "simt_token_wgmma" / "kernel.cu", "token_wgmma", stages="correctness,arch")
-    assert v["status"] == "PASSED"
-    a = v["arch_check"]
-    assert a["status"] == "token", a["reason"]
-    assert a["ptxbench_verified"] is True
-    assert a["families"]["gmma"]["executed"] > 0
-    assert a["tensor_core_share"] is not None and a["tensor_core_share"] < 0.01
-
-
-@pytest.mark.skipif(not (SOLUTIONS / "hopper_tma_wgmma").is_dir(), reason="reference kernel not in the tree")
-def test_hopper_reference_gemm_is_verified_and_full():
-    v = evaluate_cli(SOLUTIONS / "hopper_tma_wgmma" / "kernel.cu", "hopper_gemm", workload=HEADLINE)
-    assert v["status"] == "PASSED", v["workloads"][0]["message"]
-    a = v["arch_check"]
-    assert a["status"] == "verified", a["reason"]
-    assert a["full"] is True
-    assert 0.9 < a["tensor_core_share"] < 1.2
-    assert a["ncu_gpu_time_ms"] > 0 and a["cupti_median_ms"] > 0
