@@ -16,7 +16,7 @@ $PY manage.py collectstatic --noinput -v 0
 # CPU queues only here; GPU hosts run `manage.py gpu_worker` for their architecture's queue.
 $PY manage.py rqworker default agent >>data/logs/worker.log 2>&1 &
 worker=$!
-# Repairs evaluations whose worker died and jobs a Redis restart lost, every RECONCILE_INTERVAL seconds.
+# Repairs evaluations and model runs whose worker died and jobs a Redis restart lost, every RECONCILE_INTERVAL s.
 $PY manage.py reconcile --loop >>data/logs/reconcile.log 2>&1 &
 reconcile=$!
 trap 'kill $worker $reconcile 2>/dev/null; wait $worker $reconcile 2>/dev/null' EXIT INT TERM
