@@ -252,3 +252,26 @@ def test_golden_truncated_halfway_is_an_error():
     cut = text[: len(text) // 2]
     with pytest.raises(NcuParseError, match="truncated"):
         parse_source_page(cut)
+
+
+# --------------------------------------------------------------------------- captured by the evaluator's arch stage
+# scripts/gpu_tests.sh on the H200, 2026-11-30: the reference GEMM at M=8192, the dead/token SIMT GEMMs at M=128.
+
+
+def test_evaluator_capture_raw_page_with_nvtx_columns():
+    text = (FIXTURES / "ncu" / "gpu-hopper_gemm-M8192-raw.csv").read_text()
+    ((name, ms),) = parse_raw_metrics(text)
+    assert name.startswith("gemm_tma_wgmma_kernel(")
+    assert ms == pytest.approx(0.823648)
+
+
+def test_evaluator_captures_decide_like_the_gpu_run():
+    cases = {
+        "gpu-hopper_gemm-M8192-source.csv.gz": (GEMM_FLOPS, ArchStatus.VERIFIED),
+        "gpu-token_wgmma-M128-source.csv.gz": (2.0 * 128 * 7168 * 5120, ArchStatus.TOKEN),
+        "gpu-dead_wgmma-M128-source.csv.gz": (2.0 * 128 * 7168 * 5120, ArchStatus.NOT_EXECUTED),
+    }
+    for name, (flops, status) in cases.items():
+        kernels = _golden(name)
+        check = decide_arch(arch="sm_90a", sass=_static_from(kernels, "sm_90a"), kernels=kernels, task_flops=flops)
+        assert check.status == status, name

@@ -1,0 +1,256 @@
+"""Leaderboard benchmark: query counts and in-process timings per page, then p50/p95/p99 under load
+(wrk, 16 concurrent connections) against gunicorn on this machine.
+
+Run on a seeded database (never production):
+    PORTAL_DATA_DIR=/tmp/lbseed .venv/bin/python manage.py migrate
+    PORTAL_DATA_DIR=/tmp/lbseed .venv/bin/python manage.py seed_leaderboard
+    PORTAL_DATA_DIR=/tmp/lbseed .venv/bin/python bench/leaderboard_bench.py --out /tmp/bench.json
+(or DATABASE_URL=postgres://... for PostgreSQL). Needs `wrk` (Debian: apt-get install -y wrk).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+
+PAGES = [
+    ("summary page (sm_90a, k=8)", "/leaderboard/?arch=sm_90a&k=8"),
+    ("task page (gemm, sm_90a, k=8)", "/leaderboard/?arch=sm_90a&task=gemm_n7168_k5120&k=8"),
+    (
+        "task page (mha d128, sm_100a, k=4, B200, by tokens)",
+        "/leaderboard/?arch=sm_100a&task=mha_with_lse_d128&k=4&gpu=B200&sort=tokens",
+    ),
+    ("kernel page (gemm, sm_90a)", "/leaderboard/kernels/?arch=sm_90a&task=gemm_n7168_k5120"),
+    ("API summary", "/api/v1/leaderboard/summary?arch=sm_90a&k=8"),
+    ("API models (gemm, k=8)", "/api/v1/leaderboard/models?arch=sm_90a&task=gemm_n7168_k5120&k=8"),
+    ("API kernels (gemm, sm_90a)", "/api/v1/leaderboard/kernels?arch=sm_90a&task=gemm_n7168_k5120"),
+    ("API chart best-speedup", "/api/v1/leaderboard/charts/best-speedup?arch=sm_90a&k=8"),
+]
+
+LUA = r"""
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format('RESULT {"requests": %d, "duration_us": %d, "socket_errors": %d, "non2xx": %d, ' ..
+    '"p50_us": %d, "p95_us": %d, "p99_us": %d, "max_us": %d, "mean_us": %.0f}\n',
+    summary.requests, summary.duration, e.connect + e.read + e.write + e.timeout, e.status,
+    latency:percentile(50), latency:percentile(95), latency:percentile(99), latency.max, latency.mean))
+end
+"""
+
+
+def in_process(pages) -> list[dict]:
+    """Per page: cold (new results generation: aggregates recomputed) and warm time and query count."""
+    import django
+
+    django.setup()
+    from django.core.cache import cache
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    from portal.leaderboard.cache import clear_process_cache, leaderboard_changed
+
+    client = Client(HTTP_HOST="127.0.0.1")
+    out = []
+    for label, url in pages:
+        leaderboard_changed()
+        clear_process_cache()
+        cache.clear()
+        row = {"page": label, "url": url}
+        for phase in ("cold", "warm"):
+            with CaptureQueriesContext(connection) as queries:
+                t = time.perf_counter()
+                response = client.get(url)
+                row[f"{phase}_ms"] = round((time.perf_counter() - t) * 1000, 1)
+            assert response.status_code == 200, (url, response.status_code)
+            row[f"{phase}_queries"] = len(queries.captured_queries)
+        row["bytes"] = len(response.content)
+        out.append(row)
+        print(
+            f"  {label}: cold {row['cold_ms']} ms / {row['cold_queries']} queries, "
+            f"warm {row['warm_ms']} ms / {row['warm_queries']} queries",
+            flush=True,
+        )
+    return out
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_gunicorn(workers: int, port: int) -> subprocess.Popen:
+    env = {
+        **os.environ,
+        "DEBUG": "0",
+        "SECRET_KEY": "benchmark-only-" + "x" * 40,
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "SECURE_SSL_REDIRECT": "0",
+        "BEHIND_TLS_PROXY": "0",
+        "LOG_LEVEL": "WARNING",
+    }
+    subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True
+    )
+    gunicorn = str(Path(sys.executable).with_name("gunicorn"))
+    proc = subprocess.Popen(
+        [
+            gunicorn,
+            "portal.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            "--log-level",
+            "warning",
+        ],
+        cwd=REPO,
+        env=env,
+        start_new_session=True,
+    )
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2)  # noqa: S310 - local
+            return proc
+        except OSError:
+            time.sleep(0.2)
+    stop(proc)
+    raise SystemExit("gunicorn did not start")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=30)
+
+
+def wrk(url: str, *, connections: int, duration: int, script: str) -> dict:
+    result = subprocess.run(
+        ["wrk", "-t2", f"-c{connections}", f"-d{duration}s", "--timeout", "10s", "-s", script, url],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    match = re.search(r"RESULT (\{.*\})", result.stdout)
+    if not match:
+        raise SystemExit(f"unexpected wrk output:\n{result.stdout}\n{result.stderr}")
+    data = json.loads(match.group(1))
+    seconds = data["duration_us"] / 1e6
+    return {
+        "requests": data["requests"],
+        "rps": round(data["requests"] / seconds, 1),
+        "errors": data["socket_errors"] + data["non2xx"],
+        **{
+            k.replace("_us", "_ms"): round(v / 1000, 1)
+            for k, v in data.items()
+            if k.endswith("_us") and k != "duration_us"
+        },
+    }
+
+
+def under_load(pages, *, workers: int, connections: int, duration: int, churn: float) -> list[dict]:
+    """Each page under wrk. With churn > 0 a thread starts a new results generation every `churn` seconds,
+    as if verdicts kept landing, so some requests recompute."""
+    import django
+
+    django.setup()
+    from portal.leaderboard.cache import leaderboard_changed
+
+    port = _free_port()
+    proc = start_gunicorn(workers, port)
+    script = Path(tempfile.mkdtemp()) / "report.lua"
+    script.write_text(LUA)
+    out = []
+    try:
+        for label, path in pages:
+            url = f"http://127.0.0.1:{port}{path}"
+            wrk(url, connections=connections, duration=2, script=str(script))  # every worker computes once
+            stop_churn = threading.Event()
+
+            def bump() -> None:
+                while not stop_churn.wait(churn):
+                    leaderboard_changed()
+
+            churner = threading.Thread(target=bump, daemon=True)
+            if churn > 0:
+                churner.start()
+            row = {
+                "page": label,
+                "url": path,
+                **wrk(url, connections=connections, duration=duration, script=str(script)),
+            }
+            stop_churn.set()
+            out.append(row)
+            print(
+                f"  {label}: p50 {row['p50_ms']} ms, p95 {row['p95_ms']} ms, p99 {row['p99_ms']} ms, "
+                f"{row['rps']} req/s, errors {row['errors']}",
+                flush=True,
+            )
+    finally:
+        stop(proc)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workers", type=int, default=3, help="gunicorn workers (make run uses 3)")
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--duration", type=int, default=15, help="seconds of load per page")
+    parser.add_argument("--churn", type=float, default=0.0, help="seconds between new result generations (0: none)")
+    parser.add_argument("--out", help="write the results as JSON here")
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is not installed (Debian: apt-get install -y wrk)")
+
+    import django
+
+    django.setup()
+    from django.db import connection
+
+    from portal.agent.models import ModelRun, Turn
+    from portal.submissions.models import Evaluation, Submission
+
+    volume = {
+        "database": connection.vendor,
+        "model_runs": ModelRun.objects.count(),
+        "turns": Turn.objects.count(),
+        "kernel_submissions": Submission.objects.filter(kind="kernel").count(),
+        "evaluations": Evaluation.objects.count(),
+    }
+    print(f"volume: {volume}", flush=True)
+    print("in process (Django test client):", flush=True)
+    single = in_process(PAGES)
+    print(f"under load (gunicorn {args.workers} workers, wrk {args.connections} connections, {args.duration} s each):")
+    load = under_load(
+        PAGES, workers=args.workers, connections=args.connections, duration=args.duration, churn=args.churn
+    )
+    report = {
+        "date": time.strftime("%Y-%m-%d"),
+        "cpus": os.cpu_count(),
+        "volume": volume,
+        "settings": vars(args),
+        "in_process": single,
+        "under_load": load,
+    }
+    if args.out:
+        Path(args.out).write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
