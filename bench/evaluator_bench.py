@@ -252,13 +252,17 @@ def main() -> None:
     skip = set(args.skip.split(","))
     kernel = args.kernel or next(k for k in DEFAULT_KERNELS if k.is_file())
     report: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    if "e2e" not in skip:
-        report["end_to_end"] = end_to_end(kernel.resolve(), args.task, args.repeats, args.out)
+    save = lambda: (args.out / "bench-report.json").write_text(json.dumps(report, indent=2))  # noqa: E731
+    # Each part is saved as soon as it is done, so a run cut short by a time limit keeps what it measured.
     if "fidelity" not in skip:
         report["fidelity"] = fidelity(args.task, args.out)
+        save()
     if "calibration" not in skip:
         report["calibration"] = calibration()
-    (args.out / "bench-report.json").write_text(json.dumps(report, indent=2))
+        save()
+    if "e2e" not in skip:
+        report["end_to_end"] = end_to_end(kernel.resolve(), args.task, args.repeats, args.out)
+        save()
     print_table(report)
 
 

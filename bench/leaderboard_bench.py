@@ -180,7 +180,7 @@ def under_load(pages, *, workers: int, connections: int, duration: int, churn: f
     try:
         for label, path in pages:
             url = f"http://127.0.0.1:{port}{path}"
-            wrk(url, connections=connections, duration=2, script=str(script))  # every worker computes once
+            wrk(url, connections=connections, duration=5, script=str(script))  # every worker computes once
             stop_churn = threading.Event()
 
             def bump() -> None:

@@ -32,7 +32,7 @@ fi
 if [[ "$what" == bench || "$what" == all ]]; then
   timeout "${BENCH_LIMIT:-400}" python3 bench/evaluator_bench.py --out "$art" ${BENCH_ARGS:-} 2>&1 | tee "$art/bench.log"
 fi
-cp "$art"/bench-report.json "$OUT/" 2>/dev/null
+cp "$art"/bench-report.json "$art"/bench.log "$OUT/" 2>/dev/null
 tar czf "$OUT/gpu-artifacts.tgz" -C "$art" .
 echo
 echo "== summary =="
