@@ -183,8 +183,8 @@ def under_load(pages, *, workers: int, connections: int, duration: int, churn: f
             wrk(url, connections=connections, duration=5, script=str(script))  # every worker computes once
             stop_churn = threading.Event()
 
-            def bump() -> None:
-                while not stop_churn.wait(churn):
+            def bump(stop_event: threading.Event = stop_churn) -> None:
+                while not stop_event.wait(churn):
                     leaderboard_changed()
 
             churner = threading.Thread(target=bump, daemon=True)

@@ -182,3 +182,18 @@ def test_rank_kernels_pure_rules():
     )
     # "e" replaces "a" (same source, faster); the reference shares a source with them but is its own kind.
     assert [(r.evaluation_id, r.rank) for r in ranked] == [("e", 1), ("r", None), ("b", 2), ("c", 3), ("d", 4)]
+
+
+def test_results_invalidate_only_their_own_scope(board, django_capture_on_commit_callbacks):
+    from portal.leaderboard.cache import current_tokens
+    from portal.submissions.services import evaluation_finished
+
+    before = current_tokens()
+    turn = lf.evaluation(owner=None, kind="agent", name="turn.cu", speedup=1.0)
+    with django_capture_on_commit_callbacks(execute=True):
+        evaluation_finished.send(sender=None, evaluation_id=str(turn.id))
+    assert current_tokens() == before  # a model turn reaches the boards through RunTaskMetrics instead
+    with django_capture_on_commit_callbacks(execute=True):
+        evaluation_finished.send(sender=None, evaluation_id=str(board["alice"].id))
+    after = current_tokens()
+    assert after["kernels"] != before["kernels"] and after["models"] == before["models"]

@@ -148,3 +148,9 @@ def test_new_metrics_show_after_the_signal(client, runs, django_capture_on_commi
         lf.metrics(late, GEMM, 8, 4, 4, 4, 2.5, 100)
     rows = client.get("/api/v1/leaderboard/models", {"task": GEMM}).json()["rows"]
     assert rows[0]["model"] == "vendor/model-z"
+
+
+def test_a_bad_request_never_poisons_the_cached_page(client, runs):
+    assert client.get("/leaderboard/", {"sort": "bogus"}).status_code == 400
+    html = client.get("/leaderboard/").content.decode()
+    assert "Model A" in html and "Model B" in html

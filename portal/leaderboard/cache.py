@@ -18,65 +18,76 @@ from django.conf import settings
 from portal.leaderboard.models import LeaderboardVersion
 
 T = TypeVar("T")
-SCOPE = "results"
+KERNELS = "kernels"  # kernel submissions' evaluations, reference verdicts
+MODELS = "models"  # model runs and their per-task metrics
+SCOPES = (KERNELS, MODELS)
 _MAX_ENTRIES = 4000
 
 
-def leaderboard_changed() -> None:
-    """Start a new generation: every cached table and chart is recomputed on its next read."""
-    LeaderboardVersion.objects.update_or_create(scope=SCOPE, defaults={"token": uuid.uuid4().hex})
+def leaderboard_changed(scopes: tuple[str, ...] = SCOPES) -> None:
+    """Start a new generation of the given scopes: their cached tables and charts are recomputed on next read.
+    Scopes keep a model turn (frequent during agent runs) from throwing away the kernel boards, and back."""
+    for scope in scopes:
+        LeaderboardVersion.objects.update_or_create(scope=scope, defaults={"token": uuid.uuid4().hex})
 
 
-def current_token() -> str:
-    token = LeaderboardVersion.objects.filter(scope=SCOPE).values_list("token", flat=True).first()
-    return token or "initial"
+def current_tokens() -> dict[str, str]:
+    tokens = dict(LeaderboardVersion.objects.filter(scope__in=SCOPES).values_list("scope", "token"))
+    return {scope: tokens.get(scope, "initial") for scope in SCOPES}
 
 
 class _Store:
-    """A per-process map from (generation, key) to value; a new generation drops the old one whole."""
+    """A per-process map from key to value for each scope; a new token for a scope drops that scope whole."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._token = ""
-        self._values: dict[Hashable, tuple[float, object]] = {}
+        self._tokens: dict[str, str] = {}
+        self._values: dict[str, dict[Hashable, tuple[float, object]]] = {}
 
-    def get(self, token: str, key: Hashable) -> tuple[bool, object]:
+    def get(self, scope: str, token: str, key: Hashable) -> tuple[bool, object]:
         with self._lock:
-            if token != self._token:
+            if self._tokens.get(scope) != token:
                 return False, None
-            hit = self._values.get(key)
+            hit = self._values[scope].get(key)
         if hit is None or hit[0] < time.monotonic():
             return False, None
         return True, hit[1]
 
-    def put(self, token: str, key: Hashable, value: object, ttl: float) -> None:
+    def put(self, scope: str, token: str, key: Hashable, value: object, ttl: float) -> None:
         with self._lock:
-            if token != self._token:
-                self._token, self._values = token, {}
-            if len(self._values) >= _MAX_ENTRIES:
-                self._values.clear()
-            self._values[key] = (time.monotonic() + ttl, value)
+            if self._tokens.get(scope) != token:
+                self._tokens[scope], self._values[scope] = token, {}
+            values = self._values[scope]
+            if len(values) >= _MAX_ENTRIES:
+                values.clear()
+            values[key] = (time.monotonic() + ttl, value)
 
     def clear(self) -> None:
         with self._lock:
-            self._token, self._values = "", {}
+            self._tokens, self._values = {}, {}
 
 
 _store = _Store()
 
 
 class Generation:
-    """The results generation one request reads from: look the token up once, then serve many tables."""
+    """The results generation one request reads from: the tokens are looked up once (one query), then
+    serve every table and chart of the page."""
 
-    def __init__(self, token: str | None = None) -> None:
-        self.token = token if token is not None else current_token()
+    def __init__(self, tokens: dict[str, str] | None = None) -> None:
+        self.tokens = tokens if tokens is not None else current_tokens()
 
-    def get(self, key: Hashable, compute: Callable[[], T]) -> T:
-        found, value = _store.get(self.token, key)
+    @property
+    def token(self) -> str:
+        """One string naming the generation of every scope (for rendered-fragment cache keys)."""
+        return "-".join(self.tokens[scope] for scope in SCOPES)
+
+    def get(self, key: Hashable, compute: Callable[[], T], *, scope: str) -> T:
+        found, value = _store.get(scope, self.tokens[scope], key)
         if found:
             return value  # type: ignore[return-value]
         value = compute()
-        _store.put(self.token, key, value, settings.LEADERBOARD_CACHE_SECONDS)
+        _store.put(scope, self.tokens[scope], key, value, settings.LEADERBOARD_CACHE_SECONDS)
         return value
 
 

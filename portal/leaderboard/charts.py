@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from evaluator.arches import ARCHES
 from portal.leaderboard import ranking, selectors
-from portal.leaderboard.cache import Generation
+from portal.leaderboard.cache import KERNELS, MODELS, Generation
 from portal.leaderboard.selectors import BoardQuery
 
 TOP_RUNS = 8  # series per chart; more lines than this are unreadable
@@ -270,4 +270,4 @@ def chart(gen: Generation, name: str, query: BoardQuery) -> dict[str, Any]:
         data = data_fn(gen, query)
         return {"chart": name, "data": data, "figure": figure_json(figure_fn(data))}
 
-    return gen.get(("chart", name, query), compute)
+    return gen.get(("chart", name, query), compute, scope=MODELS if CHARTS[name][2] else KERNELS)

@@ -13,7 +13,7 @@ from django.db.models import Q
 from evaluator.arches import ARCHES
 from portal.catalog.models import Task
 from portal.leaderboard import ranking
-from portal.leaderboard.cache import Generation
+from portal.leaderboard.cache import KERNELS, MODELS, Generation
 from portal.leaderboard.ranking import KernelRow, ModelRow, SummaryRow
 from portal.submissions.models import Evaluation, Submission
 
@@ -61,6 +61,7 @@ def active_task_slugs(gen: Generation) -> list[str]:
     return gen.get(
         ("tasks",),
         lambda: list(Task.objects.filter(is_active=True).order_by("group", "slug").values_list("slug", flat=True)),
+        scope=KERNELS,
     )
 
 
@@ -72,6 +73,7 @@ def tasks_for_arch(gen: Generation, arch: str) -> list[str]:
             .order_by("group", "slug")
             .values_list("slug", flat=True)
         ),
+        scope=KERNELS,
     )
 
 
@@ -80,10 +82,15 @@ def tasks_for_arch(gen: Generation, arch: str) -> list[str]:
 
 def kernel_board(gen: Generation, *, task: str, arch: str, gpu: str = "") -> list[KernelRow]:
     """Ranked correct kernels (and reference rows) of one task on one architecture."""
-    rows = gen.get(("kernels", task, arch), lambda: _kernel_rows(task=task, arch=arch))
-    if gpu:
-        rows = [r for r in rows if ranking.gpu_model(r.gpu_name, arch) == gpu]
-    return ranking.rank_kernels(rows)
+
+    def compute() -> list[KernelRow]:
+        by_task = gen.get(("kernels", arch), lambda: _kernel_rows(arch=arch), scope=KERNELS)
+        rows = by_task.get(task, [])
+        if gpu:
+            rows = [r for r in rows if ranking.gpu_model(r.gpu_name, arch) == gpu]
+        return ranking.rank_kernels(rows)
+
+    return gen.get(("kernel_board", task, arch, gpu), compute, scope=KERNELS)
 
 
 def kernel_speedups(gen: Generation, *, arch: str, gpu: str = "") -> dict[str, list[KernelRow]]:
@@ -106,12 +113,14 @@ def _visible_evaluations():
     )
 
 
-def _kernel_rows(*, task: str, arch: str) -> list[KernelRow]:
+def _kernel_rows(*, arch: str) -> dict[str, list[KernelRow]]:
+    """Every visible correct evaluation on one architecture, by task slug: one query serves all its boards."""
     values = (
         _visible_evaluations()
-        .filter(submission__task__slug=task, submission__arch=arch)
+        .filter(submission__arch=arch)
         .values(
             "id",
+            "submission__task__slug",
             "submission_id",
             "submission__name",
             "submission__user__username",
@@ -128,26 +137,28 @@ def _kernel_rows(*, task: str, arch: str) -> list[KernelRow]:
             "finished_at",
         )
     )
-    return [
-        KernelRow(
-            evaluation_id=str(v["id"]),
-            submission_id=v["submission_id"],
-            name=v["submission__name"] or f"submission {v['submission_id']}",
-            submitter=v["submission__user__username"] or "",
-            is_reference=v["submission__kind"] == Submission.Kind.REFERENCE,
-            source_sha256=v["submission__source_sha256"],
-            arch_status=v["arch_status"],
-            arch_full=v["arch_full"],
-            speedup=v["speedup"],
-            speedup_ci_low=v["speedup_ci_low"],
-            speedup_ci_high=v["speedup_ci_high"],
-            tflops=v["tflops"],
-            peak_fraction=v["peak_fraction"],
-            gpu_name=v["gpu_name"],
-            finished_at=v["finished_at"],
+    by_task: dict[str, list[KernelRow]] = defaultdict(list)
+    for v in values:
+        by_task[v["submission__task__slug"]].append(
+            KernelRow(
+                evaluation_id=str(v["id"]),
+                submission_id=v["submission_id"],
+                name=v["submission__name"] or f"submission {v['submission_id']}",
+                submitter=v["submission__user__username"] or "",
+                is_reference=v["submission__kind"] == Submission.Kind.REFERENCE,
+                source_sha256=v["submission__source_sha256"],
+                arch_status=v["arch_status"],
+                arch_full=v["arch_full"],
+                speedup=v["speedup"],
+                speedup_ci_low=v["speedup_ci_low"],
+                speedup_ci_high=v["speedup_ci_high"],
+                tflops=v["tflops"],
+                peak_fraction=v["peak_fraction"],
+                gpu_name=v["gpu_name"],
+                finished_at=v["finished_at"],
+            )
         )
-        for v in values
-    ]
+    return dict(by_task)
 
 
 # --------------------------------------------------------------------------- models
@@ -162,7 +173,7 @@ def model_rows(gen: Generation, *, arch: str, k: int, gpu: str = "") -> dict[str
     """Visible model runs on one architecture at turn limit k: task slug -> rows (unsorted)."""
     if not models_available():
         return {}
-    by_task = gen.get(("models", arch, k), lambda: _model_rows(arch=arch, k=k))
+    by_task = gen.get(("models", arch, k), lambda: _model_rows(arch=arch, k=k), scope=MODELS)
     if gpu:
         by_task = {
             task: [r for r in rows if ranking.gpu_model(r.gpu_name, arch) == gpu] for task, rows in by_task.items()
@@ -187,7 +198,7 @@ def _summaries(gen: Generation, *, arch: str, k: int, gpu: str) -> list[SummaryR
                 per_run[row.run_id].append(row)
         return [ranking.summarise_run(rows) for rows in per_run.values()]
 
-    return gen.get(("summary", arch, k, gpu), compute)
+    return gen.get(("summary", arch, k, gpu), compute, scope=MODELS)
 
 
 def _model_rows(*, arch: str, k: int) -> dict[str, list[ModelRow]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -22,6 +23,10 @@ MODEL_CHARTS = ("correctness", "best-speedup", "distribution", "arch-comparison"
 
 def _filters(gen: Generation, query: BoardQuery) -> dict:
     return {
+        # The rendered table and chart blocks are cached per results generation ({% cache %} in the templates):
+        # they are the same for every visitor, and rendering them is most of a page's cost.
+        "generation": gen.token,
+        "cache_seconds": settings.LEADERBOARD_CACHE_SECONDS,
         "arches": list(ARCHES.values()),
         "gpus": ARCHES[query.arch].gpus,
         "tasks": selectors.tasks_for_arch(gen, query.arch),

@@ -1,0 +1,254 @@
+"""Fill the database with a realistic volume of results for the leaderboard benchmark
+(bench/leaderboard_bench.py): model runs with trajectories, turns, turn evaluations and their metrics,
+and kernel submissions with evaluations. Never run it on a production database."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+import uuid
+from datetime import timedelta
+
+from django.contrib.auth.hashers import make_password
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+from django.utils import timezone
+
+from evaluator.arches import ARCHES
+from portal.accounts.models import Profile
+from portal.catalog.models import Task
+from portal.leaderboard.cache import leaderboard_changed
+from portal.submissions.models import Evaluation, Submission
+
+MODELS = [
+    "deepseek-ai/DeepSeek-V3.2",
+    "Qwen/Qwen3-Coder-480B-A35B",
+    "moonshotai/Kimi-K2-Instruct",
+    "openai/gpt-oss-120b",
+    "zai-org/GLM-4.6",
+    "meta-llama/Llama-4-Maverick",
+    "mistralai/Devstral-2",
+    "MiniMaxAI/MiniMax-M2",
+]
+BATCH = 2000
+
+
+class Command(BaseCommand):
+    help = "Seed benchmark data: N model runs x tasks x trajectories x turns, and M kernel submissions (bulk inserts)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--runs", type=int, default=200)
+        parser.add_argument("--trajectories", type=int, default=4)
+        parser.add_argument("--turns", type=int, default=8)
+        parser.add_argument("--kernels", type=int, default=20000)
+        parser.add_argument("--users", type=int, default=60)
+        parser.add_argument("--seed", type=int, default=8)
+        parser.add_argument("--no-turn-evaluations", action="store_true", help="turns without evaluation rows")
+
+    def handle(self, *args, **opts):
+        from portal.agent.metrics import TrajectoryResult, TurnResult, compute_task_metrics
+        from portal.agent.models import METRIC_KS, ModelRun, RunTaskMetrics, Trajectory, Turn
+
+        if not Task.objects.filter(is_active=True).exists():
+            call_command("sync_tasks", verbosity=0)
+        tasks = list(Task.objects.filter(is_active=True).order_by("slug"))
+        if not tasks:
+            raise CommandError("no tasks: sync_tasks found none")
+        rng = random.Random(opts["seed"])
+        started = time.monotonic()
+        now = timezone.now()
+        prefix = uuid.uuid4().hex[:6]
+
+        with transaction.atomic():
+            users = User.objects.bulk_create(
+                [User(username=f"seed-{prefix}-{i}", password=make_password(None)) for i in range(opts["users"])]
+            )
+            Profile.objects.bulk_create([Profile(user=u, is_banned=(i % 20 == 19)) for i, u in enumerate(users)])
+
+            # ---------------------------------------------------------------- model runs
+            runs = []
+            for i in range(opts["runs"]):
+                arch = "sm_90a" if i % 4 else "sm_100a"
+                gpu = "NVIDIA B200" if arch == "sm_100a" else rng.choice(["NVIDIA H100 80GB HBM3", "NVIDIA H200"])
+                model = MODELS[i % len(MODELS)]
+                runs.append(
+                    ModelRun(
+                        user=rng.choice(users),
+                        model=model,
+                        display_name=f"{model.split('/')[-1]} #{i}",
+                        base_url="https://llm.example.com/v1",
+                        arch=arch,
+                        state=ModelRun.State.DONE if i % 10 else ModelRun.State.RUNNING,
+                        turns=opts["turns"],
+                        trajectories_per_task=opts["trajectories"],
+                        gpu_name=gpu,
+                        is_hidden=(i % 50 == 49),
+                        finished_at=now,
+                    )
+                )
+            runs = ModelRun.objects.bulk_create(runs, batch_size=BATCH)
+            skill = {run.id: rng.uniform(0.15, 0.85) for run in runs}
+
+            trajectories = [
+                Trajectory(run=run, task=task, index=t, state=Trajectory.State.DONE, messages=[])
+                for run in runs
+                for task in tasks
+                for t in range(opts["trajectories"])
+            ]
+            trajectories = Trajectory.objects.bulk_create(trajectories, batch_size=BATCH)
+            self.stdout.write(
+                f"{len(runs)} runs, {len(trajectories)} trajectories ({time.monotonic() - started:.0f} s)"
+            )
+
+            turns, turn_submissions, results = [], [], {}
+            for trajectory in trajectories:
+                run = trajectory.run
+                per_turn = []
+                for index in range(opts["turns"]):
+                    correct = rng.random() < skill[run.id] * (0.5 + index / (2 * opts["turns"]))
+                    status = (
+                        "PASSED" if correct else rng.choice(["COMPILE_ERROR", "INCORRECT_NUMERICAL", "RUNTIME_ERROR"])
+                    )
+                    arch_status = (
+                        rng.choice(["verified", "verified", "token", "absent", "not_executed"]) if correct else ""
+                    )
+                    speedup = round(rng.lognormvariate(-0.3, 0.45), 4) if correct else None
+                    prompt, completion = rng.randint(3000, 12000), rng.randint(800, 6000)
+                    turns.append(
+                        Turn(
+                            trajectory=trajectory,
+                            index=index,
+                            state=Turn.State.DONE,
+                            status=status,
+                            arch_status=arch_status,
+                            speedup=speedup,
+                            prompt_tokens=prompt,
+                            completion_tokens=completion,
+                            model_latency_s=rng.uniform(5, 90),
+                            finished_at=now,
+                        )
+                    )
+                    per_turn.append(TurnResult(index, status, arch_status, speedup, prompt + completion))
+                    if not opts["no_turn_evaluations"]:
+                        source = f"// run {run.id} trajectory {trajectory.id} turn {index}\n"
+                        turn_submissions.append((run, trajectory, source, status, arch_status, speedup))
+                results.setdefault((run, trajectory.task_id), []).append(TrajectoryResult(per_turn, finished=True))
+
+            if turn_submissions:
+                evaluations = self._kernel_rows(
+                    [
+                        (
+                            run.user,
+                            trajectory.task,
+                            run.arch,
+                            "agent",
+                            f"turn-{i}",
+                            source,
+                            status,
+                            arch_status,
+                            speedup,
+                            run.gpu_name,
+                            False,
+                            "",
+                        )
+                        for i, (run, trajectory, source, status, arch_status, speedup) in enumerate(turn_submissions)
+                    ],
+                    now,
+                )
+                for turn, evaluation in zip(turns, evaluations, strict=True):
+                    turn.evaluation = evaluation
+            Turn.objects.bulk_create(turns, batch_size=BATCH)
+            self.stdout.write(f"{len(turns)} turns ({time.monotonic() - started:.0f} s)")
+
+            metrics = []
+            for (run, task_id), trajectory_results in results.items():
+                for m in compute_task_metrics(trajectory_results, METRIC_KS):
+                    metrics.append(
+                        RunTaskMetrics(
+                            run=run,
+                            task_id=task_id,
+                            arch=run.arch,
+                            k=m.k,
+                            trajectories=m.trajectories,
+                            correct=m.correct,
+                            correct_arch=m.correct_arch,
+                            best_speedup=m.best_speedup,
+                            tokens=m.tokens,
+                            complete=m.complete and run.state == ModelRun.State.DONE,
+                        )
+                    )
+            RunTaskMetrics.objects.bulk_create(metrics, batch_size=BATCH)
+            self.stdout.write(f"{len(metrics)} metrics rows ({time.monotonic() - started:.0f} s)")
+
+            # ---------------------------------------------------------------- kernel submissions
+            rows = []
+            for i in range(opts["kernels"]):
+                arch = rng.choice(list(ARCHES))
+                correct = rng.random() < 0.7
+                rows.append(
+                    (
+                        rng.choice(users),
+                        rng.choice(tasks),
+                        arch,
+                        "kernel",
+                        f"kernel-{i}.cu",
+                        f"// kernel {prefix} {i}\n",
+                        "PASSED" if correct else rng.choice(["COMPILE_ERROR", "INCORRECT_NUMERICAL"]),
+                        rng.choice(["verified", "verified", "token", "not_executed", "absent"]) if correct else "",
+                        round(rng.lognormvariate(-0.2, 0.4), 4) if correct else None,
+                        "NVIDIA B200" if arch == "sm_100a" else rng.choice(["NVIDIA H100 80GB HBM3", "NVIDIA H200"]),
+                        i % 97 == 0,  # hidden
+                        "held" if i % 113 == 0 else "",
+                    )
+                )
+            self._kernel_rows(rows, now)
+            self.stdout.write(f"{len(rows)} kernel submissions ({time.monotonic() - started:.0f} s)")
+        leaderboard_changed()
+        self.stdout.write(f"seeded in {time.monotonic() - started:.0f} s")
+
+    def _kernel_rows(self, rows: list[tuple], now) -> list[Evaluation]:
+        submissions, evaluations = [], []
+        for owner, task, arch, kind, name, source, *_ in rows:
+            encoded = source.encode()
+            submissions.append(
+                Submission(
+                    user=owner,
+                    task=task,
+                    arch=arch,
+                    kind=kind,
+                    name=name,
+                    source=source,
+                    source_sha256=hashlib.sha256(encoded).hexdigest(),
+                    source_bytes=len(encoded),
+                )
+            )
+        submissions = Submission.objects.bulk_create(submissions, batch_size=BATCH)
+        for submission, row in zip(submissions, rows, strict=True):
+            *_, status, arch_status, speedup, gpu, hidden, review = row
+            if hidden:
+                submission.is_hidden = True
+            evaluations.append(
+                Evaluation(
+                    submission=submission,
+                    state=Evaluation.State.DONE,
+                    queue=ARCHES[submission.arch].queue,
+                    status=status,
+                    arch_status=arch_status,
+                    arch_full=arch_status == "verified",
+                    ptxbench_verified=arch_status == "verified",
+                    speedup=speedup,
+                    speedup_ci_low=speedup * 0.97 if speedup else None,
+                    speedup_ci_high=speedup * 1.03 if speedup else None,
+                    tflops=speedup * 400 if speedup else None,
+                    peak_fraction=speedup * 0.4 if speedup else None,
+                    gpu_name=gpu,
+                    driver_version="570.86.15",
+                    review_state=review,
+                    finished_at=now - timedelta(minutes=len(evaluations)),
+                )
+            )
+        Submission.objects.bulk_update([s for s in submissions if s.is_hidden], ["is_hidden"], batch_size=BATCH)
+        return Evaluation.objects.bulk_create(evaluations, batch_size=BATCH)
