@@ -49,6 +49,9 @@ class Session:
         self.definition = self.task.definition
         self.workload = self.task.workload(job["workload"])
         self.exchange = Path(job["exchange_dir"])
+        from evaluator.inputs import input_deriver
+
+        self.derive = input_deriver(self.task)
         self.baseline = None
         if job.get("baseline"):
             b = self.task.baselines[0]
@@ -67,7 +70,7 @@ class Session:
     def _inputs(self, seed: int) -> list[Any]:
         from evaluator.inputs import make_inputs
 
-        return make_inputs(self.definition, self.workload, seed, device=str(self.device))
+        return make_inputs(self.definition, self.workload, seed, device=str(self.device), derive=self.derive)
 
     def _outputs(self) -> list[Any]:
         from evaluator.inputs import alloc_outputs

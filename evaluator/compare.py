@@ -126,5 +126,5 @@ def worst(comparisons: Sequence[Comparison]) -> Comparison:
         merged.max_absolute_error = max(merged.max_absolute_error or 0.0, c.max_absolute_error or 0.0)
         merged.max_relative_error = max(merged.max_relative_error or 0.0, c.max_relative_error or 0.0)
         merged.relative_norm_error = max(merged.relative_norm_error or 0.0, c.relative_norm_error or 0.0)
-        merged.total_elements += c.total_elements
+        merged.total_elements = max(merged.total_elements, c.total_elements)  # per call, not summed over trials
     return merged

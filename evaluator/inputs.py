@@ -8,10 +8,12 @@ come from `derive_seed(run_seed, ...)`; the run seed itself stays in the parent.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from evaluator.taskdata import Definition, TensorSpec, Workload
+from evaluator.taskdata import Definition, Task, TensorSpec, Workload
+
+InputDeriver = Callable[[dict[str, Any]], dict[str, Any]]
 
 _TORCH_DTYPES = {
     "float64": "float64",
@@ -46,8 +48,20 @@ def torch_dtype(name: str) -> Any:
     return getattr(torch, _TORCH_DTYPES[name])
 
 
-def make_inputs(definition: Definition, workload: Workload, seed: int, device: str = "cuda") -> list[Any]:
-    """The inputs of one call in definition order: tensors drawn from `seed`, scalars from the workload."""
+def input_deriver(task: Task) -> InputDeriver | None:
+    """The task's input generator (trusted task code), e.g. attention backward's forward pass for O and LSE."""
+    gen = task.input_generator
+    return load_baseline(gen.source, gen.function, gen.id) if gen is not None else None
+
+
+def make_inputs(
+    definition: Definition, workload: Workload, seed: int, device: str = "cuda", derive: InputDeriver | None = None
+) -> list[Any]:
+    """The inputs of one call in definition order: tensors drawn from `seed`, scalars from the workload.
+
+    With `derive` (the task's input generator), the inputs it returns replace the drawn ones; it runs the same
+    way in the parent and in the candidate process, so both hold the same values.
+    """
     import torch
 
     gen = torch.Generator(device=device)
@@ -63,6 +77,19 @@ def make_inputs(definition: Definition, workload: Workload, seed: int, device: s
             raise NotImplementedError(f"input {spec.name}: workload input type {kind!r} is not supported yet")
         shape = definition.shape_of(spec, workload.axes)
         values.append(_random_tensor(spec, shape, gen, device))
+    if derive is not None:
+        import torch
+
+        with torch.no_grad():
+            named = dict(zip((s.name for s in definition.inputs), values, strict=True))
+            replaced = derive(dict(named))
+        unknown = set(replaced) - set(named)
+        if unknown:
+            raise ValueError(f"input generator returned unknown inputs {sorted(unknown)}")
+        values = [replaced.get(spec.name, named[spec.name]) for spec in definition.inputs]
+        for spec, value in zip(definition.inputs, values, strict=True):
+            if spec.name in replaced and tuple(value.shape) != tuple(definition.shape_of(spec, workload.axes)):
+                raise ValueError(f"input generator returned {spec.name} with shape {tuple(value.shape)}")
     return values
 
 

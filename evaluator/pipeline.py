@@ -28,7 +28,7 @@ from evaluator.arches import get_arch
 from evaluator.compare import DEFAULT_REL_NORM_BOUND, Comparison, compare_output, worst
 from evaluator.compile import compile_kernel
 from evaluator.errors import EnvironmentProblem
-from evaluator.inputs import as_output_tuple, derive_seed, load_reference, make_inputs, torch_dtype
+from evaluator.inputs import as_output_tuple, derive_seed, input_deriver, load_reference, make_inputs, torch_dtype
 from evaluator.policy import check_source
 from evaluator.sandbox import CandidateProcess, ChildDied, child_env, run_group
 from evaluator.sass import count_families, disassemble
@@ -312,6 +312,7 @@ class _Evaluation:
         if timing:
             v.environment.peak_bf16_tflops = round(envinfo.measure_bf16_peak(self.device), 1)
         self.reference = load_reference(self.task.definition)
+        self.derive = input_deriver(self.task)
         self.exchange = Path(tempfile.mkdtemp(prefix="ptxbench-x-", dir=_fast_tmp()))
         try:
             t = time.monotonic()
@@ -451,12 +452,12 @@ class _Evaluation:
         return msg
 
     def _rel_norm_bound(self) -> float:
-        return float(getattr(self.task, "rel_norm_bound", None) or DEFAULT_REL_NORM_BOUND)
+        return float(self.task.rel_norm_bound or DEFAULT_REL_NORM_BOUND)
 
     def _reference_outputs(self, workload: Workload, seed: int) -> tuple[Any, ...]:
         torch = self.torch
         with torch.no_grad():
-            inputs = make_inputs(self.task.definition, workload, seed, device=str(self.device))
+            inputs = make_inputs(self.task.definition, workload, seed, device=str(self.device), derive=self.derive)
             out = as_output_tuple(self.reference(*inputs))
         if len(out) != len(self.task.definition.outputs):
             raise EnvironmentProblem(

@@ -142,6 +142,7 @@ class Task:
     atol: float = DEFAULT_ATOL
     rtol: float = DEFAULT_RTOL
     directory: str = ""
+    rel_norm_bound: float | None = None  # bound on ||out-ref||/||ref||; None: the evaluator's default (5e-2)
     # Inputs that must be consistent with others (attention backward's O and LSE come from a forward pass):
     # trusted Python source defining `function(inputs: dict[str, Tensor]) -> dict[str, Tensor]`, run by the
     # evaluator after the random inputs are drawn; the returned tensors replace those inputs. None when unused.
@@ -469,6 +470,9 @@ def parse_task(
     tol = _opt(extras, "tolerance", dict, {}, path)
     atol = float(_opt(tol, "atol", (int, float), DEFAULT_ATOL, path, "tolerance."))
     rtol = float(_opt(tol, "rtol", (int, float), DEFAULT_RTOL, path, "tolerance."))
+    rel_norm = _opt(tol, "relative_norm", (int, float), None, path, "tolerance.")
+    if rel_norm is not None and not 0 < rel_norm <= 1:
+        raise TaskDataError(path, "tolerance.relative_norm", "must be in (0, 1]")
     return Task(
         definition=definition,
         workloads=workloads,
@@ -482,6 +486,7 @@ def parse_task(
         rtol=rtol,
         directory=str(directory),
         input_generator=input_generator,
+        rel_norm_bound=float(rel_norm) if rel_norm is not None else None,
     )
 
 

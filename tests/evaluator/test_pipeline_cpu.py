@@ -104,3 +104,68 @@ def test_progress_callback_sees_every_stage():
         on_stage=lambda stage, msg: seen.append(stage),
     )
     assert seen[0] == "policy" and "compile" in seen and seen[-1] == "correctness"
+
+
+def test_task_can_set_the_relative_norm_bound(tmp_path):
+    import shutil
+
+    task_dir = tmp_path / "tiny_gemm"
+    shutil.copytree(HERE / "tasks" / "tiny_gemm", task_dir)
+    extras = json.loads((task_dir / "ptxbench.json").read_text())
+    extras["tolerance"] = {"atol": 0.01, "rtol": 0.01, "relative_norm": 1e-9}
+    (task_dir / "ptxbench.json").write_text(json.dumps(extras))
+    strict = load_task(task_dir)
+    assert strict.rel_norm_bound == 1e-9
+    v = evaluate(
+        SOURCE,
+        strict,
+        "sm_90a",
+        workloads="headline",
+        stages=["correctness"],
+        options=Options(device_type="cpu", timeout_s=20),
+    )
+    # fp32 accumulation in another order than the fp64 reference: tiny but non-zero error, over this bound.
+    assert v.status == OverallStatus.INCORRECT_NUMERICAL and "relative norm" in v.workloads[0].message
+    assert v.workloads[0].correctness.relative_norm_bound == 1e-9
+
+
+def _task_with_generator(tmp_path, body: str):
+    import shutil
+
+    task_dir = tmp_path / "tiny_gemm"
+    shutil.copytree(HERE / "tasks" / "tiny_gemm", task_dir)
+    (task_dir / "inputs.py").write_text(body)
+    extras = json.loads((task_dir / "ptxbench.json").read_text())
+    extras["input_generator"] = {"id": "gen", "name": "test generator", "file": "inputs.py", "function": "derive"}
+    (task_dir / "ptxbench.json").write_text(json.dumps(extras))
+    return load_task(task_dir)
+
+
+def test_input_generator_replaces_inputs_on_both_sides(tmp_path):
+    from evaluator.inputs import input_deriver, make_inputs
+
+    task = _task_with_generator(tmp_path, "def derive(inputs):\n    return {'B': inputs['A'][:1].repeat(48, 1)}\n")
+    workload = task.workload("00000000-0000-4000-8000-000000000040")
+    a, b = make_inputs(task.definition, workload, 5, device="cpu", derive=input_deriver(task))
+    assert b.shape == (48, 32) and bool((b == a[0]).all())
+    # The candidate process derives the same B, so a correct kernel still passes.
+    v = evaluate(
+        SOURCE,
+        task,
+        "sm_90a",
+        workloads="headline",
+        stages=["correctness"],
+        options=Options(device_type="cpu", timeout_s=20),
+    )
+    assert v.status == OverallStatus.PASSED, v.workloads[0].message
+
+
+def test_input_generator_returning_unknown_inputs_is_an_error(tmp_path):
+    from evaluator.inputs import input_deriver, make_inputs
+
+    task = _task_with_generator(tmp_path, "def derive(inputs):\n    return {'Z': inputs['A']}\n")
+    with pytest.raises(ValueError, match="unknown inputs"):
+        make_inputs(task.definition, task.workloads[0], 5, device="cpu", derive=input_deriver(task))
+    bad_shape = _task_with_generator(tmp_path / "2", "def derive(inputs):\n    return {'B': inputs['A']}\n")
+    with pytest.raises(ValueError, match="shape"):
+        make_inputs(bad_shape.definition, bad_shape.workloads[0], 5, device="cpu", derive=input_deriver(bad_shape))
