@@ -71,10 +71,9 @@ def instruction_family(opcode: str) -> str | None:
 def mma_flops_per_issue(opcode: str) -> float | None:
     """FLOPs of one warpgroup issue of a Hopper GMMA instruction, from the shape in its mnemonic.
 
-    HGMMA.64x256x16 multiplies a 64x16 tile by a 16x256 tile: 2*64*256*16 FLOPs. Sparse variants (.SP)
-    read a K twice as deep as the mnemonic says... they are not produced for this benchmark's dense tasks,
-    so the mnemonic's K is used as is. Returns None for opcodes without a shape (tcgen05's UTCHMMA keeps
-    its shape in a descriptor register, so it cannot be read from SASS).
+    HGMMA.64x256x16 multiplies a 64x16 tile by a 16x256 tile: 2*64*256*16 FLOPs. The mnemonic's K is used as
+    printed; the benchmark's tasks are dense, so sparse variants are not expected. Returns None for opcodes
+    without a shape (tcgen05's UTCHMMA keeps its shape in a descriptor register, not in the mnemonic).
     """
     m = _MMA_SHAPE.match(opcode)
     if not m:
