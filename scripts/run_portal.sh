@@ -10,6 +10,8 @@ mkdir -p data/logs
 bash scripts/ensure_redis.sh start
 $PY manage.py migrate --noinput -v 0
 $PY manage.py sync_tasks
+# Real H200 verdicts of the expert reference kernels (docs/verdicts/), so the leaderboards are not empty.
+$PY manage.py import_reference_verdicts
 $PY manage.py ensure_admin
 $PY manage.py collectstatic --noinput -v 0
 

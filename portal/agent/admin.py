@@ -27,7 +27,10 @@ class ModelRunAdmin(admin.ModelAdmin):
 
     @admin.action(description="Hide from public tables (evidence kept)")
     def hide(self, request, queryset):
-        queryset.update(is_hidden=True, hidden_reason=f"hidden by {request.user.username}")
+        for run in queryset:  # save(), not update(): the leaderboards listen for ModelRun saves
+            run.is_hidden = True
+            run.hidden_reason = f"hidden by {request.user.username}"
+            run.save(update_fields=["is_hidden", "hidden_reason"])
 
 
 @admin.register(Trajectory)

@@ -24,6 +24,12 @@ def _evaluation_finished(evaluation_id, **kwargs) -> None:
         _bump(KERNELS)
 
 
+def _kernels_changed(**kwargs) -> None:
+    from portal.leaderboard.cache import KERNELS, leaderboard_changed
+
+    leaderboard_changed((KERNELS,))  # results_changed is sent after commit already
+
+
 def _ban_changed(**kwargs) -> None:
     from portal.leaderboard.cache import SCOPES
 
@@ -38,10 +44,11 @@ def _run_changed(**kwargs) -> None:
 
 def connect() -> None:
     from portal.accounts.models import Profile
-    from portal.submissions.services import evaluation_finished
+    from portal.submissions.services import evaluation_finished, results_changed
 
     evaluation_finished.connect(_evaluation_finished, dispatch_uid="leaderboard-evaluation-finished")
-    # A ban goes through Profile.save(); hiding a submission is a queryset update, caught by the time limit.
+    results_changed.connect(_kernels_changed, dispatch_uid="leaderboard-results-changed")
+    # A ban goes through Profile.save().
     post_save.connect(_ban_changed, sender=Profile, dispatch_uid="leaderboard-save-profile")
     if apps.is_installed("portal.agent"):
         agent = next(c for c in apps.get_app_configs() if c.name == "portal.agent")

@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 # Sent (after commit) when an evaluation reaches a final state; the agent loop listens for its turns.
 evaluation_finished = django.dispatch.Signal()
+# Sent (after commit) when what public tables may show changed without a new result (hide, review).
+results_changed = django.dispatch.Signal()
 
 
 class SubmissionRefused(Exception):
@@ -277,10 +279,14 @@ def evaluation_reconcile(*, now=None) -> dict[str, int]:
 # --------------------------------------------------------------------------- admin actions
 
 
+@transaction.atomic
 def submission_hide(*, submission: Submission, reason: str) -> None:
     Submission.objects.filter(id=submission.id).update(is_hidden=True, hidden_reason=reason[:2000])
+    transaction.on_commit(lambda: results_changed.send(sender=Submission))
 
 
+@transaction.atomic
 def evaluation_review(*, evaluation: Evaluation, confirm: bool) -> None:
     state = Evaluation.ReviewState.CONFIRMED if confirm else Evaluation.ReviewState.REJECTED
     Evaluation.objects.filter(id=evaluation.id, review_state=Evaluation.ReviewState.HELD).update(review_state=state)
+    transaction.on_commit(lambda: results_changed.send(sender=Evaluation))
