@@ -30,6 +30,7 @@ refs=(
   "mha_with_lse_d128 hopper_wgmma_fa headline"
   "mha_with_lse_d128_causal hopper_wgmma_fa headline"
 )
+[ "${SKIP_VERDICTS:-0}" = "1" ] && refs=()
 for ref in "${refs[@]}"; do
   read -r task sol workload <<<"$ref"
   name="$task-$sol-h200.json"
@@ -42,6 +43,19 @@ for ref in "${refs[@]}"; do
   pack
 done
 for d in /tmp/wd-*; do [ -f "$d/logs/ncu-source.csv" ] && cp "$d/logs/ncu-source.csv" "$OUT/verdicts/ncu-source-${d#/tmp/wd-}.csv"; done
+
+if [ "${PORTAL_GPU_TESTS:-0}" = "1" ]; then
+  # The portal's gpu-marked tests (agent loop on a real GPU): Django, Redis and pytest-django from the bundle.
+  mkdir -p /tmp/portal-site /tmp/portal-redis
+  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/portal-site "$BUNDLE"/whl/*.whl
+  for f in "$BUNDLE"/deb/*.deb; do dpkg -x "$f" /tmp/portal-redis; done
+  start=$(date +%s)
+  PATH="/tmp/portal-redis/usr/bin:$PATH" LD_LIBRARY_PATH="/tmp/portal-redis/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}" \
+    PYTHONPATH=/tmp/portal-site timeout "${TESTS_TIMEOUT:-240}" $PY -m pytest -m gpu -q -p no:cacheprovider \
+    tests/test_agent_gpu.py >"$OUT/e2e/portal-gpu-tests.log" 2>&1
+  echo "portal gpu tests: exit $? in $(( $(date +%s) - start )) s"; tail -15 "$OUT/e2e/portal-gpu-tests.log"
+  pack
+fi
 
 if [ "${SKIP_E2E:-0}" != "1" ]; then
   start=$(date +%s)
