@@ -45,3 +45,23 @@ BROKEN_KERNEL = """// does not compile: a syntax error the compiler must report
 void run(tvm::ffi::TensorView A, tvm::ffi::TensorView B, tvm::ffi::TensorView C) { this is not C++ }
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run);
 """
+
+
+def start_manage_process(*args: str, **env_extra: str):
+    """`manage.py ARGS` in its own process group against this test's database and Redis (a real worker)."""
+    import os
+    import subprocess
+    import sys
+
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]["NAME"]
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{db}", "REDIS_URL": settings.REDIS_URL, "DEBUG": "1", **env_extra}
+    return subprocess.Popen(
+        [sys.executable, "manage.py", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )

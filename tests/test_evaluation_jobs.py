@@ -7,14 +7,11 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
-import subprocess
-import sys
 import time
 from datetime import timedelta
 
 import django_rq
 import pytest
-from django.conf import settings
 from django.test import override_settings
 from django.utils import timezone
 from rq import SimpleWorker
@@ -23,7 +20,7 @@ from portal.catalog.models import Task
 from portal.submissions import artifacts, queueing
 from portal.submissions.models import Evaluation
 from portal.submissions.services import evaluation_reconcile, submission_create
-from tests.factories import BROKEN_KERNEL, GEMM, REPO, make_user, starter_source, sync_catalog
+from tests.factories import BROKEN_KERNEL, GEMM, make_user, start_manage_process, starter_source, sync_catalog
 
 pytestmark = pytest.mark.django_db(transaction=True)
 CPU = "policy,compile,sass"
@@ -125,16 +122,7 @@ def test_reconcile_requeues_a_queued_evaluation_whose_job_vanished(alice):
 @override_settings(EVALUATION_STALE_SECONDS=5)
 def test_worker_killed_mid_job_is_detected_and_the_job_requeued_then_finished(alice, monkeypatch):
     evaluation = _submit(alice, starter_source())
-    db = settings.DATABASES["default"]["NAME"]
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{db}", "REDIS_URL": settings.REDIS_URL, "DEBUG": "1"}
-    worker = subprocess.Popen(
-        [sys.executable, "manage.py", "gpu_worker", "--cpu-stages-only", "--arch", "sm_90a", "--name", "doomed"],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    worker = start_manage_process("gpu_worker", "--cpu-stages-only", "--arch", "sm_90a", "--name", "doomed")
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

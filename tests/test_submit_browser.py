@@ -5,30 +5,18 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 
 import pytest
-from django.conf import settings
 
 from tests.browser import chromium_page
-from tests.factories import GEMM, REPO, make_user, starter_source, sync_catalog
+from tests.factories import GEMM, make_user, start_manage_process, starter_source, sync_catalog
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
 def cpu_worker():
-    db = settings.DATABASES["default"]["NAME"]
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{db}", "REDIS_URL": settings.REDIS_URL, "DEBUG": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, "manage.py", "gpu_worker", "--cpu-stages-only", "--arch", "sm_90a", "--name", "browser-test"],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    proc = start_manage_process("gpu_worker", "--cpu-stages-only", "--arch", "sm_90a", "--name", "browser-test")
     yield proc
     os.killpg(proc.pid, signal.SIGTERM)
     proc.wait(timeout=20)
