@@ -178,6 +178,7 @@ WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 15)
 EVALUATOR_STAGES = env_str("EVALUATOR_STAGES", "all")
 EVALUATOR_PYTHON = env_str("EVALUATOR_PYTHON", "")  # interpreter for `python -m evaluator` (default: this one)
 PLAUSIBLE_SPEEDUP_MAX = float(env_str("PLAUSIBLE_SPEEDUP_MAX", "3.0"))
+RANKED_CHECK = env_bool("RANKED_CHECK", True)  # a passing kernel is evaluated again with a secret seed before it ranks
 
 # --- leaderboards
 LEADERBOARD_CACHE_SECONDS = env_int("LEADERBOARD_CACHE_SECONDS", 300)  # backstop for writes that send no signal

@@ -137,10 +137,12 @@ def evaluation(
     review_state: str | None = None,
     finished_at: datetime | None = None,
     files: dict[str, bytes] | None = None,
+    ranked_check: str | None = "PASSED",
     **verdict_fields,
 ):
     """A submission with one done evaluation whose summary columns come from summarise_verdict, exactly as
-    a worker would record it; artifacts stored for real."""
+    a worker would record it; artifacts stored for real. A kernel upload also gets its hidden ranked check
+    with status `ranked_check` (None: not run yet)."""
     from portal.submissions import artifacts
     from portal.submissions.models import Evaluation, Submission
     from portal.submissions.summary import summarise_verdict
@@ -177,6 +179,16 @@ def evaluation(
     stored = {"kernel.cu": source.encode(), "verdict.json": json.dumps(document).encode()}
     stored.update(files or {})
     artifacts.store_all(done, stored)
+    if kind == "kernel" and ranked_check is not None and summary["status"] == "PASSED":
+        Evaluation.objects.create(
+            submission=submission,
+            purpose="hidden",
+            seed="5ec2e7",
+            state="done",
+            queue="gpu-sm90",
+            status=ranked_check,
+            finished_at=done.finished_at,
+        )
     return done
 
 

@@ -50,6 +50,8 @@ def visible_evaluation(viewer, evaluation_id: uuid.UUID | str) -> Evaluation:
     submission = evaluation.submission
     if not _is_staff(viewer) and (submission.is_hidden or _banned(submission.user)):
         raise Http404("no such evaluation")
+    if not _is_staff(viewer) and evaluation.purpose == Evaluation.Purpose.HIDDEN:
+        raise Http404("no such evaluation")  # a ranked check is public only as pass/fail
     return evaluation
 
 
@@ -114,7 +116,8 @@ def _evaluation_meta(evaluation: Evaluation) -> dict[str, Any]:
 
 def submission_bundle(submission: Submission) -> bytes:
     """kernel.cu, every evaluation's artifacts and traces, and MANIFEST.json (sha256 sums, environment)."""
-    evaluations = list(submission.evaluations.order_by("created_at"))
+    # Hidden ranked checks stay out: their inputs and results are known only as pass/fail.
+    evaluations = list(submission.evaluations.filter(purpose=Evaluation.Purpose.PUBLIC).order_by("created_at"))
     for evaluation in evaluations:
         evaluation.submission = submission
     files = [BundleFile("kernel.cu", submission.source.encode("utf-8"))]

@@ -8,7 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from django.apps import apps
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 
 from evaluator.arches import ARCHES
 from portal.catalog.models import Task
@@ -99,13 +99,24 @@ def kernel_speedups(gen: Generation, *, arch: str, gpu: str = "") -> dict[str, l
 
 
 def _visible_evaluations():
-    """Finished, correct evaluations that may be shown: not hidden, not from banned users, not held or
-    rejected by review. Model turns (kind agent) rank on the model leaderboard instead."""
-    return (
+    """Finished, correct public evaluations that may be shown: not hidden, not from banned users, not held or
+    rejected by review; a kernel upload also needs its hidden ranked check (secret seed) passed. Model turns
+    (kind agent) rank on the model leaderboard instead."""
+    ranked_check_passed = Exists(
         Evaluation.objects.filter(
+            submission=OuterRef("submission"),
+            purpose=Evaluation.Purpose.HIDDEN,
             state=Evaluation.State.DONE,
             status="PASSED",
-            submission__kind__in=[Submission.Kind.KERNEL, Submission.Kind.REFERENCE],
+        )
+    )
+    return (
+        Evaluation.objects.filter(
+            Q(submission__kind=Submission.Kind.REFERENCE)
+            | (Q(submission__kind=Submission.Kind.KERNEL) & Q(ranked_check_passed)),
+            state=Evaluation.State.DONE,
+            status="PASSED",
+            purpose=Evaluation.Purpose.PUBLIC,
             submission__is_hidden=False,
         )
         .exclude(review_state__in=[Evaluation.ReviewState.HELD, Evaluation.ReviewState.REJECTED])

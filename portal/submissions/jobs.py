@@ -48,6 +48,7 @@ def evaluate(evaluation_id: str) -> str:
                 tasks_root=Path(settings.TASKS_DIR),
                 timeout=settings.EVALUATION_TIMEOUT,
                 on_events=on_events,
+                seed=evaluation.seed,
                 python=settings.EVALUATOR_PYTHON,
             )
     except OSError as exc:  # could not even start the evaluator: infrastructure

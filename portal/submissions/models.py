@@ -57,8 +57,16 @@ class Evaluation(models.Model):
         CONFIRMED = "confirmed", "Confirmed by an admin"
         REJECTED = "rejected", "Rejected by an admin"
 
+    class Purpose(models.TextChoices):
+        PUBLIC = "public", "Public evaluation"
+        # Run after a kernel upload passes: fresh inputs from a secret seed (and hidden workloads where the task has
+        # them). It must pass too before the kernel ranks; the submitter only ever sees pass or fail.
+        HIDDEN = "hidden", "Ranked check (secret seed)"
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)  # also the RQ job id
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="evaluations")
+    purpose = models.CharField(max_length=8, choices=Purpose.choices, default=Purpose.PUBLIC, db_index=True)
+    seed = models.CharField(max_length=64, blank=True)  # hex run seed for the evaluator; secret for hidden checks
     state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED, db_index=True)
     queue = models.CharField(max_length=32)
     stages = models.CharField(max_length=120, default="all")  # what the evaluator was asked to run

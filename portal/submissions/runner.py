@@ -74,6 +74,7 @@ def run_evaluator(
     tasks_root: Path,
     timeout: float,
     on_events: Callable[[list[dict]], bool],
+    seed: str = "",
     python: str = "",
     poll_seconds: float = 1.0,
 ) -> RunnerResult:
@@ -106,6 +107,8 @@ def run_evaluator(
     ]
     if stages and stages != "all":
         command += ["--stages", stages]
+    if seed:  # hidden checks: inputs the submitter cannot have seen
+        command += ["--seed", seed]
     stderr_path = workdir / "evaluator.stderr"
     with stderr_path.open("wb") as stderr, (workdir / "evaluator.stdout").open("wb") as stdout:
         proc = subprocess.Popen(

@@ -42,6 +42,8 @@ def evaluation_for_viewer(evaluation_id, user) -> Evaluation:
     evaluation = Evaluation.objects.select_related("submission__task").filter(id=evaluation_id).first()
     if evaluation is None or not can_view(evaluation.submission, user):
         raise Http404("no such evaluation")
+    if evaluation.purpose == Evaluation.Purpose.HIDDEN and not (user and user.is_authenticated and user.is_staff):
+        raise Http404("no such evaluation")  # hidden checks are known only by their pass/fail
     return evaluation
 
 
@@ -130,6 +132,28 @@ def evaluation_status(evaluation: Evaluation) -> dict[str, Any]:
             "review_reason": evaluation.review_reason or None,
         }
     return data
+
+
+def public_evaluations(submission: Submission) -> list[Evaluation]:
+    """What the submitter and the public see; hidden ranked checks are summarised by `ranked_check` only."""
+    return list(submission.evaluations.filter(purpose=Evaluation.Purpose.PUBLIC).order_by("-created_at"))
+
+
+def ranked_check(submission: Submission) -> dict[str, str]:
+    """Pass/fail of the hidden evaluation with a secret seed that a kernel upload needs before it ranks.
+    Nothing else about it is shown: not its inputs, errors or timings."""
+    if submission.kind != Submission.Kind.KERNEL:
+        return {"state": "not_needed", "message": ""}
+    hidden = submission.evaluations.filter(purpose=Evaluation.Purpose.HIDDEN).order_by("-created_at").first()
+    if hidden is None:
+        return {"state": "not_started", "message": "runs once the evaluation passes"}
+    if hidden.is_active:
+        return {"state": "pending", "message": "re-running on fresh inputs from a secret seed"}
+    if hidden.state == Evaluation.State.DONE and hidden.status == "PASSED":
+        return {"state": "passed", "message": "passed on fresh inputs from a secret seed: eligible to rank"}
+    if hidden.state == Evaluation.State.FAILED:
+        return {"state": "error", "message": "the check could not run (infrastructure); an operator will retry it"}
+    return {"state": "failed", "message": "failed on fresh inputs from a secret seed: not ranked"}
 
 
 def live_workers() -> QuerySet[GpuWorker]:

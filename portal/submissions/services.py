@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -130,12 +131,16 @@ def submission_create(
     return SubmitResult(submission, evaluation, duplicate=False)
 
 
-def evaluation_create(*, submission: Submission, stages: str | None = None) -> Evaluation:
-    """A new evaluation row, enqueued once the surrounding transaction commits."""
+def evaluation_create(
+    *, submission: Submission, stages: str | None = None, purpose: str = Evaluation.Purpose.PUBLIC
+) -> Evaluation:
+    """A new evaluation row, enqueued once the surrounding transaction commits. Hidden checks get a secret seed."""
     evaluation = Evaluation.objects.create(
         submission=submission,
         queue=get_arch(submission.arch).queue,
         stages=stages or settings.EVALUATOR_STAGES,
+        purpose=purpose,
+        seed=secrets.token_hex(16) if purpose == Evaluation.Purpose.HIDDEN else "",
     )
     transaction.on_commit(lambda: queueing.enqueue_evaluation(evaluation))
     return evaluation
@@ -205,10 +210,24 @@ def evaluation_record_verdict(*, evaluation_id: str, worker_name: str, verdict: 
         if updated != 1:
             log.warning("verdict for evaluation %s dropped: no longer running on %s", evaluation_id, worker_name)
             return False
-        evaluation = Evaluation.objects.get(id=evaluation_id)
+        evaluation = Evaluation.objects.select_related("submission").get(id=evaluation_id)
         artifacts.store_all(evaluation, files)
+        _start_ranked_check(evaluation)
         transaction.on_commit(lambda: evaluation_finished.send(sender=Evaluation, evaluation_id=evaluation_id))
     return True
+
+
+def _start_ranked_check(evaluation: Evaluation) -> None:
+    """A kernel upload whose public evaluation passed gets one hidden evaluation before it may rank."""
+    submission = evaluation.submission
+    if (
+        settings.RANKED_CHECK
+        and evaluation.purpose == Evaluation.Purpose.PUBLIC
+        and evaluation.status == "PASSED"
+        and submission.kind == Submission.Kind.KERNEL
+        and not submission.evaluations.filter(purpose=Evaluation.Purpose.HIDDEN).exists()
+    ):
+        evaluation_create(submission=submission, stages=evaluation.stages, purpose=Evaluation.Purpose.HIDDEN)
 
 
 def evaluation_infra_failure(*, evaluation_id: str, worker_name: str, reason: str) -> str:

@@ -45,7 +45,7 @@ def submit(request: HttpRequest) -> HttpResponse:
 
 def detail(request: HttpRequest, submission_id: int) -> HttpResponse:
     submission = selectors.submission_for_viewer(submission_id, request.user)
-    evaluations = list(submission.evaluations.order_by("-created_at"))
+    evaluations = selectors.public_evaluations(submission)
     latest = evaluations[0] if evaluations else None
     return render(
         request,
@@ -54,6 +54,7 @@ def detail(request: HttpRequest, submission_id: int) -> HttpResponse:
             "submission": submission,
             "evaluations": evaluations,
             "latest": latest,
+            "ranked_check": selectors.ranked_check(submission),
             "status": selectors.evaluation_status(latest) if latest else None,
             "verdict": latest.verdict if latest else None,
             "artifacts": latest.artifacts.all() if latest else [],
@@ -64,11 +65,13 @@ def detail(request: HttpRequest, submission_id: int) -> HttpResponse:
 def verdict_fragment(request: HttpRequest, submission_id: int) -> HttpResponse:
     """The verdict section alone, for the status page to swap in when the evaluation finishes."""
     submission = selectors.submission_for_viewer(submission_id, request.user)
-    latest = submission.evaluations.order_by("-created_at").first()
+    public = selectors.public_evaluations(submission)
+    latest = public[0] if public else None
     context = {
         "latest": latest,
         "verdict": latest.verdict if latest else None,
         "artifacts": latest.artifacts.all() if latest else [],
+        "ranked_check": selectors.ranked_check(submission),
     }
     return render(request, "submissions/_verdict.html", context)
 
@@ -151,7 +154,7 @@ def api_evaluation(request: HttpRequest, evaluation_id) -> JsonResponse:
 
 
 def _submission_json(submission: Submission) -> dict:
-    evaluations = list(submission.evaluations.order_by("-created_at"))
+    evaluations = selectors.public_evaluations(submission)
     return {
         "id": submission.id,
         "task": submission.task.slug,
@@ -162,4 +165,5 @@ def _submission_json(submission: Submission) -> dict:
         "created_at": submission.created_at.isoformat(),
         "url": f"/submissions/{submission.id}/",
         "evaluations": [selectors.evaluation_status(e) for e in evaluations],
+        "ranked_check": selectors.ranked_check(submission),
     }
