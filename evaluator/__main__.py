@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -42,7 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=float, default=60.0, help="wall-clock limit per workload, seconds (default 60)")
     run.add_argument("--tasks-root", type=Path, default=REPO_ROOT / "tasks")
     run.add_argument("--progress", type=Path, help="append stage progress here as JSON lines")
-    run.add_argument("--seed", help="run seed as hex (for reproducing a run); random by default")
+    run.add_argument(
+        "--seed",
+        help="run seed as hex (for reproducing a run); default: $EVALUATOR_SEED if set (keeps a secret seed out of "
+        "the process list, where a candidate could read it), else random",
+    )
     run.add_argument("--trials", type=int, default=3)
     run.add_argument("--warmup", type=int, default=10)
     run.add_argument("--iters", type=int, default=50)
@@ -71,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: broken task data: {exc}", file=sys.stderr)
         return EXIT_ENVIRONMENT
     try:
-        seed = bytes.fromhex(args.seed) if args.seed else None
+        seed_hex = args.seed or os.environ.get("EVALUATOR_SEED", "")
+        seed = bytes.fromhex(seed_hex) if seed_hex else None
     except ValueError:
         parser.error("--seed must be hexadecimal")
     # Undecodable bytes are kept as surrogates so the policy stage can reject the file with a finding.

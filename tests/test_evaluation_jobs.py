@@ -20,7 +20,7 @@ from portal.catalog.models import Task
 from portal.submissions import artifacts, queueing
 from portal.submissions.models import Evaluation
 from portal.submissions.services import evaluation_reconcile, submission_create
-from tests.factories import BROKEN_KERNEL, GEMM, make_user, start_manage_process, starter_source, sync_catalog
+from tests.factories import BROKEN_KERNEL, GEMM, REPO, make_user, start_manage_process, starter_source, sync_catalog
 
 pytestmark = pytest.mark.django_db(transaction=True)
 CPU = "policy,compile,sass"
@@ -151,3 +151,28 @@ def test_worker_killed_mid_job_is_detected_and_the_job_requeued_then_finished(al
     evaluation.refresh_from_db()
     assert evaluation.state == Evaluation.State.DONE and evaluation.attempts == 2
     assert evaluation.status == "STATIC_ONLY"
+
+
+def test_hidden_check_seed_reaches_the_evaluator_through_its_environment_only(alice, tmp_path):
+    from portal.submissions.runner import run_evaluator
+
+    def run(seed: str, where):
+        return run_evaluator(
+            source=starter_source(),
+            task=GEMM,
+            arch="sm_90a",
+            stages="policy",
+            workdir=where,
+            tasks_root=REPO / "tasks",
+            timeout=120,
+            on_events=lambda events: True,
+            seed=seed,
+        )
+
+    # The evaluator reads it (a malformed seed is refused) ...
+    bad = run("not-hex", tmp_path / "bad")
+    assert bad.verdict is None and "hexadecimal" in bad.error
+    good = run("00112233445566778899aabbccddeeff", tmp_path / "good")
+    assert good.verdict is not None
+    # ... and it never appears in the verdict or anything kept for audit.
+    assert all(b"00112233445566778899aabbccddeeff" not in data for data in good.files.values())

@@ -107,14 +107,17 @@ def run_evaluator(
     ]
     if stages and stages != "all":
         command += ["--stages", stages]
-    if seed:  # hidden checks: inputs the submitter cannot have seen
-        command += ["--seed", seed]
+    env = child_env()
+    # Hidden checks: the seed goes through the environment, not argv (world-readable in /proc/PID/cmdline);
+    # the candidate's sandbox (its own PID namespace) keeps it from seeing the evaluator process at all.
+    if seed:
+        env["EVALUATOR_SEED"] = seed
     stderr_path = workdir / "evaluator.stderr"
     with stderr_path.open("wb") as stderr, (workdir / "evaluator.stdout").open("wb") as stdout:
         proc = subprocess.Popen(
             command,
             cwd=str(Path(__file__).resolve().parents[2]),
-            env=child_env(),
+            env=env,
             stdout=stdout,
             stderr=stderr,
             start_new_session=True,
