@@ -31,7 +31,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--task", required=True, help="task name (a folder under --tasks-root)")
     run.add_argument("--arch", required=True, choices=sorted(ARCHES))
     run.add_argument(
-        "--workload", default="all", help="'all' (default), 'headline', a workload uuid, or comma-separated uuids"
+        "--workload",
+        default="all",
+        help="'all' (default), 'headline', 'hidden' (the task's hidden_workloads.jsonl), 'ranked' (hidden when the "
+        "task defines them, else all), a workload uuid, or comma-separated uuids",
     )
     run.add_argument(
         "--stages",
@@ -52,6 +55,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--warmup", type=int, default=10)
     run.add_argument("--iters", type=int, default=50)
     run.add_argument("--workdir", type=Path, help="keep build files, logs and the ncu report here")
+    run.add_argument(
+        "--allow-unsandboxed",
+        action="store_true",
+        help="run candidate code without bubblewrap when it is unavailable (also EVALUATOR_ALLOW_UNSANDBOXED=1); "
+        "the verdict records the mode",
+    )
+    run.add_argument(
+        "--redact",
+        action="store_true",
+        help="write and print only pass/fail per workload (for showing a hidden evaluation to its submitter)",
+    )
     return parser
 
 
@@ -90,9 +104,12 @@ def main(argv: list[str] | None = None) -> int:
         seed=seed,
         workdir=args.workdir,
         keep_workdir=args.workdir is not None,
+        allow_unsandboxed=True if args.allow_unsandboxed else None,
     )
 
     def progress(stage: str, message: str) -> None:
+        if args.redact:
+            message = "(redacted)"  # progress lines name workload shapes
         print(f"[{stage}] {message}", file=sys.stderr)
         if args.progress:
             with open(args.progress, "a") as fh:
@@ -107,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     except EnvironmentProblem as exc:
         print(f"error: broken environment: {exc}", file=sys.stderr)
         return EXIT_ENVIRONMENT
+    if args.redact:
+        verdict = verdict_mod.redact(verdict)
     if args.json:
         args.json.write_text(verdict_mod.to_json(verdict))
     print(summary(verdict))
@@ -116,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
 def summary(v: Verdict) -> str:
     """A few lines for people; the JSON has everything."""
     lines = [f"{v.task} {v.arch}: {v.status.value} ({v.wall_seconds:.1f} s)"]
+    if v.sandbox is not None:
+        why = f" ({v.sandbox.reason})" if v.sandbox.reason else ""
+        lines.append(f"  sandbox: {v.sandbox.mode}{why}")
     if v.policy:
         for f in v.policy[:5]:
             lines.append(f"  policy: {f.message}" + (f" at line {f.line}: {f.text}" if f.line else ""))

@@ -174,7 +174,10 @@ def main(argv: list[str] | None = None) -> int:
     out = os.fdopen(args.fd_out, "wb", buffering=0) if args.fd_out is not None else None
     result_path = job.get("result_path")
 
+    sent = [0]
+
     def send(message: dict[str, Any]) -> None:
+        sent[0] += 1
         if out is not None:
             out.write((json.dumps(message) + "\n").encode())
         elif result_path:
@@ -204,6 +207,9 @@ def main(argv: list[str] | None = None) -> int:
                 session.timing([int(s) for s in cmd["seeds"]], int(cmd["warmup"]), int(cmd["iters"]))
             elif cmd["cmd"] == "exit":
                 break
+        # How many messages this side sent: the parent compares it with what it read, so a message that candidate
+        # code wrote into the channel shows up.
+        send({"event": "bye", "sent": sent[0]})
         return 0
     except BaseException as exc:  # noqa: BLE001 - every failure of candidate code is reported, then we exit
         if session is None:

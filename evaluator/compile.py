@@ -1,6 +1,10 @@
 """Compile a candidate `.cu` into a TVM-FFI shared library with nvcc, and extract its cubin.
 
 The nvcc and cuobjdump calls are thin; `parse_ptxas_resources` is a pure parser of `ptxas -v` output.
+With a `Jail` (evaluator/jail.py) the compiler runs sandboxed like the candidate: no network, a clean
+environment, only the build folder writable, a time limit, and its output read with a cap as it comes
+(a template bomb's error flood costs neither memory nor disk). The source is also preprocessed (`nvcc -E`)
+so that the policy can be checked again after macro expansion.
 """
 
 from __future__ import annotations
@@ -14,10 +18,15 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evaluator.arches import get_arch
 from evaluator.errors import EnvironmentProblem
+from evaluator.sandbox import child_env, run_group
 from evaluator.verdict import CompileResult, KernelResources
+
+if TYPE_CHECKING:
+    from evaluator.jail import Jail
 
 OUTPUT_CAP = 64 * 1024
 DEFAULT_COMPILE_TIMEOUT_S = 120.0
@@ -31,6 +40,7 @@ class CompiledKernel:
     result: CompileResult
     library: Path | None  # the .so to load with tvm_ffi.load_module
     cubin: Path | None  # the device code extracted from the library
+    preprocessed: str | None = None  # `nvcc -E` output (host pass), for the policy after macro expansion
 
 
 def find_nvcc() -> str:
@@ -69,9 +79,10 @@ def compile_kernel(
     *,
     timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S,
     nvcc: str | None = None,
+    jail: Jail | None = None,
 ) -> CompiledKernel:
     """Compile `source` for `arch` in `workdir` (created if needed). A compiler failure is a result, not an error."""
-    workdir = Path(workdir)
+    workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     src = workdir / "kernel.cu"
     src.write_text(source, encoding="utf-8")
@@ -79,39 +90,62 @@ def compile_kernel(
     library.unlink(missing_ok=True)
     nvcc = nvcc or find_nvcc()
     cmd = nvcc_command(src, library, arch, nvcc)
+    # The toolkit folder (nvcc's parent's parent) must be visible inside the sandbox wherever it is installed.
+    toolkit = Path(nvcc).resolve().parent.parent
+    env = child_env(workdir)
     start = time.monotonic()
-    # New session so that a hung compiler and everything it started can be killed together.
-    proc = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    timed_out = False
-    try:
-        raw, _ = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(proc.pid)
-        raw, _ = proc.communicate()
+    run = run_group(cmd, timeout_s=timeout_s, env=env, cwd=workdir, jail=jail, writable=[workdir], readable=[toolkit])
     seconds = time.monotonic() - start
-    text = raw.decode("utf-8", errors="replace")
-    output, truncated = cap_text(text, OUTPUT_CAP)
-    ok = not timed_out and proc.returncode == 0 and library.is_file()
-    if timed_out:
+    output, truncated = cap_text(run.output, OUTPUT_CAP)
+    truncated = truncated or run.output_bytes > len(run.output.encode("utf-8", errors="replace"))
+    ok = not run.timed_out and run.returncode == 0 and library.is_file()
+    if run.timed_out:
         output += f"\n[evaluator] nvcc killed after {timeout_s:.0f} s"
+    elif run.returncode is not None and run.returncode < 0:
+        output += f"\n[evaluator] nvcc killed by signal {-run.returncode}"
+    if run.limit_events and run.limit_events.get("oom_kill"):
+        output += "\n[evaluator] the compiler hit the sandbox's memory limit"
     result = CompileResult(
         ok=ok,
         command=cmd,
-        returncode=None if timed_out else proc.returncode,
+        returncode=None if run.timed_out else run.returncode,
         seconds=round(seconds, 3),
         output=output,
         output_truncated=truncated,
-        timed_out=timed_out,
+        timed_out=run.timed_out,
         nvcc_version=nvcc_version(nvcc),
-        resources=parse_ptxas_resources(text),
+        resources=parse_ptxas_resources(run.output),
     )
     cubin = None
+    preprocessed = None
     if ok:
         result.library_sha256 = sha256_file(library)
-        cubin = extract_cubin(library, workdir)
+        cubin = extract_cubin(library, workdir, jail=jail)
         result.cubin_sha256 = sha256_file(cubin) if cubin else None
-    return CompiledKernel(result, library if ok else None, cubin)
+        remaining = max(10.0, timeout_s - seconds)
+        preprocessed = preprocess(src, arch, nvcc, jail=jail, timeout_s=remaining)
+    return CompiledKernel(result, library if ok else None, cubin, preprocessed)
+
+
+def preprocess(src: Path, arch: str, nvcc: str, *, jail: Jail | None = None, timeout_s: float = 60.0) -> str | None:
+    """`nvcc -E` of the host pass with line markers; None when it fails (the compile itself succeeded)."""
+    includes, _ = tvm_ffi_paths()
+    out = src.with_suffix(".ii")
+    cmd = [nvcc, "-E", "-std=c++17", "-gencode", get_arch(arch).gencode, *(f"-I{p}" for p in includes), str(src)]
+    cmd += ["-o", str(out)]
+    toolkit = Path(nvcc).resolve().parent.parent
+    run = run_group(
+        cmd,
+        timeout_s=timeout_s,
+        env=child_env(src.parent),
+        cwd=src.parent,
+        jail=jail,
+        writable=[src.parent],
+        readable=[toolkit],
+    )
+    if run.timed_out or run.returncode != 0 or not out.is_file():
+        return None
+    return out.read_text(encoding="utf-8", errors="replace")
 
 
 def _kill_group(pid: int) -> None:
@@ -173,20 +207,24 @@ def find_cuobjdump() -> str:
     raise EnvironmentProblem("cuobjdump not found (install the CUDA toolkit or the nvidia-cuda-cuobjdump wheel)")
 
 
-def extract_cubin(library: Path, workdir: Path) -> Path | None:
-    """Write the library's device ELF (cubin) into workdir/cubin/ and return its path."""
-    out_dir = Path(workdir) / "cubin"
+def extract_cubin(library: Path, workdir: Path, *, jail: Jail | None = None) -> Path | None:
+    """Write the library's device ELF (cubin) into workdir/cubin/ and return its path (sandboxed with `jail`:
+    cuobjdump parses a file the candidate made)."""
+    out_dir = Path(workdir).resolve() / "cubin"
     shutil.rmtree(out_dir, ignore_errors=True)
     out_dir.mkdir()
-    proc = subprocess.run(
-        [find_cuobjdump(), "-xelf", "all", str(Path(library).resolve())],
+    tool = find_cuobjdump()
+    run = run_group(
+        [tool, "-xelf", "all", str(Path(library).resolve())],
+        timeout_s=120,
+        env=child_env(out_dir),
         cwd=out_dir,
-        capture_output=True,
-        text=True,
-        timeout=120,
+        jail=jail,
+        writable=[out_dir],
+        readable=[Path(workdir).resolve(), Path(tool).resolve().parent],
     )
     cubins = sorted(out_dir.glob("*.cubin"))
-    if proc.returncode != 0 or not cubins:
+    if run.returncode != 0 or not cubins:
         return None
     return cubins[0]
 

@@ -29,11 +29,12 @@ from evaluator.compare import DEFAULT_REL_NORM_BOUND, Comparison, compare_output
 from evaluator.compile import compile_kernel
 from evaluator.errors import EnvironmentProblem
 from evaluator.inputs import as_output_tuple, derive_seed, input_deriver, load_reference, make_inputs, torch_dtype
-from evaluator.policy import check_source
+from evaluator.jail import Jail, Limits, allow_unsandboxed_from_env, open_jail
+from evaluator.policy import check_preprocessed, check_source
 from evaluator.sandbox import CandidateProcess, ChildDied, child_env, run_group
 from evaluator.sass import count_families, disassemble
 from evaluator.stats import bootstrap_speedup, summarize
-from evaluator.taskdata import Task, Workload
+from evaluator.taskdata import HIDDEN_WORKLOADS_FILE, Task, Workload, parse_workloads
 from evaluator.verdict import (
     GPU_STAGES,
     STAGES,
@@ -79,6 +80,14 @@ class Options:
     workdir: Path | None = None
     keep_workdir: bool = False
     fail_fast: bool = True  # stop after a workload ends in TIMEOUT or RUNTIME_ERROR
+    # Candidate code (compiler included) runs under bubblewrap; without it the evaluation refuses unless this is
+    # True (None: read EVALUATOR_ALLOW_UNSANDBOXED). See evaluator/jail.py.
+    allow_unsandboxed: bool | None = None
+    # Nsight Compute reads counters only with CAP_SYS_ADMIN where the driver restricts profiling to admins; the
+    # sandbox drops every capability. When the sandboxed profile is refused for that, rerun it outside bubblewrap
+    # (still limits, cgroup and a clean environment) only if this is True (None: EVALUATOR_ALLOW_UNSANDBOXED_PROFILE).
+    allow_unsandboxed_profile: bool | None = None
+    limits: Limits | None = None
 
 
 def resolve_stages(requested: Iterable[str]) -> list[str]:
@@ -95,19 +104,30 @@ def resolve_stages(requested: Iterable[str]) -> list[str]:
 
 
 def select_workloads(task: Task, spec: str | Iterable[str] = "all") -> list[Workload]:
-    """`all`, `headline`, a uuid, or a list of uuids (a unique uuid prefix works too)."""
+    """`all`, `headline`, `hidden`, `ranked`, a uuid, or a list of uuids (a unique uuid prefix works too).
+
+    `hidden` is the task's hidden workloads (an error when it has none); `ranked` is the hidden workloads when
+    the task defines them, else all public ones: what the ranked re-evaluation with a secret seed runs.
+    """
     if isinstance(spec, str):
         if spec == "all":
             return list(task.workloads)
+        if spec == "hidden":
+            if not task.hidden_workloads:
+                raise ValueError(f"{task.name} defines no hidden workloads (hidden_workloads.jsonl)")
+            return list(task.hidden_workloads)
+        if spec == "ranked":
+            return list(task.hidden_workloads or task.workloads)
         if spec == "headline":
             uuid = task.headline_workload or task.workloads[-1].uuid
             return [task.workload(uuid)]
         spec = [s for s in spec.split(",") if s]
     chosen = []
+    every = (*task.workloads, *task.hidden_workloads)
     for s in spec:
-        matches = [w for w in task.workloads if w.uuid == s] or [w for w in task.workloads if w.uuid.startswith(s)]
+        matches = [w for w in every if w.uuid == s] or [w for w in every if w.uuid.startswith(s)]
         if len(matches) != 1:
-            known = ", ".join(w.uuid for w in task.workloads)
+            known = ", ".join(w.uuid for w in task.workloads)  # hidden uuids are never listed
             raise ValueError(f"workload {s!r} is not one (unique) workload of {task.name} (known: {known})")
         chosen.append(matches[0])
     return chosen
@@ -162,6 +182,11 @@ class _Evaluation:
             stages_requested=self.requested,
             stages=[StageRecord(s, StageState.NOT_RUN) for s in STAGES],
         )
+        hidden = {w.uuid for w in task.hidden_workloads}
+        if any(w.uuid in hidden for w in self.workloads):
+            self.verdict.workload_set = "hidden"
+        self.jail: Jail | None = None
+        self.limit_events: dict[str, int] = {}
         self.library: Path | None = None
         self.cubin: Path | None = None
         self.device: Any = None
@@ -194,6 +219,13 @@ class _Evaluation:
 
     def run(self) -> Verdict:
         start = time.monotonic()
+        try:
+            return self._run(start)
+        finally:
+            if self.verdict.sandbox is not None:
+                self.verdict.sandbox.limit_events = dict(self.limit_events)
+
+    def _run(self, start: float) -> Verdict:
         gpu_wanted = any(s in GPU_STAGES for s in self.stages)
         if gpu_wanted:
             self._check_gpu()  # before any work: a host without the right GPU is an environment problem
@@ -227,10 +259,30 @@ class _Evaluation:
 
         if "compile" not in self.stages:
             return
+        allow = self.opts.allow_unsandboxed
+        self.jail = open_jail(
+            allow_unsandboxed=allow_unsandboxed_from_env() if allow is None else allow,
+            gpu=gpu_wanted and self.opts.device_type == "cuda",
+            limits=self.opts.limits,
+        )
+        v.sandbox = self.jail.record()
         t = time.monotonic()
         self._report("compile", f"nvcc for {self.arch}")
-        compiled = compile_kernel(self.source, self.arch, self.workdir / "build", timeout_s=self.opts.compile_timeout_s)
+        compiled = compile_kernel(
+            self.source, self.arch, self.workdir / "build", timeout_s=self.opts.compile_timeout_s, jail=self.jail
+        )
         v.compile = compiled.result
+        if compiled.result.ok and compiled.preprocessed is not None:
+            # Policy again on the macro-expanded source: token pasting cannot hide dlopen or cuBLAS.
+            v.policy = check_preprocessed(compiled.preprocessed)
+            if v.policy:
+                first = v.policy[0]
+                self._finish("compile", StageState.FAILED, t, f"policy after macro expansion: {first.message}")
+                v.status = OverallStatus.POLICY_REJECTED
+                self._skip_rest("compile", "rejected by policy")
+                msg = f"rejected by policy after macro expansion: {first.message}"
+                v.workloads = [self._workload_result(w, Status.COMPILE_ERROR, msg) for w in self.workloads]
+                return
         if not compiled.result.ok:
             why = "nvcc timed out" if compiled.result.timed_out else f"nvcc exited with {compiled.result.returncode}"
             self._finish("compile", StageState.FAILED, t, why)
@@ -354,10 +406,31 @@ class _Evaluation:
     def _workload_result(self, w: Workload, status: Status, message: str = "") -> WorkloadResult:
         return WorkloadResult(uuid=w.uuid, axes=dict(w.axes), status=status, message=message)
 
+    def _task_copy(self) -> Path:
+        """The task folder as the candidate process may see it: hidden workloads other than those evaluated here
+        left out, so candidate code cannot read the shapes of the ranked run."""
+        staged = self.workdir / "task" / self.task.name
+        if staged.is_dir():
+            return staged
+        source = Path(self.task.directory).resolve()
+        shutil.copytree(
+            source, staged, ignore=shutil.ignore_patterns(HIDDEN_WORKLOADS_FILE, "solutions", "__pycache__")
+        )
+        chosen = {w.uuid for w in self.workloads}
+        hidden_file = source / HIDDEN_WORKLOADS_FILE
+        if hidden_file.is_file() and chosen & {w.uuid for w in self.task.hidden_workloads}:
+            keep = [
+                line
+                for line in hidden_file.read_text(encoding="utf-8").splitlines()
+                if line.strip() and parse_workloads(line, self.task.definition, hidden_file)[0].uuid in chosen
+            ]
+            (staged / HIDDEN_WORKLOADS_FILE).write_text("\n".join(keep) + "\n", encoding="utf-8")
+        return staged
+
     def _job(self, workload: Workload, **extra: Any) -> Path:
         job = {
             "library": str(self.library),
-            "task_dir": str(Path(self.task.directory).resolve()),
+            "task_dir": str(self._task_copy()),
             "workload": workload.uuid,
             "exchange_dir": str(self.exchange),
             "device": self.opts.device,
@@ -376,7 +449,15 @@ class _Evaluation:
             cwd=self.workdir,
             log_dir=self.workdir / "logs",
             name=f"candidate-{workload.uuid[:8]}",
+            jail=self.jail,
+            writable=[self.exchange],
+            readable=[self.workdir],
+            gpu=self.opts.device_type == "cuda",
         )
+
+    def _absorb_limits(self, events: dict[str, int] | None) -> None:
+        for key, value in (events or {}).items():
+            self.limit_events[key] = self.limit_events.get(key, 0) + value
 
     def _run_workload(self, workload: Workload, timing: bool) -> WorkloadResult:
         result = self._workload_result(workload, Status.PASSED)
@@ -395,6 +476,8 @@ class _Evaluation:
             comparisons: list[Comparison] = []
             for k in range(len(seeds)):
                 msg = self._expect(child, deadline, "trial")
+                if msg.get("index") != k:
+                    raise _ChannelViolation(f"expected trial {k + 1}, got a message for trial {msg.get('index')!r}")
                 if msg["inputs_modified"]:
                     result.correctness.inputs_modified = list(msg["inputs_modified"])
                     result.status = Status.INCORRECT_NUMERICAL
@@ -415,6 +498,12 @@ class _Evaluation:
                 self._time(child, workload, result, deadline, timing_seeds, timing_refs)
                 self.timing_seconds[workload.uuid] = time.monotonic() - t
             child.send({"cmd": "exit"})
+            if result.status == Status.PASSED:
+                bye = self._expect(child, deadline, "bye")
+                if bye.get("sent") != child.received - 1:
+                    raise _ChannelViolation(
+                        f"{child.received - 1} messages arrived but the evaluator's side sent {bye.get('sent')}"
+                    )
         except TimeoutError:
             child.kill()
             result.status = Status.TIMEOUT
@@ -422,15 +511,33 @@ class _Evaluation:
                 f"the candidate process exceeded the {self.opts.timeout_s:g} s wall-clock limit; its process group "
                 "was killed"
             )
+        except _ChannelViolation as exc:
+            child.kill()
+            result.status = Status.RUNTIME_ERROR
+            result.message = f"forged or out-of-order message on the result channel: {exc}"
         except _CandidateError as exc:
             result.status = Status.RUNTIME_ERROR
             result.message = str(exc)
         except ChildDied as exc:
             code = child.wait(5)
             result.status = Status.RUNTIME_ERROR
-            result.message = f"the candidate process died ({_exit_text(code)}): {exc}"
+            if child.flooded:
+                result.message = (
+                    f"the candidate process was killed: it wrote more than {child.stdout.limit} bytes to "
+                    f"{child.flooded}"
+                )
+            else:
+                sandboxed = self.jail is not None and self.jail.mode == "bubblewrap"
+                result.message = f"the candidate process died ({_exit_text(code, sandboxed)}): {exc}"
         finally:
             child.close(grace_s=10.0)
+            self._absorb_limits(child.limit_events)
+            if child.limit_events.get("pids_max_hit"):
+                note = "the candidate hit the sandbox's process limit"
+                result.message = f"{result.message}; {note}" if result.message else note
+            if child.limit_events.get("oom_kill"):
+                note = "the sandbox's host-memory limit killed a candidate process"
+                result.message = f"{result.message}; {note}" if result.message else note
             result.stdout_tail, result.stderr_tail = child.tails()
             result.seconds = round(time.monotonic() - started, 3)
             for f in self.exchange.glob("*.bin"):
@@ -448,7 +555,7 @@ class _Evaluation:
                 )
             raise _CandidateError(_describe_error(msg))
         if msg.get("event") != event:
-            raise ChildDied(f"expected '{event}' from the candidate process, got {str(msg)[:200]}")
+            raise _ChannelViolation(f"expected '{event}' from the candidate process, got {str(msg)[:200]}")
         return msg
 
     def _rel_norm_bound(self) -> float:
@@ -479,7 +586,10 @@ class _Evaluation:
                 return Comparison(
                     Status.INCORRECT_DTYPE, f"{spec.name}: dtype {info.get('dtype')}, expected {spec.dtype}"
                 )
-            raw = np.fromfile(info["path"], dtype=np.uint8)
+            path = Path(str(info.get("path", "")))
+            if path.parent != self.exchange or not path.name.endswith(f"_{spec.name}.bin"):
+                raise _ChannelViolation(f"output file {str(path)[:200]} is not one the evaluator asked for")
+            raw = np.fromfile(path, dtype=np.uint8)
             itemsize = torch.empty(0, dtype=expected_dtype).element_size()
             if raw.size != math.prod(expected_shape) * itemsize or list(info.get("shape", [])) != list(expected_shape):
                 return Comparison(
@@ -594,6 +704,13 @@ class _Evaluation:
         rec.message = f"{check.status.value}: {check.reason}"
         self._report("arch", rec.message)
 
+    def _unsandboxed_profile_allowed(self) -> bool:
+        import os
+
+        if self.opts.allow_unsandboxed_profile is not None:
+            return self.opts.allow_unsandboxed_profile
+        return os.environ.get("EVALUATOR_ALLOW_UNSANDBOXED_PROFILE", "").strip().lower() in ("1", "true", "yes")
+
     def _arch_workload(self) -> Workload:
         """The headline workload if it was evaluated, else the evaluated one with the most FLOPs."""
         evaluated = {w.uuid for w in self.verdict.workloads}
@@ -612,8 +729,10 @@ class _Evaluation:
 
         if ncu is None:
             return error("Nsight Compute (ncu) is not installed on this host")
-        report = self.workdir / "arch-profile.ncu-rep"
-        result_path = self.workdir / "arch-profile-result.jsonl"
+        profile_dir = self.workdir / "profile"  # the one folder the profiled process may write (report, events)
+        profile_dir.mkdir(exist_ok=True)
+        report = profile_dir / "arch-profile.ncu-rep"
+        result_path = profile_dir / "arch-profile-result.jsonl"
         result_path.unlink(missing_ok=True)
         job = self._job(
             workload,
@@ -624,15 +743,49 @@ class _Evaluation:
         target = [sys.executable, "-m", "evaluator.child", str(job)]
         env = child_env(self.workdir, [str(REPO_ROOT)])
         (self.workdir / "logs").mkdir(exist_ok=True)
-        cmd = ncu_mod.ncu_profile_command(ncu, report, target)
-        run = run_group(cmd, timeout_s=self.opts.arch_timeout_s, env=env, cwd=self.workdir)
+        ncu_root = Path(ncu).resolve().parent
+        jail = self.jail
+
+        def profile(kernel_names: list[str] | None = None) -> tuple[list[str], Any]:
+            cmd = ncu_mod.ncu_profile_command(ncu, report, target, kernel_names=kernel_names)
+            run = run_group(
+                cmd,
+                timeout_s=self.opts.arch_timeout_s,
+                env=env,
+                cwd=self.workdir,
+                jail=jail,
+                writable=[profile_dir],
+                readable=[self.workdir, ncu_root],
+                gpu=True,
+            )
+            self._absorb_limits(run.limit_events)
+            return cmd, run
+
+        cmd, run = profile()
         (self.workdir / "logs" / "ncu.log").write_text(run.output)
+        if (
+            jail is not None
+            and jail.mode == "bubblewrap"
+            and not run.timed_out
+            and "ERR_NVGPUCTRPERM" in run.output
+            and self._unsandboxed_profile_allowed()
+        ):
+            # The driver restricts counters to CAP_SYS_ADMIN, which the sandbox drops: profile without bubblewrap.
+            jail = Jail("unsandboxed", "profiling counters need CAP_SYS_ADMIN", jail.limits)
+            v.notes.append(
+                "arch: Nsight Compute was refused counter access inside the sandbox (ERR_NVGPUCTRPERM); the profiled "
+                "run was repeated outside bubblewrap (limits, cgroup and clean environment kept), as allowed"
+            )
+            if v.sandbox is not None:
+                v.sandbox.limits["profile"] = "outside bubblewrap: counters need CAP_SYS_ADMIN"
+            result_path.unlink(missing_ok=True)
+            cmd, run = profile()
+            (self.workdir / "logs" / "ncu-unsandboxed.log").write_text(run.output)
         if not run.timed_out and "No kernels were profiled" in run.output and v.sass.kernels:
             # NVTX filtering matched nothing on this host: filter on the kernel names from the SASS instead.
             v.notes.append("ncu: NVTX range filter profiled nothing; used a kernel-name filter instead")
             result_path.unlink(missing_ok=True)
-            cmd = ncu_mod.ncu_profile_command(ncu, report, target, kernel_names=v.sass.kernels)
-            run = run_group(cmd, timeout_s=self.opts.arch_timeout_s, env=env, cwd=self.workdir)
+            cmd, run = profile(v.sass.kernels)
             (self.workdir / "logs" / "ncu-fallback.log").write_text(run.output)
         if run.timed_out:
             check = error(f"the Nsight Compute run exceeded {self.opts.arch_timeout_s:g} s and was killed")
@@ -674,6 +827,11 @@ class _CandidateError(RuntimeError):
     """The candidate process reported a failure of the candidate's code (load, call or synchronise)."""
 
 
+class _ChannelViolation(_CandidateError):
+    """A message that the evaluator's side of the candidate process did not send: out of order, extra, or
+    pointing outside the exchange folder. Candidate code shares that process and can write to the channel."""
+
+
 def _describe_error(msg: dict[str, Any]) -> str:
     text = str(msg.get("message", "")).strip()
     stage = msg.get("stage", "")
@@ -687,16 +845,18 @@ def _describe_error(msg: dict[str, Any]) -> str:
     return f"{prefix} ({msg.get('type', 'error')}): {text[:2000]}"
 
 
-def _exit_text(code: int | None) -> str:
+def _exit_text(code: int | None, sandboxed: bool = False) -> str:
     if code is None:
         return "still running, killed"
-    if code < 0:
+    # bubblewrap's init reports a child killed by signal N as exit status 128 + N.
+    signum = -code if code < 0 else code - 128 if sandboxed and 128 < code < 160 else 0
+    if signum:
         import signal
 
         try:
-            return f"killed by {signal.Signals(-code).name}"
+            return f"killed by {signal.Signals(signum).name}"
         except ValueError:
-            return f"killed by signal {-code}"
+            return f"killed by signal {signum}"
     return f"exit status {code}"
 
 

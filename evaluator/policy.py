@@ -22,7 +22,12 @@ _INCLUDE_TARGET = re.compile(r'^(<([^>\n]*)>|"([^"\n]*)")')
 _FORBIDDEN_HEADER = re.compile(r"(^|/)(cublas\w*|cudnn\w*)(\.h|\.hpp)?$", re.IGNORECASE)
 # Identifiers of the vendor libraries' APIs, types and constants (cublasGemmEx, cublasLtHandle_t, CUDNN_STATUS_...).
 _FORBIDDEN_IDENTIFIER = re.compile(r"\b(cublas\w*|cudnn\w*|CUBLAS\w*|CUDNN\w*)\b")
-_DYNAMIC_LOADING = re.compile(r"\b(dlopen|dlmopen|dlsym|dlvsym)\b")
+_DYNAMIC_LOADING = re.compile(
+    r"\b(dlopen|dlmopen|dlsym|dlvsym|dl_iterate_phdr|dladdr1?|dlinfo|_r_debug|__libc_dlopen_mode|__libc_dlsym)\b"
+)
+# A declaration can be bound to any symbol name with an assembler label: `int f() asm("dlopen");`.
+_ASM_LABEL = re.compile(r"\b(?:asm|__asm__|__asm)\s*\(\s*\"([^\"\n]*)\"\s*\)\s*[;,={]")
+_LINE_MARKER = re.compile(r'^#\s*(?:line\s+)?(\d+)\s+"([^"\n]*)"')
 
 
 def check_source(source: str | bytes) -> list[PolicyFinding]:
@@ -69,6 +74,48 @@ def check_source(source: str | bytes) -> list[PolicyFinding]:
             )
         )
     findings.sort(key=lambda f: (f.line or 0, f.rule))
+    return findings
+
+
+def check_preprocessed(text: str, source_name: str = "kernel.cu") -> list[PolicyFinding]:
+    """The identifier rules again, on the preprocessor's output (`nvcc -E`), restricted to the candidate's own lines.
+
+    Token pasting (`CAT(dl, open)`) or a macro from a header cannot hide a forbidden call: after expansion the
+    identifier is there. Lines from system and tvm-ffi headers (which declare dlopen) are skipped using the
+    preprocessor's line markers. Assembler labels binding a declaration to a forbidden symbol are caught too.
+    """
+    own: list[tuple[int, str]] = []  # (original line number, expanded text)
+    current, line_no = "", 0
+    for raw in text.splitlines():
+        marker = _LINE_MARKER.match(raw)
+        if marker:
+            line_no, current = int(marker.group(1)), marker.group(2)
+            continue
+        if current.rsplit("/", 1)[-1] == source_name:
+            own.append((line_no, raw))
+        line_no += 1
+    findings: list[PolicyFinding] = []
+    seen: set[tuple[str, int]] = set()
+    for number, raw in own:
+        code = strip_comments(raw, blank_strings=True)
+        hits = [
+            ("forbidden-library", m.group(0), "uses a vendor math library (cuBLAS/cuDNN)")
+            for m in _FORBIDDEN_IDENTIFIER.finditer(code)
+        ]
+        hits += [("dynamic-loading", m.group(0), "loads code at run time") for m in _DYNAMIC_LOADING.finditer(code)]
+        for label in _ASM_LABEL.finditer(raw):
+            name = label.group(1)
+            if _FORBIDDEN_IDENTIFIER.search(name):
+                hits.append(("forbidden-library", name, "binds a declaration to a vendor library symbol"))
+            elif _DYNAMIC_LOADING.search(name):
+                hits.append(("dynamic-loading", name, "binds a declaration to a run-time loader symbol"))
+        for rule, what, message in hits:
+            if (rule, number) in seen:
+                continue
+            seen.add((rule, number))
+            text_line = raw.strip()
+            quote = text_line if len(text_line) <= _QUOTE_CAP else text_line[: _QUOTE_CAP - 1] + "…"
+            findings.append(PolicyFinding(rule, f"{message} after macro expansion: '{what}'", number, quote))
     return findings
 
 

@@ -3,7 +3,10 @@
 The candidate process gets a clean environment (no portal secrets), its own session (so `os.killpg` reaches
 everything it started), stdout/stderr captured to files up to a cap, and two private pipes for messages:
 one JSON object per line. Candidate code can print whatever it likes on stdout; the parent never reads
-results from there.
+results from there. With a `Jail` (evaluator/jail.py) the process runs inside bubblewrap, with resource
+limits and, where possible, its own cgroup; whatever it leaves behind is killed through the cgroup too.
+A process that writes more than `output_limit` bytes to stdout or stderr is killed: printing gigabytes is
+a way to stall the evaluator, never something a kernel needs.
 """
 
 from __future__ import annotations
@@ -17,9 +20,15 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from evaluator.jail import Cgroup, Jail
 
 OUTPUT_CAP = 1024 * 1024  # bytes kept per stream; the rest is counted and dropped
+OUTPUT_LIMIT = 64 * 1024 * 1024  # bytes per stream after which the process is killed
 TAIL_BYTES = 4096
 _ENV_KEEP = (
     "PATH",
@@ -55,14 +64,27 @@ def child_env(workdir: Path, extra_pythonpath: list[str] | None = None) -> dict[
 
 
 class _CappedSink(threading.Thread):
-    """Copies a pipe into a file, keeping the first `cap` bytes and counting the rest."""
+    """Copies a pipe into a file, keeping the first `cap` bytes and counting the rest.
 
-    def __init__(self, stream: Any, path: Path, cap: int) -> None:
+    When more than `limit` bytes have passed, `on_limit` is called once (it kills the writer).
+    """
+
+    def __init__(
+        self,
+        stream: Any,
+        path: Path,
+        cap: int,
+        limit: int | None = None,
+        on_limit: Callable[[], None] | None = None,
+        tail_bytes: int = TAIL_BYTES,
+    ) -> None:
         super().__init__(daemon=True)
         self.stream, self.path, self.cap = stream, path, cap
+        self.limit, self.on_limit, self.tail_bytes = limit, on_limit, tail_bytes
         self.kept = 0
         self.dropped = 0
         self.tail = b""
+        self.over_limit = False
 
     def run(self) -> None:
         with open(self.path, "wb") as fh:
@@ -75,7 +97,11 @@ class _CappedSink(threading.Thread):
                     fh.write(data[:room])
                     self.kept += min(room, len(data))
                 self.dropped += max(0, len(data) - room)
-                self.tail = (self.tail + data)[-TAIL_BYTES:]
+                self.tail = (self.tail + data)[-self.tail_bytes :]
+                if self.limit is not None and not self.over_limit and self.kept + self.dropped > self.limit:
+                    self.over_limit = True
+                    if self.on_limit is not None:
+                        self.on_limit()
 
     def tail_text(self) -> str:
         text = self.tail.decode("utf-8", errors="replace")
@@ -98,12 +124,27 @@ class CandidateProcess:
         log_dir: Path,
         name: str = "candidate",
         output_cap: int = OUTPUT_CAP,
+        output_limit: int = OUTPUT_LIMIT,
+        jail: Jail | None = None,
+        writable: Iterable[Path] = (),
+        readable: Iterable[Path] = (),
+        gpu: bool = False,
     ) -> None:
         log_dir.mkdir(parents=True, exist_ok=True)
         to_child_r, self._to_child_w = os.pipe()
         self._from_child_r, from_child_w = os.pipe()
+        full = [*argv, "--fd-in", str(to_child_r), "--fd-out", str(from_child_w)]
+        self.cgroup: Cgroup | None = None
+        self.cgroup_reason: str | None = None
+        preexec = None
+        if jail is not None:
+            full = jail.command(full, writable=writable, readable=readable, gpu=gpu)
+            env = jail.env(env)
+            self.cgroup, reason = jail.new_cgroup()
+            self.cgroup_reason = None if self.cgroup is not None else reason
+            preexec = jail.preexec(self.cgroup)
         self.proc = subprocess.Popen(
-            [*argv, "--fd-in", str(to_child_r), "--fd-out", str(from_child_w)],
+            full,
             pass_fds=(to_child_r, from_child_w),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -111,15 +152,32 @@ class CandidateProcess:
             env=env,
             cwd=cwd,
             start_new_session=True,
+            preexec_fn=preexec,  # noqa: PLW1509 - limits and cgroup must be set between fork and exec
         )
         os.close(to_child_r)
         os.close(from_child_w)
-        self.stdout = _CappedSink(self.proc.stdout, log_dir / f"{name}.stdout", output_cap)
-        self.stderr = _CappedSink(self.proc.stderr, log_dir / f"{name}.stderr", output_cap)
+        self.killed = False
+        self.stdout = _CappedSink(self.proc.stdout, log_dir / f"{name}.stdout", output_cap, output_limit, self._flood)
+        self.stderr = _CappedSink(self.proc.stderr, log_dir / f"{name}.stderr", output_cap, output_limit, self._flood)
         self.stdout.start()
         self.stderr.start()
         self._buffer = b""
-        self.killed = False
+        self.received = 0  # messages read so far (compared with the count the child's trusted side sent)
+        self.limit_events: dict[str, int] = {}
+
+    def _flood(self) -> None:
+        self.killed = True
+        self._kill_everything()
+
+    @property
+    def flooded(self) -> str | None:
+        """Which stream went over the output limit (the process was killed for it), if any."""
+        return "stdout" if self.stdout.over_limit else "stderr" if self.stderr.over_limit else None
+
+    def _kill_everything(self) -> None:
+        kill_group(self.proc.pid)
+        if self.cgroup is not None:
+            self.cgroup.kill_all()
 
     @property
     def pid(self) -> int:
@@ -152,12 +210,13 @@ class CandidateProcess:
             raise ChildDied(f"unreadable message from the candidate process: {line[:200]!r}") from None
         if not isinstance(message, dict):
             raise ChildDied("malformed message from the candidate process")
+        self.received += 1
         return message
 
     def kill(self) -> None:
         """SIGKILL the whole process group (the candidate and anything it started)."""
         self.killed = True
-        kill_group(self.proc.pid)
+        self._kill_everything()
         self.wait(10)
 
     def wait(self, timeout: float) -> int | None:
@@ -178,13 +237,17 @@ class CandidateProcess:
             self.kill()
             code = self.proc.returncode
         else:
-            kill_group(self.proc.pid)  # anything the candidate left behind in its group
+            self._kill_everything()  # anything the candidate left behind in its group or cgroup
         try:
             os.close(self._from_child_r)
         except OSError:
             pass
         self.stdout.join(5)
         self.stderr.join(5)
+        if self.cgroup is not None:
+            self.limit_events = self.cgroup.events()
+            self.cgroup.remove()
+            self.cgroup = None
         return code
 
     def tails(self) -> tuple[str, str]:
@@ -202,15 +265,39 @@ def kill_group(pgid: int) -> None:
 class GroupResult:
     returncode: int | None  # None when killed at the time limit
     timed_out: bool
-    output: str  # stdout+stderr, capped
+    output: str  # stdout+stderr, capped (head and tail kept)
     seconds: float
+    output_bytes: int = 0  # everything the command wrote, counted
+    limit_events: dict[str, int] | None = None  # cgroup events (pids_max_hit, oom_kill) when it ran in one
 
 
 def run_group(
-    argv: list[str], *, timeout_s: float, env: dict[str, str] | None = None, cwd: Path | None = None
+    argv: list[str],
+    *,
+    timeout_s: float,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    jail: Jail | None = None,
+    writable: Iterable[Path] = (),
+    readable: Iterable[Path] = (),
+    gpu: bool = False,
+    output_cap: int = OUTPUT_CAP,
 ) -> GroupResult:
-    """Run a command in its own session; at `timeout_s` kill its whole process group."""
+    """Run a command in its own session (sandboxed when `jail` is given); at `timeout_s` kill it all.
+
+    Output is read as it comes, keeping the first and last `output_cap / 2` bytes: a compiler flooding its
+    error stream costs neither memory nor disk here.
+    """
+    import tempfile
+
     start = time.monotonic()
+    cgroup = None
+    preexec = None
+    if jail is not None:
+        argv = jail.command(argv, writable=writable, readable=readable, gpu=gpu)
+        env = jail.env(env if env is not None else dict(os.environ))
+        cgroup, _ = jail.new_cgroup()
+        preexec = jail.preexec(cgroup)
     proc = subprocess.Popen(
         argv,
         stdin=subprocess.DEVNULL,
@@ -219,15 +306,30 @@ def run_group(
         env=env,
         cwd=cwd,
         start_new_session=True,
+        preexec_fn=preexec,  # noqa: PLW1509 - limits and cgroup must be set between fork and exec
     )
-    timed_out = False
-    try:
-        raw, _ = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
+    with tempfile.TemporaryDirectory(prefix="ptxbench-out-") as tmp:
+        sink = _CappedSink(proc.stdout, Path(tmp) / "head", output_cap // 2, tail_bytes=output_cap // 2)
+        sink.start()
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
         kill_group(proc.pid)
-        raw, _ = proc.communicate()
+        if cgroup is not None:
+            cgroup.kill_all()
+        proc.wait()
+        sink.join(10)
+        head = (Path(tmp) / "head").read_bytes()
+    total = sink.kept + sink.dropped
+    if total <= output_cap:
+        raw = head + sink.tail[len(sink.tail) - (total - len(head)) :] if total > len(head) else head
+    else:
+        raw = head + f"\n[... {total - output_cap} bytes cut ...]\n".encode() + sink.tail
+    events = None
+    if cgroup is not None:
+        events = cgroup.events()
+        cgroup.remove()
     text = raw.decode("utf-8", errors="replace")
-    if len(text) > OUTPUT_CAP:
-        text = text[: OUTPUT_CAP // 2] + "\n[... cut ...]\n" + text[-OUTPUT_CAP // 2 :]
-    return GroupResult(None if timed_out else proc.returncode, timed_out, text, time.monotonic() - start)
+    return GroupResult(None if timed_out else proc.returncode, timed_out, text, time.monotonic() - start, total, events)

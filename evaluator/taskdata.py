@@ -4,6 +4,7 @@ Pure parsing and validation, no GPU and no Django. A task lives in a folder:
 
     tasks/<name>/definition.json   FlashInfer Trace Definition (name, op_type, axes, inputs, outputs, reference ...)
     tasks/<name>/workloads.jsonl   one FlashInfer Trace workload per line (bare, or wrapped in a trace record)
+    tasks/<name>/hidden_workloads.jsonl   optional, same format: workloads of the ranked (hidden) evaluation
     tasks/<name>/ptxbench.json     PTXBench data beside the schema: targets per arch, baselines, FLOPs, packs
     tasks/<name>/<baseline>.py     library baseline(s) named by ptxbench.json
 
@@ -14,6 +15,7 @@ Every problem raises TaskDataError naming the file and the field.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import uuid as uuidlib
 from collections.abc import Iterable, Mapping
@@ -147,13 +149,16 @@ class Task:
     # trusted Python source defining `function(inputs: dict[str, Tensor]) -> dict[str, Tensor]`, run by the
     # evaluator after the random inputs are drawn; the returned tensors replace those inputs. None when unused.
     input_generator: Baseline | None = None
+    # Workloads for the ranked (hidden) evaluation, from hidden_workloads.jsonl beside workloads.jsonl; never
+    # shown to submitters. Empty when the task defines none.
+    hidden_workloads: tuple[Workload, ...] = ()
 
     @property
     def name(self) -> str:
         return self.definition.name
 
     def workload(self, uuid: str) -> Workload:
-        for w in self.workloads:
+        for w in (*self.workloads, *self.hidden_workloads):
             if w.uuid == uuid:
                 return w
         raise KeyError(uuid)
@@ -520,6 +525,9 @@ def _load_python(spec: Any, where: str, path: Path, directory: Path, *, default_
 # --------------------------------------------------------------------------- loading folders
 
 
+HIDDEN_WORKLOADS_FILE = "hidden_workloads.jsonl"
+
+
 def load_task(directory: Path) -> Task:
     """Load one task folder (definition.json, workloads.jsonl, ptxbench.json)."""
     directory = Path(directory)
@@ -536,7 +544,15 @@ def load_task(directory: Path) -> Task:
     if not workloads:
         raise TaskDataError(wl_path, "<file>", "holds no workload")
     extras_path = directory / "ptxbench.json"
-    return parse_task(definition, workloads, _read_json(extras_path), extras_path, directory)
+    task = parse_task(definition, workloads, _read_json(extras_path), extras_path, directory)
+    hidden_path = directory / HIDDEN_WORKLOADS_FILE
+    if not hidden_path.is_file():
+        return task
+    hidden = parse_workloads(hidden_path.read_text(encoding="utf-8"), definition, hidden_path)
+    clash = {w.uuid for w in hidden} & {w.uuid for w in workloads}
+    if clash:
+        raise TaskDataError(hidden_path, "uuid", f"{sorted(clash)[0]} is also a public workload")
+    return dataclasses.replace(task, hidden_workloads=hidden)
 
 
 def task_dirs(root: Path) -> list[Path]:

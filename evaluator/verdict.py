@@ -227,6 +227,20 @@ class Environment:
 
 
 @dataclass
+class SandboxInfo:
+    """How candidate code (compiler included) was confined; see evaluator/jail.py and docs/verdict.md."""
+
+    mode: str  # "bubblewrap", or "unsandboxed" (only when explicitly allowed; reason says why)
+    reason: str = ""  # why unsandboxed; empty for bubblewrap
+    bwrap_version: str | None = None
+    network: bool = True  # whether candidate code could reach a network (False under bubblewrap)
+    user: str = ""  # the identity inside, e.g. "root without capabilities"
+    writable: list[str] = field(default_factory=list)  # the only places candidate code could write
+    limits: dict[str, str] = field(default_factory=dict)  # limit name -> value, or "not enforced: why"
+    limit_events: dict[str, int] = field(default_factory=dict)  # e.g. pids_max_hit, oom_kill, summed over runs
+
+
+@dataclass
 class StageRecord:
     name: str
     state: StageState
@@ -253,10 +267,30 @@ class Verdict:
     environment: Environment | None = None
     notes: list[str] = field(default_factory=list)
     wall_seconds: float = 0.0
+    sandbox: SandboxInfo | None = None  # None only when nothing was compiled or run (policy rejection, policy only)
+    workload_set: str = "public"  # "public" (workloads.jsonl) or "hidden" (hidden_workloads.jsonl)
+    redacted: bool = False  # shapes, errors, timings and outputs removed for the submitter (see redact())
     schema_version: int = SCHEMA_VERSION
 
     def stage(self, name: str) -> StageRecord | None:
         return next((s for s in self.stages if s.name == name), None)
+
+
+def redact(verdict: Verdict) -> Verdict:
+    """A copy for the submitter of a ranked (hidden) evaluation: pass/fail per workload and overall, nothing that
+    reveals the hidden workloads (uuids, shapes, errors, timings, FLOP counts, output tails, messages)."""
+    v = dataclasses.replace(verdict)
+    v.workloads = [
+        WorkloadResult(uuid=f"hidden-{k + 1}", axes={}, status=w.status) for k, w in enumerate(verdict.workloads)
+    ]
+    v.arch_check = ArchCheck(status=verdict.arch_check.status, full=verdict.arch_check.full)
+    v.stages = [StageRecord(s.name, s.state) for s in verdict.stages]
+    v.notes = []
+    v.wall_seconds = 0.0
+    if v.compile is not None:
+        v.compile = dataclasses.replace(v.compile, command=[], output="", output_truncated=False)
+    v.redacted = True
+    return v
 
 
 # --------------------------------------------------------------------------- JSON
