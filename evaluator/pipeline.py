@@ -478,6 +478,8 @@ class _Evaluation:
                 msg = self._expect(child, deadline, "trial")
                 if msg.get("index") != k:
                     raise _ChannelViolation(f"expected trial {k + 1}, got a message for trial {msg.get('index')!r}")
+                if not isinstance(msg.get("inputs_modified"), list):
+                    raise _ChannelViolation("a trial message without its list of modified inputs")
                 if msg["inputs_modified"]:
                     result.correctness.inputs_modified = list(msg["inputs_modified"])
                     result.status = Status.INCORRECT_NUMERICAL
@@ -579,6 +581,12 @@ class _Evaluation:
         torch = self.torch
         definition = self.task.definition
         comparisons = []
+        if (
+            not isinstance(files, list)
+            or len(files) != len(definition.outputs)
+            or not all(isinstance(f, dict) for f in files)
+        ):
+            raise _ChannelViolation("a result message with a malformed list of outputs")
         for spec, ref, info in zip(definition.outputs, refs, files, strict=True):
             expected_shape = tuple(definition.shape_of(spec, workload.axes))
             expected_dtype = torch_dtype(spec.dtype)
@@ -625,7 +633,16 @@ class _Evaluation:
         v = self.verdict
         uuid = v.environment.gpu_uuid if v.environment else None
         before = envinfo.sm_clock_mhz(uuid)
-        child.send({"cmd": "timing", "seeds": seeds, "warmup": self.opts.warmup, "iters": self.opts.iters})
+        pre_seeds = [derive_seed(self.run_seed, workload.uuid, "timing-pre", k) for k in range(len(seeds))]
+        child.send(
+            {
+                "cmd": "timing",
+                "seeds": seeds,
+                "pre_seeds": pre_seeds,
+                "warmup": self.opts.warmup,
+                "iters": self.opts.iters,
+            }
+        )
         msg = self._expect(child, deadline, "timing")
         after = envinfo.sm_clock_mhz(uuid)
         if v.environment is not None:

@@ -1,0 +1,199 @@
+"""The adversarial corpus: load corpus.json, evaluate entries through the evaluator, judge them against the
+expected verdicts, print the expected-vs-actual table.
+
+Used by tests/evaluator/test_adversarial_cpu.py, tests/evaluator/test_adversarial_gpu.py and, as a script,
+by scripts/gpu_tests.sh:
+
+    python tests/adversarial/corpus.py [--gpu-only|--cpu-only] [--repeat 2] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from evaluator.errors import EnvironmentProblem  # noqa: E402
+from evaluator.jail import Cgroup, Limits, open_jail  # noqa: E402
+from evaluator.pipeline import Options, evaluate  # noqa: E402
+from evaluator.taskdata import find_task  # noqa: E402
+from evaluator.verdict import OverallStatus, Verdict  # noqa: E402
+
+MANIFEST = HERE / "corpus.json"
+
+
+@dataclass
+class Outcome:
+    """One entry's evaluation, judged."""
+
+    name: str
+    expected: str
+    actual: str
+    ok: bool
+    detail: str = ""
+    seconds: float = 0.0
+    clean_after: str = ""  # "PASSED" or what the legitimate kernel got next ("" when not asked)
+    skipped: str = ""  # why it was not run
+    verdict: dict[str, Any] = field(default_factory=dict)
+
+
+def load() -> dict[str, Any]:
+    return json.loads(MANIFEST.read_text())
+
+
+def entries(*, gpu: bool | None = None) -> list[dict[str, Any]]:
+    """Manifest entries; gpu=True/False keeps only GPU / CPU ones."""
+    return [e for e in load()["entries"] if gpu is None or bool(e["gpu"]) == gpu]
+
+
+def capabilities() -> dict[str, str | None]:
+    """For each need ('sandbox', 'pids_limit'): None when met here, else why not."""
+    try:
+        jail = open_jail(allow_unsandboxed=False)
+    except EnvironmentProblem as exc:
+        return {"sandbox": str(exc), "pids_limit": "no sandbox"}
+    cgroup, why = Cgroup.create(Limits())
+    if cgroup is not None:
+        cgroup.remove()
+    del jail
+    return {"sandbox": None, "pids_limit": None if cgroup is not None else why}
+
+
+def unmet(entry: dict[str, Any], caps: dict[str, str | None]) -> str:
+    reasons = [f"{need}: {caps.get(need)}" for need in entry.get("needs", []) if caps.get(need)]
+    return "; ".join(reasons)
+
+
+def evaluate_entry(entry: dict[str, Any], *, source_path: Path | None = None, stages: str | None = None) -> Verdict:
+    """Evaluate one entry's kernel (or `source_path`) with its task, workload, stages and options."""
+    target = load()["tasks"][entry["on"]]
+    task = find_task(REPO / target["root"], target["task"])
+    path = source_path or (HERE / entry["file"]).resolve()
+    opts = {"timeout_s": 60.0, "compile_timeout_s": 120.0, **entry.get("options", {})}
+    options = Options(device_type=target["device"], **opts)
+    stage_list = (stages or entry["stages"]).split(",")
+    return evaluate(
+        path.read_text(), task, target["arch"], workloads=target["workload"], stages=stage_list, options=options
+    )
+
+
+def judge(entry: dict[str, Any], verdict: Verdict) -> tuple[bool, str]:
+    """Whether the verdict is the expected one, and what was found (for the table)."""
+    expect = entry["expect"]
+    status = verdict.status.value
+    problems = []
+    if status not in expect["status"]:
+        problems.append(f"status {status}")
+    reason = _reason(verdict)
+    if expect.get("reason") and not any(r in reason for r in expect["reason"]):
+        problems.append(f"reason {reason[:160]!r}")
+    if expect.get("arch") and verdict.arch_check.status.value != expect["arch"]:
+        problems.append(f"arch {verdict.arch_check.status.value}")
+    if expect.get("min_latency_ms") is not None:
+        perf = verdict.workloads[0].performance if verdict.workloads else None
+        latency = perf.latency_ms if perf else None
+        if latency is None or latency < expect["min_latency_ms"]:
+            problems.append(f"latency {latency} ms")
+    if expect.get("stdout_contains"):
+        tails = " ".join(w.stdout_tail for w in verdict.workloads)
+        if expect["stdout_contains"] not in tails:
+            problems.append("stdout lacks " + repr(expect["stdout_contains"]))
+    return not problems, "; ".join(problems) or reason[:160]
+
+
+def _reason(verdict: Verdict) -> str:
+    if verdict.status == OverallStatus.POLICY_REJECTED:
+        return " | ".join(f.message for f in verdict.policy)
+    if verdict.status == OverallStatus.COMPILE_ERROR and verdict.compile is not None:
+        return verdict.compile.output[-2000:]
+    failing = [w for w in verdict.workloads if w.status.value != "PASSED"]
+    if failing:
+        return failing[0].message
+    if verdict.arch_check.reason:
+        return verdict.arch_check.reason
+    return ""
+
+
+def run_entry(entry: dict[str, Any], caps: dict[str, str | None]) -> Outcome:
+    expected = "/".join(entry["expect"]["status"]) + (
+        f" + arch {entry['expect']['arch']}" if entry["expect"].get("arch") else ""
+    )
+    skipped = unmet(entry, caps)
+    if skipped:
+        return Outcome(entry["name"], expected, "-", True, skipped=skipped)
+    start = time.monotonic()
+    verdict = evaluate_entry(entry)
+    ok, detail = judge(entry, verdict)
+    actual = verdict.status.value + (
+        f" + arch {verdict.arch_check.status.value}" if entry["expect"].get("arch") else ""
+    )
+    outcome = Outcome(entry["name"], expected, actual, ok, detail, time.monotonic() - start)
+    from evaluator.verdict import to_dict
+
+    outcome.verdict = to_dict(verdict)
+    if entry.get("clean_after"):
+        target = load()["tasks"][entry["on"]]
+        clean = evaluate_entry(entry, source_path=REPO / target["clean"], stages="correctness")
+        outcome.clean_after = clean.status.value
+        outcome.ok = outcome.ok and clean.status == OverallStatus.PASSED
+    return outcome
+
+
+def table(outcomes: list[Outcome]) -> str:
+    rows = [("entry", "expected", "actual", "ok", "next legit", "s", "detail")]
+    for o in outcomes:
+        mark = "skip" if o.skipped else ("yes" if o.ok else "NO")
+        detail = " ".join((o.skipped or o.detail).split())
+        rows.append((o.name, o.expected, o.actual, mark, o.clean_after or "-", f"{o.seconds:.1f}", detail[:90]))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = []
+    for r in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1])
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--gpu-only", action="store_true")
+    which.add_argument("--cpu-only", action="store_true")
+    parser.add_argument("--repeat", type=int, default=1, help="run the corpus this many times back to back")
+    parser.add_argument("--only", help="comma-separated entry names")
+    parser.add_argument("--json", type=Path, help="write every outcome (with its verdict) here")
+    args = parser.parse_args(argv)
+    chosen = entries(gpu=True if args.gpu_only else False if args.cpu_only else None)
+    if args.only:
+        names = set(args.only.split(","))
+        chosen = [e for e in chosen if e["name"] in names]
+    caps = capabilities()
+    print("needs here:", {k: v or "met" for k, v in caps.items()}, flush=True)
+    everything = []
+    failed = 0
+    for round_no in range(1, args.repeat + 1):
+        start = time.monotonic()
+        outcomes = []
+        for entry in chosen:
+            outcome = run_entry(entry, caps)
+            print(f"  [{round_no}] {outcome.name}: {outcome.actual} ({'ok' if outcome.ok else 'NOT OK'})", flush=True)
+            outcomes.append(outcome)
+        wall = time.monotonic() - start
+        print(f"\n== corpus round {round_no}: {len(outcomes)} entries, wall time {wall:.1f} s ==")
+        print(table(outcomes), flush=True)
+        failed += sum(not o.ok for o in outcomes)
+        everything.append({"round": round_no, "wall_seconds": wall, "outcomes": [o.__dict__ for o in outcomes]})
+    if args.json:
+        args.json.write_text(json.dumps(everything, indent=1, default=str))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

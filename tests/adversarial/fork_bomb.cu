@@ -1,0 +1,28 @@
+// Trick: fork without end (every child forks too), to exhaust the host's process table.
+// Expected: TIMEOUT; the sandbox's process limit (pids cgroup) holds the bomb, and the whole tree is killed.
+#include <unistd.h>
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/function.h>
+
+// fp32 C[M,N] = A[M,K] @ B[N,K]^T on host tensors (task tests/evaluator/tasks/tiny_gemm, CPU mode).
+static void host_gemm(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorView c) {
+  const int64_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[0];
+  const float* pa = static_cast<const float*>(a.data_ptr());
+  const float* pb = static_cast<const float*>(b.data_ptr());
+  float* pc = static_cast<float*>(c.data_ptr());
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float acc = 0.f;
+      for (int64_t p = 0; p < k; ++p) acc += pa[i * k + p] * pb[j * k + p];
+      pc[i * n + j] = acc;
+    }
+}
+
+void run_impl(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorView c) {
+  host_gemm(a, b, c);
+  for (;;) {
+    if (fork() < 0) usleep(1000);
+  }
+}
+
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run_impl);
