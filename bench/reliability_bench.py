@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import reliability_checks as checks  # noqa: E402 - the bench folder is not a package
 from reliability_load import EXPECTED_STATUS, Client, LoadState, SourceMaker, summarise  # noqa: E402
-from reliability_stack import Stack, StackConfig  # noqa: E402
+from reliability_stack import Stack, StackConfig, alive, descendants  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:
@@ -90,48 +90,53 @@ def _wait_until(t: float) -> None:
         time.sleep(delay)
 
 
-def _evaluator_orphans(evaluation_id: str) -> list[int]:
-    """Evaluator processes still running for this evaluation (their temp dir name carries its first 8 chars)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if "evaluator" in cmdline and f"ptxbench-{evaluation_id[:8]}-" in cmdline:
-            found.append(int(proc.name))
-    return found
-
-
-def fault_kill_worker(stack: Stack, victim: str, replacement: str, t0: float, timeout: float = 60) -> dict:
-    """SIGKILL the worker's process group (worker + RQ work horse) while it runs an evaluation, preferably while
-    nvcc is compiling; start a replacement right after, as a supervisor would."""
+def _wait_mid_job(victim: str, timeout: float) -> dict | None:
+    """An evaluation the worker is running, preferably while nvcc compiles (the longest stage here)."""
     started = time.monotonic()
-    deadline = started + timeout
-    target = None
-    while time.monotonic() < deadline:
+    while time.monotonic() < started + timeout:
         running = checks.running_on(victim)
         compiling = [r for r in running if r["stage"] in ("compile", "sass")]
         if compiling or (running and time.monotonic() > started + timeout / 2):
-            target = (compiling or running)[0]
-            break
+            return (compiling or running)[0]
         time.sleep(0.2)
+    return None
+
+
+def fault_kill_worker_process(stack: Stack, victim: str, replacement: str, t0: float) -> dict:
+    """SIGKILL the worker's main process only (what the OOM killer or `kill -9 <pid>` does). RQ runs each job in a
+    forked work horse in its own process group, so the job itself goes on; a supervisor starts a replacement."""
+    target = _wait_mid_job(victim, 60)
     at = time.monotonic() - t0
-    stack.kill_group(victim)
-    orphans = _evaluator_orphans(str(target["id"])) if target else []
+    below = descendants(stack.pid(victim))
+    stack.kill_group(victim)  # the worker's own group: the main process (the horse left it with setpgrp)
+    survivors = [pid for pid in below if alive(pid)]
     stack.start_worker(replacement)
     return {
-        "fault": "SIGKILL worker mid-job",
+        "fault": "SIGKILL worker main process mid-job",
         "t": round(at, 1),
         "worker": victim,
         "replacement": replacement,
         "evaluation": str(target["id"]) if target else None,
         "stage_when_killed": target["stage"] if target else None,
-        # The evaluator child runs in its own session (so the runner can kill its whole group on a timeout);
-        # a SIGKILL of the worker's group does not reach it.
-        "evaluator_processes_left_running": len(orphans),
+        "processes_below_it_left_running": len(survivors),
+    }
+
+
+def fault_kill_worker_tree(stack: Stack, victim: str, replacement: str, t0: float) -> dict:
+    """SIGKILL the worker, its work horse and the evaluator with its nvcc at once (host loss, cgroup kill): the
+    evaluation is left 'running' with no heartbeat, for the reconcile loop to requeue."""
+    target = _wait_mid_job(victim, 60)
+    at = time.monotonic() - t0
+    killed = stack.kill_tree(victim)
+    stack.start_worker(replacement)
+    return {
+        "fault": "SIGKILL worker with work horse and evaluator mid-job",
+        "t": round(at, 1),
+        "worker": victim,
+        "replacement": replacement,
+        "evaluation": str(target["id"]) if target else None,
+        "stage_when_killed": target["stage"] if target else None,
+        "processes_killed": len(killed),
     }
 
 
@@ -289,13 +294,16 @@ def run(args: argparse.Namespace, root: Path) -> dict:
         print(f"load phase over: {len(state.outcomes)} requests, {len(state.accepted)} accepted", flush=True)
 
         faults = []
-        # Faults spread over the time clients keep submitting: worker kill, Redis restart, web restart.
-        faults.append(fault_kill_worker(stack, "w1", f"w{args.workers + 1}", t0))
+        # Faults spread over the time clients keep submitting: two worker kills, Redis restart, web restart.
+        faults.append(fault_kill_worker_process(stack, "w1", f"w{args.workers + 1}", t0))
         print(f"  {faults[-1]}", flush=True)
-        _wait_until(load_end + args.fault_seconds / 3)
+        _wait_until(load_end + args.fault_seconds / 6)
+        faults.append(fault_kill_worker_tree(stack, "w2", f"w{args.workers + 2}", t0))
+        print(f"  {faults[-1]}", flush=True)
+        _wait_until(load_end + args.fault_seconds * 0.4)
         faults.append(fault_restart_redis(stack, t0, args.redis_down_seconds))
         print(f"  {faults[-1]}", flush=True)
-        _wait_until(load_end + 2 * args.fault_seconds / 3)
+        _wait_until(load_end + args.fault_seconds * 0.7)
         faults.append(fault_restart_web(stack, t0))
         print(f"  {faults[-1]}", flush=True)
         _wait_until(clients_end)
@@ -326,8 +334,9 @@ def run(args: argparse.Namespace, root: Path) -> dict:
         for fault in faults:
             end = fault.get("t_back", fault["t"])
             fault["client_statuses_during"] = _window(outcomes, fault["t"] - 1, end + 5)["statuses"]
-        if faults[0]["evaluation"]:
-            faults[0]["evaluation_afterwards"] = checks.evaluation_row(faults[0]["evaluation"])
+        for fault in faults:
+            if fault.get("evaluation"):
+                fault["evaluation_afterwards"] = checks.evaluation_row(fault["evaluation"])
         result.update(
             {
                 "load": summarise(load, args.load_seconds),

@@ -182,16 +182,15 @@ def _reason_kind(message: str) -> str:
     return message[:100]
 
 
-def redis_leftovers(redis_url: str, queue_name: str = "gpu-sm90") -> dict:
+def redis_leftovers(redis_url: str, queue: str = "gpu-sm90") -> dict:
     """What RQ still holds once everything is final: leftover queue entries (second copies of a job id,
-    harmless) and the registries."""
+    harmless) and the registries. Raw key sizes: RQ's registry counters would run its cleanup."""
     import redis
-    from rq import Queue
 
-    queue = Queue(queue_name, connection=redis.Redis.from_url(redis_url))
+    client = redis.Redis.from_url(redis_url)
     return {
-        "queue_length": queue.count,
-        "started_registry": queue.started_job_registry.count,
-        "failed_registry": queue.failed_job_registry.count,
-        "finished_registry": queue.finished_job_registry.count,
+        "queue_length": client.llen(f"rq:queue:{queue}"),
+        "started_registry": client.zcard(f"rq:wip:{queue}"),
+        "failed_registry": client.zcard(f"rq:failed:{queue}"),
+        "finished_registry": client.zcard(f"rq:finished:{queue}"),
     }

@@ -21,6 +21,34 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (children, grandchildren ...), whatever session or group they moved to."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])  # the name in parentheses may hold spaces
+        children.setdefault(parent, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -120,6 +148,19 @@ class Stack:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
+
+    def kill_tree(self, name: str) -> list[int]:
+        """SIGKILL the process and everything below it at once (a host loss, or systemd killing the cgroup):
+        the RQ work horse (its own process group) and the evaluator (its own session) included."""
+        proc = self.procs.pop(name)
+        pids = [proc.pid, *descendants(proc.pid)]
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.wait(timeout=30)
+        return pids
 
     def pid(self, name: str) -> int | None:
         proc = self.procs.get(name)

@@ -85,9 +85,15 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # A file, not memory, for the test database: tests run real worker processes against it.
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test_portal.sqlite3")}
-    # WAL lets the web tier read while a worker writes; the timeout rides out short write locks.
+    # WAL lets the web tier read while a worker writes; the timeout rides out short write locks. IMMEDIATE
+    # transactions take the write lock at BEGIN and so wait for it: a deferred one that read first and then
+    # writes fails at once with "database is locked" when another process committed in between.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
+        {
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "transaction_mode": "IMMEDIATE",
+        }
     )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

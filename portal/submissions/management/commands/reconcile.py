@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import time
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
+from django.db import close_old_connections
 
 from portal.agent.services import agent_reconcile
 from portal.submissions.services import evaluation_reconcile
+
+log = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
@@ -24,10 +28,19 @@ class Command(BaseCommand):
 
     def handle(self, *args, loop=False, **options):
         while True:
-            counts = evaluation_reconcile()
-            self.stdout.write("evaluations: " + ", ".join(f"{k}: {v}" for k, v in counts.items()))
-            counts = agent_reconcile()
-            self.stdout.write("model runs: " + ", ".join(f"{k}: {v}" for k, v in counts.items()))
             if not loop:
+                self._round()
                 return
+            try:
+                self._round()
+            except Exception:  # noqa: BLE001 - Redis or the database away for a moment must not end the repair loop
+                log.exception("reconcile round failed; trying again in %s s", settings.RECONCILE_INTERVAL)
+            finally:
+                close_old_connections()  # a connection broken by a database restart is not reused
             time.sleep(settings.RECONCILE_INTERVAL)
+
+    def _round(self) -> None:
+        counts = evaluation_reconcile()
+        self.stdout.write("evaluations: " + ", ".join(f"{k}: {v}" for k, v in counts.items()))
+        counts = agent_reconcile()
+        self.stdout.write("model runs: " + ", ".join(f"{k}: {v}" for k, v in counts.items()))
