@@ -45,8 +45,9 @@ def test_cpu_entry_gets_its_expected_verdict(entry):
     if entry.get("clean_after"):
         assert outcome.clean_after == "PASSED"
     verdict = outcome.verdict
-    if verdict.get("sandbox") is not None:
-        assert verdict["sandbox"]["mode"] == "bubblewrap"  # needs were met, so the sandbox was used
+    if verdict.get("sandbox") is not None:  # the mode recorded is the one this machine allows
+        assert verdict["sandbox"]["mode"] == ("bubblewrap" if CAPS["sandbox"] is None else "unsandboxed")
+        assert bool(verdict["sandbox"]["reason"]) == (CAPS["sandbox"] is not None)
 
 
 def test_write_outside_left_nothing_behind():
