@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # GPU tests and benchmark of the evaluator on an H100/H200 host.
-#   scripts/gpu_tests.sh [tests|bench|all] [extra pytest args...]
+#   scripts/gpu_tests.sh [tests|bench|corpus|all] [extra pytest args...]
+# corpus: the adversarial corpus (tests/adversarial/corpus.json) twice back to back through the evaluator, with
+# the expected-vs-actual table and wall time of each round (also in $OUT/corpus.log and $OUT/corpus.json).
+# Sandbox: candidate code runs under bubblewrap. GPU hosts lack the package: a bubblewrap .deb carried in .whl/
+# (`apt-get download bubblewrap`) is unpacked with dpkg -x and used through EVALUATOR_BWRAP. If bwrap still cannot
+# start, the run falls back to EVALUATOR_ALLOW_UNSANDBOXED=1, says so, and every verdict records it.
 # Installs wheels carried in .whl/ (tvm-ffi, cupti-python, nvidia-cuda-cupti, pyelftools, jsonschema and its
 # deps) into /tmp/site when present, runs `pytest -m gpu tests/evaluator`, then the benchmark, and leaves
 # logs, verdicts and Nsight Compute CSVs in $OUT (default ./gpu-out) as one archive plus two logs.
@@ -15,6 +20,17 @@ if compgen -G ".whl/*.whl" >/dev/null; then
     || { echo "wheel install failed"; exit 3; }
   export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
 fi
+if ! command -v bwrap >/dev/null && compgen -G ".whl/bubblewrap_*.deb" >/dev/null; then
+  dpkg -x .whl/bubblewrap_*.deb /tmp/bwrap-root && export EVALUATOR_BWRAP=/tmp/bwrap-root/usr/bin/bwrap
+fi
+if python3 -c 'from evaluator.jail import open_jail; open_jail(allow_unsandboxed=False, gpu=True)' 2>"$OUT/sandbox.log"; then
+  echo "sandbox: bubblewrap ($("${EVALUATOR_BWRAP:-bwrap}" --version))" | tee -a "$OUT/sandbox.log"
+else
+  echo "sandbox: UNAVAILABLE, running unsandboxed: $(tail -1 "$OUT/sandbox.log")" | tee -a "$OUT/sandbox.log"
+  export EVALUATOR_ALLOW_UNSANDBOXED=1
+fi
+# Counters may need CAP_SYS_ADMIN, which the sandbox drops: allow the profiled run outside it (recorded).
+export EVALUATOR_ALLOW_UNSANDBOXED_PROFILE="${EVALUATOR_ALLOW_UNSANDBOXED_PROFILE:-1}"
 art="$(mktemp -d)"
 export PTXBENCH_ARTIFACTS="$art"
 {
@@ -29,6 +45,14 @@ if [[ "$what" == tests || "$what" == all ]]; then
     | tee "$OUT/gpu-tests.log"
   rc=${PIPESTATUS[0]}
 fi
+if [[ "$what" == corpus || "$what" == all ]]; then
+  start=$(date +%s)
+  timeout "${CORPUS_LIMIT:-900}" python3 tests/adversarial/corpus.py --repeat 2 --json "$OUT/corpus.json" 2>&1 \
+    | tee "$OUT/corpus.log"
+  crc=${PIPESTATUS[0]}
+  echo "corpus: exit $crc, wall time $(( $(date +%s) - start )) s for two rounds" | tee -a "$OUT/corpus.log"
+  [[ $crc -ne 0 ]] && rc=$crc
+fi
 if [[ "$what" == bench || "$what" == all ]]; then
   timeout "${BENCH_LIMIT:-400}" python3 bench/evaluator_bench.py --out "$art" ${BENCH_ARGS:-} 2>&1 | tee "$art/bench.log"
 fi
@@ -38,5 +62,7 @@ echo
 echo "== summary =="
 grep -E "^(PASSED|FAILED|SKIPPED|ERROR) " "$OUT/gpu-tests.log" 2>/dev/null | sed 's/ - .*//' | sort | uniq -c | sort -rn | head -40
 tail -1 "$OUT/gpu-tests.log" 2>/dev/null
+cat "$OUT/sandbox.log" 2>/dev/null | tail -1
+[[ -f "$OUT/corpus.log" ]] && sed -n '/^== corpus round/,/^$/p' "$OUT/corpus.log"
 [[ -f "$art/bench.log" ]] && sed -n '/^end to end/,$p' "$art/bench.log"
 exit $rc
