@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import reliability_checks as checks  # noqa: E402 - the bench folder is not a package
 from reliability_load import EXPECTED_STATUS, Client, LoadState, SourceMaker, summarise  # noqa: E402
-from reliability_stack import Stack, StackConfig, alive, descendants  # noqa: E402
+from reliability_stack import PrivatePostgres, Stack, StackConfig, alive, descendants  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:
@@ -46,6 +46,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--web-workers", type=int, default=3)
     parser.add_argument("--mix", default="compile=0.3,policy=0.45,broken=0.25", help="fresh sources by kind")
     parser.add_argument("--database-url", default="", help="default: SQLite in the temp dir")
+    parser.add_argument("--postgres", action="store_true", help="a private PostgreSQL 15 cluster instead of SQLite")
     parser.add_argument("--env", action="append", default=[], help="extra NAME=VALUE for every process")
     parser.add_argument("--redis-down-seconds", type=float, default=3)
     parser.add_argument("--seed", type=int, default=20261130)
@@ -212,6 +213,9 @@ def _commit(repo: Path, label: str) -> str:
 def run(args: argparse.Namespace, root: Path) -> dict:
     mix = {k: float(v) for k, v in (item.split("=") for item in args.mix.split(","))}
     extra_env = dict(item.split("=", 1) for item in args.env)
+    postgres = PrivatePostgres(root) if args.postgres else None
+    if postgres is not None:
+        args.database_url = postgres.start()
     config = StackConfig(
         repo=args.repo.resolve(),
         root=root,
@@ -358,6 +362,8 @@ def run(args: argparse.Namespace, root: Path) -> dict:
         connections.close_all()
     finally:
         stack.stop_all()
+        if postgres is not None:
+            postgres.stop()
         result["logs"] = _scan_logs(stack.logs)
         if args.logs_to:
             args.logs_to.mkdir(parents=True, exist_ok=True)

@@ -207,9 +207,8 @@ class Client(threading.Thread):
         sent = time.monotonic()
         path = f"/api/v1/submissions/{self.rng.choice(ids)}"
         status, _, error = _exchange("127.0.0.1", self.port, "GET", path, None, {}, 60)
-        self.state.outcomes.append(
-            Outcome(round(sent - self.t0, 3), self.index, "read", status, round((time.monotonic() - sent) * 1000, 1))
-        )
+        latency = round((time.monotonic() - sent) * 1000, 1)
+        self.state.outcomes.append(Outcome(round(sent - self.t0, 3), self.index, "read", status, latency, error=error))
 
     def run(self) -> None:
         while not self.stop_event.is_set():

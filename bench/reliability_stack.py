@@ -68,6 +68,47 @@ class StackConfig:
     extra_env: dict[str, str] = field(default_factory=dict)  # e.g. limits raised for the run
 
 
+class PrivatePostgres:
+    """A throwaway PostgreSQL cluster (Debian's binaries) in its own folder on a free port, run as the `postgres`
+    system user because initdb refuses root. Trust authentication on loopback only."""
+
+    BIN = Path("/usr/lib/postgresql/15/bin")
+
+    def __init__(self, root: Path) -> None:
+        self.dir = root / "pg"
+        self.port = free_port()
+
+    def _as_postgres(self, *command: str) -> None:
+        runner = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        subprocess.run([*runner, *command], check=True, capture_output=True, timeout=120)
+
+    def start(self) -> str:
+        self.dir.mkdir(parents=True)
+        if os.geteuid() == 0:
+            shutil.chown(self.dir, "postgres", "postgres")
+            os.chmod(self.dir.parent, 0o711)  # noqa: S103 - postgres must traverse the 0700 temp dir to its folder
+        self._as_postgres(str(self.BIN / "initdb"), "-D", str(self.dir / "data"), "-A", "trust", "-U", "bench")
+        options = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.dir} -c max_connections=200 -c fsync=on"
+        self._as_postgres(
+            str(self.BIN / "pg_ctl"),
+            "-D",
+            str(self.dir / "data"),
+            "-o",
+            options,
+            "-l",
+            str(self.dir / "log"),
+            "-w",
+            "start",
+        )
+        return f"postgres://bench@127.0.0.1:{self.port}/postgres"
+
+    def stop(self) -> None:
+        try:
+            self._as_postgres(str(self.BIN / "pg_ctl"), "-D", str(self.dir / "data"), "-m", "fast", "-w", "stop")
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired, FileNotFoundError):
+            pass
+
+
 class Stack:
     def __init__(self, config: StackConfig) -> None:
         self.config = config
