@@ -26,9 +26,10 @@ deps-test: venv
 redis:
 	@bash scripts/ensure_redis.sh install
 
-# Redis for the tests' own server; Debian's Chromium for the browser tests (Playwright drives it, no downloads).
+# Redis for the tests' own server; Debian's Chromium for the browser tests (Playwright drives it, no downloads);
+# bubblewrap, the sandbox every candidate and compiler runs in.
 system-test:
-	@bash scripts/ensure_debian_packages.sh redis-server=redis-server chromium=chromium
+	@bash scripts/ensure_debian_packages.sh redis-server=redis-server chromium=chromium bwrap=bubblewrap
 
 ## Set everything up and serve the portal on http://127.0.0.1:8000 (Ctrl-C stops it).
 run: deps-run redis

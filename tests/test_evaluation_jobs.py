@@ -176,3 +176,15 @@ def test_hidden_check_seed_reaches_the_evaluator_through_its_environment_only(al
     assert good.verdict is not None
     # ... and it never appears in the verdict or anything kept for audit.
     assert all(b"00112233445566778899aabbccddeeff" not in data for data in good.files.values())
+
+
+@override_settings(EVALUATOR_STAGES="policy")
+def test_a_hidden_ranked_check_runs_the_evaluator_with_its_secret_seed_and_ranked_workloads(alice):
+    from portal.submissions.services import evaluation_create
+
+    public = _submit(alice, starter_source())
+    hidden = evaluation_create(submission=public.submission, purpose=Evaluation.Purpose.HIDDEN)
+    _drain()
+    hidden.refresh_from_db()
+    assert hidden.state == Evaluation.State.DONE, hidden.infra_error
+    assert hidden.verdict["workload_set"] in {"public", "hidden"}  # `ranked`: hidden workloads where the task has them

@@ -38,7 +38,8 @@ def test_gpu_worker_refuses_to_start_without_a_gpu(monkeypatch):
 def test_cpu_only_worker_registers_and_the_workers_page_lists_live_ones(client):
     call_command("gpu_worker", "--cpu-stages-only", "--arch", "sm_90a", "--burst", "--name", "box:cpu:1")
     worker = GpuWorker.objects.get(name="box:cpu:1")
-    assert worker.queues == "gpu-sm90" and worker.mode == "cpu-stages-only" and worker.stopped_at is not None
+    assert worker.queues == "gpu-sm90" and worker.stopped_at is not None
+    assert worker.mode == "cpu-stages-only, sandbox: bubblewrap"  # make test installs bubblewrap
     GpuWorker.objects.create(
         name="h200-a:0:7",
         host="h200-a",
@@ -55,3 +56,16 @@ def test_cpu_only_worker_registers_and_the_workers_page_lists_live_ones(client):
     assert "gone:0:9" not in html and "box:cpu:1" not in html
     for queue in ("gpu-sm90", "gpu-sm100", "agent", "default"):
         assert f"<code>{queue}</code>" in html
+
+
+@pytest.mark.django_db(transaction=True)
+def test_worker_refuses_without_a_sandbox_unless_an_operator_allows_it(monkeypatch):
+    monkeypatch.setenv("EVALUATOR_BWRAP", "/nonexistent/bwrap")  # as on a host without bubblewrap
+    monkeypatch.delenv("EVALUATOR_ALLOW_UNSANDBOXED", raising=False)
+    with pytest.raises(CommandError, match="not serving: bubblewrap .bwrap. is not installed"):
+        call_command("gpu_worker", "--cpu-stages-only", "--arch", "sm_90a", "--burst")
+    assert not GpuWorker.objects.exists()
+    call_command(
+        "gpu_worker", "--cpu-stages-only", "--arch", "sm_90a", "--burst", "--allow-unsandboxed", "--name", "risky"
+    )
+    assert GpuWorker.objects.get(name="risky").mode == "cpu-stages-only, UNSANDBOXED"

@@ -49,6 +49,8 @@ def evaluate(evaluation_id: str) -> str:
                 timeout=settings.EVALUATION_TIMEOUT,
                 on_events=on_events,
                 seed=evaluation.seed,
+                # Ranked checks run the task's hidden workloads where it has them, else all public ones.
+                workload="ranked" if evaluation.purpose == evaluation.Purpose.HIDDEN else "all",
                 python=settings.EVALUATOR_PYTHON,
             )
     except OSError as exc:  # could not even start the evaluator: infrastructure

@@ -75,6 +75,7 @@ def run_evaluator(
     timeout: float,
     on_events: Callable[[list[dict]], bool],
     seed: str = "",
+    workload: str = "all",
     python: str = "",
     poll_seconds: float = 1.0,
 ) -> RunnerResult:
@@ -107,6 +108,8 @@ def run_evaluator(
     ]
     if stages and stages != "all":
         command += ["--stages", stages]
+    if workload != "all":
+        command += ["--workload", workload]
     env = child_env()
     # Hidden checks: the seed goes through the environment, not argv (world-readable in /proc/PID/cmdline);
     # the candidate's sandbox (its own PID namespace) keeps it from seeing the evaluator process at all.

@@ -14,6 +14,7 @@ from django.db import close_old_connections, connections
 from django.utils import timezone
 
 from evaluator.arches import ARCHES
+from evaluator.jail import SandboxUnavailable, open_jail
 from evaluator.verdict import CPU_STAGES
 from portal.submissions.gpu import detect_gpus
 from portal.submissions.models import GpuWorker
@@ -30,11 +31,28 @@ class Command(BaseCommand):
             action="store_true",
             help="no GPU here: run only policy/compile/SASS (verdicts say STATIC_ONLY). For development and CI.",
         )
+        parser.add_argument(
+            "--allow-unsandboxed",
+            action="store_true",
+            help="serve even where bubblewrap cannot run (candidates then run unsandboxed; every verdict says so). "
+            "Also EVALUATOR_ALLOW_UNSANDBOXED=1. Never for public submissions.",
+        )
         parser.add_argument("--burst", action="store_true", help="exit when the queue is empty")
         parser.add_argument("--name", default=None, help="worker name (default host:gpu:pid)")
 
-    def handle(self, *args, gpu=None, arch=None, cpu_stages_only=False, burst=False, name=None, **options):
+    def handle(
+        self,
+        *args,
+        gpu=None,
+        arch=None,
+        cpu_stages_only=False,
+        allow_unsandboxed=False,
+        burst=False,
+        name=None,
+        **options,
+    ):
         host = socket.gethostname()
+        sandbox = _sandbox_mode(allow_unsandboxed)
         info = None
         if cpu_stages_only:
             if not arch:
@@ -73,12 +91,14 @@ class Command(BaseCommand):
                 "gpu_name": info.name if info else "",
                 "gpu_uuid": info.uuid if info else "",
                 "driver_version": info.driver_version if info else "",
-                "mode": mode,
+                "mode": f"{mode}, {sandbox}"[:40],
                 "heartbeat_at": now,
                 "stopped_at": None,
             },
         )
-        self.stdout.write(f"worker {name}: {mode}, queue {queue}" + (f", {info.name} ({info.uuid})" if info else ""))
+        self.stdout.write(
+            f"worker {name}: {mode}, {sandbox}, queue {queue}" + (f", {info.name} ({info.uuid})" if info else "")
+        )
 
         stop = threading.Event()
         beat = threading.Thread(target=_heartbeat, args=(name, stop), daemon=True)
@@ -91,6 +111,17 @@ class Command(BaseCommand):
             stop.set()
             beat.join(timeout=5)
             GpuWorker.objects.filter(name=name).update(stopped_at=timezone.now())
+
+
+def _sandbox_mode(allow_unsandboxed: bool) -> str:
+    """Refuse to serve submissions unless candidates can be sandboxed or an operator said otherwise."""
+    if allow_unsandboxed:
+        os.environ["EVALUATOR_ALLOW_UNSANDBOXED"] = "1"  # the evaluator children read it
+    try:
+        jail = open_jail(allow_unsandboxed=allow_unsandboxed or None)
+    except SandboxUnavailable as exc:
+        raise CommandError(f"not serving: {exc}") from None
+    return "sandbox: bubblewrap" if jail.mode == "bubblewrap" else "UNSANDBOXED"
 
 
 def _heartbeat(name: str, stop: threading.Event) -> None:
