@@ -23,9 +23,9 @@ for w in "${wheels[@]}"; do
   $PY -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     "${platforms[@]}" -d .gpu-bundle/whl "$w"
 done
-# Debian's redis-server and the libraries it needs, unpacked on the host with dpkg -x (no install).
-(cd .gpu-bundle/deb && apt-get download redis-server redis-tools liblzf1 libjemalloc2 2>/dev/null) || {
-  apt-get update -qq && (cd .gpu-bundle/deb && apt-get download redis-server redis-tools liblzf1 libjemalloc2)
+# Debian's redis-server (and its libraries) and bubblewrap, unpacked on the host with dpkg -x (no install).
+(cd .gpu-bundle/deb && apt-get download redis-server redis-tools liblzf1 libjemalloc2 bubblewrap 2>/dev/null) || {
+  apt-get update -qq && (cd .gpu-bundle/deb && apt-get download redis-server redis-tools liblzf1 libjemalloc2 bubblewrap)
 }
 ls -1 .gpu-bundle/whl .gpu-bundle/deb
 du -sh .gpu-bundle

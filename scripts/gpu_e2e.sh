@@ -12,16 +12,8 @@ mkdir -p "$OUT"
 PY=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1
 
-if [ -d "$BUNDLE/whl" ]; then
-  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$WORK/site" "$BUNDLE"/whl/*.whl || exit 3
-  export PYTHONPATH="$WORK/site:${PYTHONPATH:-}"
-fi
+source scripts/gpu_host_env.sh
 REDIS_BIN=$(command -v redis-server || true)
-if [ -z "$REDIS_BIN" ] && [ -d "$BUNDLE/deb" ]; then
-  for f in "$BUNDLE"/deb/*.deb; do dpkg -x "$f" "$WORK/redis"; done
-  export LD_LIBRARY_PATH="$WORK/redis/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
-  REDIS_BIN="$WORK/redis/usr/bin/redis-server"
-fi
 [ -x "$REDIS_BIN" ] || { echo "no redis-server (install it or pass a bundle with .deb files)"; exit 3; }
 
 export DEBUG=1 PORTAL_DATA_DIR="$WORK/data" DATABASE_URL="sqlite:///$WORK/data/portal.sqlite3"

@@ -17,11 +17,8 @@ STAGES=${STAGES:-policy,compile,sass,correctness,arch,timing}
 exec > >(tee "$OUT/session.log") 2>&1
 
 date -u; nvidia-smi --query-gpu=name,driver_version,uuid --format=csv,noheader 2>/dev/null || true
-if ls "$BUNDLE"/whl/apache_tvm_ffi-*.whl >/dev/null 2>&1; then
-  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/eval-site \
-    "$BUNDLE"/whl/apache_tvm_ffi-*.whl "$BUNDLE"/whl/cupti_python-*.whl "$BUNDLE"/whl/nvidia_cuda_cupti-*.whl \
-    "$BUNDLE"/whl/pyelftools-*.whl && export PYTHONPATH=/tmp/eval-site
-fi
+source scripts/gpu_host_env.sh
+echo "sandbox: $(command -v bwrap || echo "${EVALUATOR_BWRAP:-none}")"
 
 refs=(
   "gemm_n7168_k5120 hopper_tma_wgmma all"
@@ -46,12 +43,8 @@ for d in /tmp/wd-*; do [ -f "$d/logs/ncu-source.csv" ] && cp "$d/logs/ncu-source
 
 if [ "${PORTAL_GPU_TESTS:-0}" = "1" ]; then
   # The portal's gpu-marked tests (agent loop on a real GPU): Django, Redis and pytest-django from the bundle.
-  mkdir -p /tmp/portal-site /tmp/portal-redis
-  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/portal-site "$BUNDLE"/whl/*.whl
-  for f in "$BUNDLE"/deb/*.deb; do dpkg -x "$f" /tmp/portal-redis; done
   start=$(date +%s)
-  PATH="/tmp/portal-redis/usr/bin:$PATH" LD_LIBRARY_PATH="/tmp/portal-redis/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}" \
-    PYTHONPATH=/tmp/portal-site timeout "${TESTS_TIMEOUT:-240}" $PY -m pytest -m gpu -q -p no:cacheprovider \
+  timeout "${TESTS_TIMEOUT:-240}" $PY -m pytest -m gpu -q -p no:cacheprovider \
     tests/test_agent_gpu.py >"$OUT/e2e/portal-gpu-tests.log" 2>&1
   echo "portal gpu tests: exit $? in $(( $(date +%s) - start )) s"; tail -15 "$OUT/e2e/portal-gpu-tests.log"
   pack
