@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip -q --disable-pip-version-check
 RUFF := $(VENV)/bin/ruff
 
-.PHONY: run test lint format migrations-check venv deps-run deps-test redis system-test test-gpu clean
+.PHONY: run test lint format migrations-check venv deps-run deps-test system-run system-test clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -23,8 +23,9 @@ deps-test: venv
 	$(PIP) install 'torch==2.13.0'
 	$(PIP) install -e '.[compile,dev]'
 
-redis:
-	@bash scripts/ensure_redis.sh install
+# Redis, and bubblewrap: the sandbox the local workers run candidate code and the compiler in.
+system-run:
+	@bash scripts/ensure_debian_packages.sh redis-server=redis-server bwrap=bubblewrap
 
 # Redis for the tests' own server; Debian's Chromium for the browser tests (Playwright drives it, no downloads);
 # bubblewrap, the sandbox every candidate and compiler runs in.
@@ -32,7 +33,7 @@ system-test:
 	@bash scripts/ensure_debian_packages.sh redis-server=redis-server chromium=chromium bwrap=bubblewrap
 
 ## Set everything up and serve the portal on http://127.0.0.1:8000 (Ctrl-C stops it).
-run: deps-run redis
+run: deps-run system-run
 	@bash scripts/run_portal.sh
 
 ## Set everything up and run the whole CPU test suite (lint, migrations check, pytest with a real Redis).

@@ -18,11 +18,24 @@ $PY manage.py collectstatic --noinput -v 0
 # CPU queues only here; GPU hosts run `manage.py gpu_worker` for their architecture's queue.
 $PY manage.py rqworker default agent >>data/logs/worker.log 2>&1 &
 worker=$!
+# Kernel submissions wait on their architecture's GPU queue. Serve them here too: with this machine's GPU when
+# it has a supported one, else the CPU stages only (policy, compile, SASS; verdicts say STATIC_ONLY).
+gpu_workers=()
+if $PY manage.py gpu_worker --help >/dev/null 2>&1 && command -v nvidia-smi >/dev/null 2>&1 \
+    && nvidia-smi -L >/dev/null 2>&1; then
+  $PY manage.py gpu_worker >>data/logs/gpu-worker.log 2>&1 &
+  gpu_workers+=($!)
+elif [ "${CPU_STAGE_WORKERS:-1}" = "1" ]; then
+  for arch in sm_90a sm_100a; do
+    $PY manage.py gpu_worker --cpu-stages-only --arch $arch >>data/logs/gpu-worker.log 2>&1 &
+    gpu_workers+=($!)
+  done
+fi
 # Repairs evaluations and model runs whose worker died and jobs a Redis restart lost, every RECONCILE_INTERVAL s.
 $PY manage.py reconcile --loop >>data/logs/reconcile.log 2>&1 &
 reconcile=$!
-trap 'kill $worker $reconcile 2>/dev/null; wait $worker $reconcile 2>/dev/null' EXIT INT TERM
-echo "Worker (queues: default, agent) pid $worker, log data/logs/worker.log; reconcile loop pid $reconcile"
+trap 'kill $worker $reconcile ${gpu_workers[*]} 2>/dev/null; wait $worker $reconcile ${gpu_workers[*]} 2>/dev/null' EXIT INT TERM
+echo "Workers: default+agent pid $worker (data/logs/worker.log); GPU queues pids ${gpu_workers[*]:-none} (data/logs/gpu-worker.log); reconcile loop pid $reconcile"
 echo "Portal on http://$BIND  (admin: http://$BIND/admin/)"
 .venv/bin/gunicorn portal.wsgi:application --bind "$BIND" --workers "${WEB_WORKERS:-3}" \
   --access-logfile - --error-logfile - --log-level warning
