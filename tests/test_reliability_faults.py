@@ -11,11 +11,15 @@ import threading
 from datetime import timedelta
 from types import SimpleNamespace
 
+import django_rq
 import pytest
 from django.conf import settings
 from django.core.management import call_command
 from django.db import connection, connections
+from django.test import override_settings
 from django.utils import timezone
+from rq import SimpleWorker
+from rq.job import Job, JobStatus
 
 from portal.catalog.models import Task
 from portal.submissions import queueing, services
@@ -144,3 +148,26 @@ def test_the_reconcile_loop_outlives_a_redis_outage(monkeypatch):
         call_command("reconcile", "--loop", stdout=io.StringIO())
     assert rounds == ["slept", "slept"]  # the first round failed on Redis and the loop went on
     assert queueing.job_is_pending(evaluation)  # the second round re-enqueued the lost job
+
+
+def test_a_job_popped_by_a_worker_that_then_lost_redis_is_enqueued_again():
+    """PostgreSQL run: a worker popped a job id from the queue just as Redis shut down and exited before marking
+    the job started. After the restart the job's hash still said "queued" but the id was in no queue, so
+    reconcile took it for pending and the evaluation stayed queued for ever."""
+    sync_catalog()
+    with override_settings(EVALUATOR_STAGES="policy"):  # the evaluation's stages are fixed when it is created
+        evaluation = services.submission_create(
+            user=make_user("alice"), task=Task.objects.get(slug=GEMM), arch="sm_90a", source=starter_source()
+        ).evaluation
+    queue = django_rq.get_queue(evaluation.queue)
+    assert queue.connection.lpop(queue.key).decode() == str(evaluation.id)  # what the worker's dequeue did
+    assert Job.fetch(str(evaluation.id), connection=queue.connection).get_status() == JobStatus.QUEUED
+    assert not queueing.job_is_pending(evaluation)
+
+    counts = services.evaluation_reconcile(now=timezone.now() + timedelta(minutes=5))
+    assert counts["reenqueued"] == 1
+    assert queueing.queue_position(evaluation) == 1
+    django_rq.get_worker(evaluation.queue, worker_class=SimpleWorker).work(burst=True)
+    evaluation.refresh_from_db()
+    assert evaluation.state == Evaluation.State.DONE, evaluation.infra_error
+    assert evaluation.attempts == 1 and evaluation.verdict is not None

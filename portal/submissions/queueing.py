@@ -41,18 +41,20 @@ def enqueue_evaluation(evaluation) -> bool:
 
 
 def job_is_pending(evaluation) -> bool:
-    """Whether Redis still holds a queued/started job for this evaluation."""
-    connection = django_rq.get_connection(evaluation.queue)
+    """Whether Redis still holds a job that a worker will run or is running for this evaluation.
+
+    A job hash saying "queued" is not enough: a worker that popped the id from the queue and then lost Redis
+    (restart) exits before it records the job as started, leaving a "queued" hash that is in no queue and would
+    never run. Such a job counts as lost, so reconcile enqueues the evaluation again."""
+    queue = django_rq.get_queue(evaluation.queue)
     try:
-        job = Job.fetch(str(evaluation.id), connection=connection)
+        job = Job.fetch(str(evaluation.id), connection=queue.connection)
     except NoSuchJobError:
         return False
-    return job.get_status(refresh=True) in {
-        JobStatus.QUEUED,
-        JobStatus.STARTED,
-        JobStatus.SCHEDULED,
-        JobStatus.DEFERRED,
-    }
+    status = job.get_status(refresh=True)
+    if status == JobStatus.QUEUED:
+        return queue.get_job_position(job.id) is not None
+    return status in {JobStatus.STARTED, JobStatus.SCHEDULED, JobStatus.DEFERRED}
 
 
 def queue_depths() -> dict[str, int]:
@@ -64,10 +66,7 @@ def queue_position(evaluation) -> int | None:
     (Redis unreachable: status pages and API answers still work from the database)."""
     queue = django_rq.get_queue(evaluation.queue)
     try:
-        ids = queue.get_job_ids()
+        index = queue.get_job_position(str(evaluation.id))  # LPOS inside Redis: the id list is not transferred
     except REDIS_UNAVAILABLE:
         return None
-    try:
-        return ids.index(str(evaluation.id)) + 1
-    except ValueError:
-        return None
+    return None if index is None else index + 1
