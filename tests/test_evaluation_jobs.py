@@ -188,3 +188,23 @@ def test_a_hidden_ranked_check_runs_the_evaluator_with_its_secret_seed_and_ranke
     hidden.refresh_from_db()
     assert hidden.state == Evaluation.State.DONE, hidden.infra_error
     assert hidden.verdict["workload_set"] in {"public", "hidden"}  # `ranked`: hidden workloads where the task has them
+
+
+@override_settings(EVALUATOR_STAGES="policy")
+def test_a_failing_finished_listener_does_not_fail_the_recorded_evaluation(alice, caplog):
+    from portal.submissions.services import evaluation_finished
+
+    def broken_listener(**kwargs):
+        raise RuntimeError("listener bug")
+
+    evaluation_finished.connect(broken_listener, dispatch_uid="test-broken")
+    try:
+        evaluation = _submit(alice, starter_source())
+        _drain()
+    finally:
+        evaluation_finished.disconnect(dispatch_uid="test-broken")
+    evaluation.refresh_from_db()
+    assert evaluation.state == Evaluation.State.DONE
+    job = django_rq.get_queue("gpu-sm90").fetch_job(str(evaluation.id))
+    assert job.is_finished  # RQ saw success: the verdict is stored, the listener's failure only logged
+    assert "listener bug" in caplog.text

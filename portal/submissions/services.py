@@ -31,6 +31,18 @@ evaluation_finished = django.dispatch.Signal()
 results_changed = django.dispatch.Signal()
 
 
+def _announce(signal: django.dispatch.Signal, **kwargs) -> None:
+    """Send after commit; a failing listener is logged, never allowed to fail the job that recorded the result
+    (its verdict is already stored; the reconcile loops repair what the listener did not do)."""
+
+    def send() -> None:
+        for receiver, result in signal.send_robust(**kwargs):
+            if isinstance(result, Exception):
+                log.error("listener %r failed: %r", receiver, result, exc_info=result)
+
+    transaction.on_commit(send)
+
+
 class SubmissionRefused(Exception):
     """The request is invalid or over a limit. `status` is the HTTP status an API answers with."""
 
@@ -213,7 +225,7 @@ def evaluation_record_verdict(*, evaluation_id: str, worker_name: str, verdict: 
         evaluation = Evaluation.objects.select_related("submission").get(id=evaluation_id)
         artifacts.store_all(evaluation, files)
         _start_ranked_check(evaluation)
-        transaction.on_commit(lambda: evaluation_finished.send(sender=Evaluation, evaluation_id=evaluation_id))
+        _announce(evaluation_finished, sender=Evaluation, evaluation_id=evaluation_id)
     return True
 
 
@@ -267,7 +279,7 @@ def _retry_or_fail(evaluation: Evaluation, reason: str) -> str:
         progress=(evaluation.progress or []) + [note],
     )
     evaluation_id = str(evaluation.id)
-    transaction.on_commit(lambda: evaluation_finished.send(sender=Evaluation, evaluation_id=evaluation_id))
+    _announce(evaluation_finished, sender=Evaluation, evaluation_id=evaluation_id)
     return Evaluation.State.FAILED
 
 
@@ -301,11 +313,11 @@ def evaluation_reconcile(*, now=None) -> dict[str, int]:
 @transaction.atomic
 def submission_hide(*, submission: Submission, reason: str) -> None:
     Submission.objects.filter(id=submission.id).update(is_hidden=True, hidden_reason=reason[:2000])
-    transaction.on_commit(lambda: results_changed.send(sender=Submission))
+    _announce(results_changed, sender=Submission)
 
 
 @transaction.atomic
 def evaluation_review(*, evaluation: Evaluation, confirm: bool) -> None:
     state = Evaluation.ReviewState.CONFIRMED if confirm else Evaluation.ReviewState.REJECTED
     Evaluation.objects.filter(id=evaluation.id, review_state=Evaluation.ReviewState.HELD).update(review_state=state)
-    transaction.on_commit(lambda: results_changed.send(sender=Evaluation))
+    _announce(results_changed, sender=Evaluation)
