@@ -52,6 +52,18 @@ def test_a_compiling_kernel_gets_a_static_verdict_with_artifacts(alice):
     assert evaluation.verdict["sass"]["target_count"] == 0
     assert [e["stage"] for e in evaluation.progress][:2] == ["policy", "policy"]
     assert any(e["stage"] == "compile" and e["message"].startswith("passed") for e in evaluation.progress)
+    from portal.submissions.selectors import stage_rows
+
+    states = {row["stage"]: row["state"] for row in stage_rows(evaluation)}
+    assert states == {
+        "queued": "passed",
+        "policy": "passed",
+        "compile": "passed",
+        "sass": "passed",
+        "correctness": "not_run",  # said plainly: no GPU stage is implied to have happened
+        "arch": "not_run",
+        "timing": "not_run",
+    }
     stored = {a.name: a for a in evaluation.artifacts.all()}
     assert {"kernel.cu", "verdict.json"} <= set(stored)
     kernel = artifacts.read(stored["kernel.cu"])

@@ -66,12 +66,14 @@ def _event_state(event: dict) -> str:
 
 
 def stage_rows(evaluation: Evaluation) -> list[dict[str, str]]:
-    """One row per stage with its latest state from the evaluator's progress events."""
+    """One row per stage: from the verdict once there is one (it knows what was not run), else from the
+    evaluator's progress events so far."""
     latest: dict[str, dict] = {}
     for event in evaluation.progress or []:
         stage = event.get("stage")
         if stage in STAGE_LABELS:
             latest[stage] = event
+    recorded = {s.get("name"): s for s in ((evaluation.verdict or {}).get("stages") or []) if isinstance(s, dict)}
     rows = [
         {
             "stage": "queued",
@@ -81,18 +83,18 @@ def stage_rows(evaluation: Evaluation) -> list[dict[str, str]]:
         }
     ]
     for stage in STAGES:
-        event = latest.get(stage)
-        state = _event_state(event) if event else ""
-        if state == "running" and evaluation.state != Evaluation.State.RUNNING:
-            state = "interrupted"  # the evaluation ended while this stage was in progress
-        rows.append(
-            {
-                "stage": stage,
-                "label": STAGE_LABELS[stage],
-                "state": state or "pending",
-                "message": str((event or {}).get("message", "")),
-            }
-        )
+        if stage in recorded:
+            state = str(recorded[stage].get("state") or "")
+            message = str(recorded[stage].get("message") or "")
+        else:
+            event = latest.get(stage)
+            state = _event_state(event) if event else ""
+            message = str((event or {}).get("message", ""))
+            if state == "running" and evaluation.state != Evaluation.State.RUNNING:
+                state = "interrupted"  # the evaluation ended while this stage was in progress
+            if not state:
+                state = "not_run" if not evaluation.is_active else "pending"
+        rows.append({"stage": stage, "label": STAGE_LABELS[stage], "state": state, "message": message})
     return rows
 
 
