@@ -7,7 +7,7 @@
 # (`apt-get download bubblewrap`) is unpacked with dpkg -x and used through EVALUATOR_BWRAP. If bwrap still cannot
 # start, the run falls back to EVALUATOR_ALLOW_UNSANDBOXED=1, says so, and every verdict records it.
 # Installs wheels carried in .whl/ (tvm-ffi, cupti-python, nvidia-cuda-cupti, pyelftools, jsonschema and its
-# deps) into /tmp/site when present, runs `pytest -m gpu tests/evaluator`, then the benchmark, and leaves
+# deps) into /tmp/site when present, runs `pytest -m gpu tests/evaluator tests/test_reference_solutions.py`, then the benchmark, and leaves
 # logs, verdicts and Nsight Compute CSVs in $OUT (default ./gpu-out) as one archive plus two logs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -41,7 +41,7 @@ export PTXBENCH_ARTIFACTS="$art"
 } 2>&1 | tee "$OUT/gpu-env.log"
 rc=0
 if [[ "$what" == tests || "$what" == all ]]; then
-  timeout "${TEST_LIMIT:-400}" python3 -m pytest -m gpu tests/evaluator -p no:django -p no:cacheprovider -rA "$@" 2>&1 \
+  timeout "${TEST_LIMIT:-400}" python3 -m pytest -m gpu tests/evaluator tests/test_reference_solutions.py -p no:django -p no:cacheprovider -rA "$@" 2>&1 \
     | tee "$OUT/gpu-tests.log"
   rc=${PIPESTATUS[0]}
 fi

@@ -35,3 +35,22 @@ def test_reference_solution_compiles_with_its_target_instructions(meta_path: Pat
         assert families["gmma"] > 0  # present statically in every Hopper reference, dead or not
         if expected.get("full"):
             assert families["tma"] > 0
+
+
+HOPPER_SOLUTIONS = [p for p in SOLUTIONS if json.loads(p.read_text())["spec"]["arch"] == "sm_90a"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("meta_path", HOPPER_SOLUTIONS, ids=lambda p: f"{p.parts[-4]}/{p.parts[-2]}")
+def test_reference_solution_meets_its_expectations_on_a_hopper_gpu(meta_path: Path):
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs a Hopper GPU (compute capability 9.0)")
+    meta = json.loads(meta_path.read_text())
+    task = find_task(REPO / "tasks", meta["definition"])
+    verdict = evaluate((meta_path.parent / "kernel.cu").read_text(), task, "sm_90a", workloads="headline")
+    expected = meta["expected"]
+    assert verdict.status == expected["status"], [w.message for w in verdict.workloads]
+    assert verdict.arch_check.status == expected["arch_status"], verdict.arch_check.reason
+    if "full" in expected:
+        assert verdict.arch_check.full == expected["full"]
