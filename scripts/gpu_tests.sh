@@ -15,7 +15,10 @@ what="${1:-all}"; shift || true
 OUT="${OUT:-$PWD/gpu-out}"
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
-if compgen -G ".whl/*.whl" >/dev/null; then
+if ! compgen -G ".whl/*.whl" >/dev/null && [ -d "${BUNDLE:-.gpu-bundle}/whl" ]; then
+  # No .whl/ folder: use the bundle made by scripts/fetch_gpu_bundle.sh (wheels, bubblewrap, redis).
+  BUNDLE=${BUNDLE:-.gpu-bundle}; source scripts/gpu_host_env.sh
+elif compgen -G ".whl/*.whl" >/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     || { echo "wheel install failed"; exit 3; }
   export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
