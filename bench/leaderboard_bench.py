@@ -1,5 +1,6 @@
 """Leaderboard benchmark: query counts and in-process timings per page, then p50/p95/p99 under load
-(wrk, 16 concurrent connections) against gunicorn on this machine.
+(wrk, 16 concurrent connections) against gunicorn on this machine, with a CPU worker on the `default` queue
+(leaderboard warm-ups) as `make run` has. A private redis-server is started unless --redis-url is given.
 
 Run on a seeded database (never production):
     PORTAL_DATA_DIR=/tmp/lbseed .venv/bin/python manage.py migrate
@@ -55,7 +56,9 @@ end
 
 
 def in_process(pages) -> list[dict]:
-    """Per page: cold (new results generation: aggregates recomputed) and warm time and query count."""
+    """Per page: time and query count when nothing is cached ("cold": this process computes), when another
+    process has computed the generation into the shared store ("shared": this process only reads and renders),
+    and when this process has it in memory ("warm")."""
     import django
 
     django.setup()
@@ -64,16 +67,19 @@ def in_process(pages) -> list[dict]:
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    from portal.leaderboard.cache import clear_process_cache, leaderboard_changed
+    from portal.leaderboard.cache import clear_process_cache, leaderboard_changed, shared_store
 
     client = Client(HTTP_HOST="127.0.0.1")
+    client.get(pages[-1][1])  # load templates, URL resolvers and plotly once, outside the timings
     out = []
     for label, url in pages:
         leaderboard_changed()
-        clear_process_cache()
-        cache.clear()
+        shared_store().clear()
         row = {"page": label, "url": url}
-        for phase in ("cold", "warm"):
+        for phase in ("cold", "shared", "warm"):
+            if phase != "warm":
+                clear_process_cache()
+                cache.clear()
             with CaptureQueriesContext(connection) as queries:
                 t = time.perf_counter()
                 response = client.get(url)
@@ -84,6 +90,7 @@ def in_process(pages) -> list[dict]:
         out.append(row)
         print(
             f"  {label}: cold {row['cold_ms']} ms / {row['cold_queries']} queries, "
+            f"shared {row['shared_ms']} ms / {row['shared_queries']} queries, "
             f"warm {row['warm_ms']} ms / {row['warm_queries']} queries",
             flush=True,
         )
@@ -96,8 +103,30 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_gunicorn(workers: int, port: int) -> subprocess.Popen:
-    env = {
+def start_redis() -> tuple[subprocess.Popen, str]:
+    """A throwaway redis-server for the queues and the shared leaderboard store."""
+    port = _free_port()
+    workdir = tempfile.mkdtemp(prefix="lbbench-redis-")
+    proc = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", workdir],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    for _ in range(100):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                s.sendall(b"PING\r\n")
+                if s.recv(16).startswith(b"+PONG"):
+                    return proc, f"redis://127.0.0.1:{port}/0"
+        except OSError:
+            time.sleep(0.05)
+    stop(proc)
+    raise SystemExit("redis-server did not start")
+
+
+def _server_env() -> dict[str, str]:
+    return {
         **os.environ,
         "DEBUG": "0",
         "SECRET_KEY": "benchmark-only-" + "x" * 40,
@@ -106,6 +135,20 @@ def start_gunicorn(workers: int, port: int) -> subprocess.Popen:
         "BEHIND_TLS_PROXY": "0",
         "LOG_LEVEL": "WARNING",
     }
+
+
+def start_worker() -> subprocess.Popen:
+    """The CPU worker of `make run`, on the queue the leaderboard warm-ups go to."""
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "rqworker", "default", "--name", f"lbbench-{os.getpid()}"],
+        cwd=REPO,
+        env=_server_env(),
+        start_new_session=True,
+    )
+
+
+def start_gunicorn(workers: int, port: int) -> subprocess.Popen:
+    env = _server_env()
     subprocess.run(
         [sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True
     )
@@ -164,7 +207,7 @@ def wrk(url: str, *, connections: int, duration: int, script: str) -> dict:
     }
 
 
-def under_load(pages, *, workers: int, connections: int, duration: int, churn: float) -> list[dict]:
+def under_load(pages, *, workers: int, connections: int, duration: int, churn: float, warm_up: bool) -> list[dict]:
     """Each page under wrk. With churn > 0 a thread starts a new results generation every `churn` seconds,
     as if verdicts kept landing, so some requests recompute."""
     import django
@@ -173,6 +216,7 @@ def under_load(pages, *, workers: int, connections: int, duration: int, churn: f
     from portal.leaderboard.cache import leaderboard_changed
 
     port = _free_port()
+    worker = start_worker() if warm_up else None
     proc = start_gunicorn(workers, port)
     script = Path(tempfile.mkdtemp()) / "report.lua"
     script.write_text(LUA)
@@ -204,6 +248,8 @@ def under_load(pages, *, workers: int, connections: int, duration: int, churn: f
             )
     finally:
         stop(proc)
+        if worker is not None:
+            stop(worker)
     return out
 
 
@@ -213,11 +259,31 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--duration", type=int, default=15, help="seconds of load per page")
     parser.add_argument("--churn", type=float, default=0.0, help="seconds between new result generations (0: none)")
+    parser.add_argument("--no-warm-up", action="store_true", help="no CPU worker: web workers compute every generation")
+    parser.add_argument("--redis-url", help="use this Redis instead of starting a private redis-server")
     parser.add_argument("--out", help="write the results as JSON here")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed (Debian: apt-get install -y wrk)")
+    redis_proc = None
+    if args.redis_url:
+        os.environ["REDIS_URL"] = args.redis_url
+    else:
+        redis_proc, os.environ["REDIS_URL"] = start_redis()
+    try:
+        run(args)
+    finally:
+        if redis_proc is not None:
+            stop(redis_proc)
 
+
+def _commit() -> str:
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True)
+    return head + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def run(args) -> None:
     import django
 
     django.setup()
@@ -236,12 +302,22 @@ def main() -> None:
     print(f"volume: {volume}", flush=True)
     print("in process (Django test client):", flush=True)
     single = in_process(PAGES)
-    print(f"under load (gunicorn {args.workers} workers, wrk {args.connections} connections, {args.duration} s each):")
+    print(
+        f"under load (gunicorn {args.workers} workers, wrk {args.connections} connections, {args.duration} s each, "
+        f"warm-up worker {'off' if args.no_warm_up else 'on'}):",
+        flush=True,
+    )
     load = under_load(
-        PAGES, workers=args.workers, connections=args.connections, duration=args.duration, churn=args.churn
+        PAGES,
+        workers=args.workers,
+        connections=args.connections,
+        duration=args.duration,
+        churn=args.churn,
+        warm_up=not args.no_warm_up,
     )
     report = {
         "date": time.strftime("%Y-%m-%d"),
+        "commit": _commit(),
         "cpus": os.cpu_count(),
         "volume": volume,
         "settings": vars(args),

@@ -105,6 +105,19 @@ RQ_QUEUES = {
 }
 RQ_SHOW_ADMIN_LINK = True
 
+CACHES = {
+    # Rendered page fragments, per process ({% cache %} in the leaderboard templates).
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    # Leaderboard rows and charts, computed once per results generation and shared by every web worker
+    # (portal/leaderboard/cache.py). Empty LEADERBOARD_REDIS_URL: the queues' REDIS_URL. Fails open: with Redis
+    # unreachable each worker computes for itself.
+    "leaderboard": {
+        "BACKEND": "portal.leaderboard.store.SharedRedisCache",
+        "LOCATION": env_str("LEADERBOARD_REDIS_URL", ""),
+        "KEY_PREFIX": "leaderboard",
+    },
+}
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

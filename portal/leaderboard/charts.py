@@ -4,6 +4,7 @@ that static/js/leaderboard.js hands to the plotly.js served from the plotly pack
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 from collections.abc import Callable
@@ -270,4 +271,13 @@ def chart(gen: Generation, name: str, query: BoardQuery) -> dict[str, Any]:
         data = data_fn(gen, query)
         return {"chart": name, "data": data, "figure": figure_json(figure_fn(data))}
 
-    return gen.get(("chart", name, query), compute, scope=MODELS if CHARTS[name][2] else KERNELS)
+    return gen.get(("chart", name, _key_query(name, query)), compute, scope=MODELS if CHARTS[name][2] else KERNELS)
+
+
+def _key_query(name: str, query: BoardQuery) -> BoardQuery:
+    """Only the parameters a chart depends on, so pages that differ in the others share one cached copy."""
+    if name == "distribution":
+        return dataclasses.replace(query, k=0, sort="")
+    if name == "arch-comparison":
+        return BoardQuery(arch="", task="", k=query.k, gpu="", sort="")
+    return query

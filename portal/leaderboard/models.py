@@ -1,7 +1,8 @@
 """One row that says which generation of results the leaderboards show.
 
 Every process (gunicorn workers, RQ workers, management commands) sees the same row, so a result
-recorded anywhere invalidates the cached tables everywhere; the caches themselves stay per process."""
+recorded anywhere invalidates the cached tables everywhere; the cached values are keyed by the token, in each
+process's memory and in the shared Redis store (cache.py)."""
 
 from __future__ import annotations
 

@@ -35,6 +35,14 @@ def _filters(gen: Generation, query: BoardQuery) -> dict:
     }
 
 
+def _render(request: HttpRequest, template: str, context: dict, gen: Generation, status: int = 200) -> HttpResponse:
+    if gen.stale:
+        # Some rows came from the previous generation while another process computes this one: show them, but
+        # never keep the rendered blocks under the new generation's key.
+        context["cache_seconds"] = 0
+    return render(request, template, context, status=status)
+
+
 def _fallback_query(request: HttpRequest) -> BoardQuery:
     """Defaults to redraw the filters with after a bad request, keeping what was valid."""
     arch = request.GET.get("arch") if request.GET.get("arch") in ARCHES else "sm_90a"
@@ -81,7 +89,7 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
         query = selectors.parse_query(request.GET, gen)
     except BadQuery as exc:
         context = {**_filters(gen, _fallback_query(request)), "error": str(exc), "models_available": True}
-        return render(request, "leaderboard/models.html", context, status=400)
+        return _render(request, "leaderboard/models.html", context, gen, status=400)
     context = _filters(gen, query)
     context["models_available"] = selectors.models_available()
     if query.task:
@@ -93,7 +101,7 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
     context["charts"] = _chart_blocks(gen, query, MODEL_CHARTS)
     context["query_string"] = _query_string(query)
     context["kernel_query_string"] = _query_string(query, sort="", k="") if query.task else ""
-    return render(request, "leaderboard/models.html", context)
+    return _render(request, "leaderboard/models.html", context, gen)
 
 
 def kernel_leaderboard(request: HttpRequest) -> HttpResponse:
@@ -109,12 +117,12 @@ def kernel_leaderboard(request: HttpRequest) -> HttpResponse:
         query = selectors.parse_query(params, gen, task_required=True)
     except BadQuery as exc:
         context = {**_filters(gen, _fallback_query(request)), "error": str(exc)}
-        return render(request, "leaderboard/kernels.html", context, status=400)
+        return _render(request, "leaderboard/kernels.html", context, gen, status=400)
     context = _filters(gen, query)
     context["rows"] = selectors.kernel_board(gen, task=query.task, arch=query.arch, gpu=query.gpu)
     context["charts"] = _chart_blocks(gen, query, ("distribution",))
     context["query_string"] = _query_string(query, sort="", k="")
-    return render(request, "leaderboard/kernels.html", context)
+    return _render(request, "leaderboard/kernels.html", context, gen)
 
 
 # --------------------------------------------------------------------------- evidence

@@ -251,4 +251,19 @@ class Command(BaseCommand):
                 )
             )
         Submission.objects.bulk_update([s for s in submissions if s.is_hidden], ["is_hidden"], batch_size=BATCH)
+        # A passing kernel upload ranks only with its ranked check (secret seed) passed too.
+        checks = [
+            Evaluation(
+                submission=e.submission,
+                purpose=Evaluation.Purpose.HIDDEN,
+                state=Evaluation.State.DONE,
+                queue=e.queue,
+                status="PASSED",
+                gpu_name=e.gpu_name,
+                finished_at=e.finished_at,
+            )
+            for e in evaluations
+            if e.submission.kind == Submission.Kind.KERNEL and e.status == "PASSED"
+        ]
+        Evaluation.objects.bulk_create(checks, batch_size=BATCH)
         return Evaluation.objects.bulk_create(evaluations, batch_size=BATCH)

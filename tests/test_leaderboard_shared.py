@@ -1,0 +1,264 @@
+"""Leaderboard values shared by every web process through Redis: one process computes a generation, the others
+read it; while it computes they serve the previous generation, never storing it under the new token; with Redis
+unreachable every page still renders from the database."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import django_rq
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from rq import SimpleWorker
+
+from portal.leaderboard import cache
+from portal.leaderboard.cache import KERNELS, Generation, clear_process_cache, entry_name, shared_store
+from portal.leaderboard.cache import leaderboard_changed as new_generation
+from portal.leaderboard.selectors import kernel_board
+from tests import leaderboard_factories as lf
+from tests.factories import REPO, sync_catalog
+from tests.leaderboard_factories import GEMM, leaderboard_isolation  # noqa: F401 - autouse fixture
+
+pytestmark = pytest.mark.django_db
+BOARD_KEY = ("kernel_board", GEMM, "sm_90a", "")
+KERNEL_PAGE = ("/leaderboard/kernels/", {"arch": "sm_90a", "task": GEMM})
+PAGES = [
+    KERNEL_PAGE,
+    ("/leaderboard/", {"arch": "sm_90a", "k": "8"}),
+    ("/leaderboard/", {"arch": "sm_90a", "task": GEMM, "k": "8"}),
+    ("/api/v1/leaderboard/kernels", {"arch": "sm_90a", "task": GEMM}),
+    ("/api/v1/leaderboard/summary", {"arch": "sm_90a", "k": "8"}),
+    ("/api/v1/leaderboard/charts/distribution", {"arch": "sm_90a"}),
+]
+
+
+@pytest.fixture
+def board():
+    sync_catalog()
+    alice = lf.user("alice")
+    lf.evaluation(owner=alice, name="alice.cu", speedup=1.5)
+    run = lf.model_run(alice, model="vendor/model-a", display_name="Model A")
+    lf.metrics(run, GEMM, 8, 4, 3, 2, 1.4, 1000)
+    new_generation()  # a real token: the never-changed "initial" one is not unique, so never shared
+
+
+def names(rows) -> list[str]:
+    return [r.name for r in rows]
+
+
+def add_result(name: str, speedup: float) -> None:
+    lf.evaluation(owner=lf.user(name.removesuffix(".cu")), name=name, speedup=speedup)
+    new_generation()
+
+
+def hold_lock(gen: Generation, key=BOARD_KEY) -> str:
+    """As if another process had started computing `key` of this generation."""
+    lock = entry_name(KERNELS, gen.tokens[KERNELS], key) + ":lock"
+    assert shared_store().add(lock, 1, 60)
+    return lock
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_board_computed_in_one_process_is_read_by_another_without_touching_the_database(board, settings):
+    assert names(kernel_board(Generation(), task=GEMM, arch="sm_90a")) == ["alice.cu"]
+    script = textwrap.dedent(
+        f"""
+        import json, django
+        django.setup()
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+        from portal.leaderboard.cache import Generation
+        from portal.leaderboard.selectors import kernel_board
+        with CaptureQueriesContext(connection) as queries:
+            rows = kernel_board(Generation(), task={GEMM!r}, arch="sm_90a")
+        print(json.dumps({{"names": [r.name for r in rows], "queries": len(queries)}}))
+        """
+    )
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "portal.settings",
+        "DATABASE_URL": f"sqlite:///{settings.DATABASES['default']['NAME']}",
+        "REDIS_URL": settings.REDIS_URL,
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=True
+    )
+    # One query: the generation tokens. The rows came from Redis.
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"names": ["alice.cu"], "queries": 1}
+
+
+@pytest.mark.parametrize("previous_in", ["this process", "the store only"])
+def test_while_another_process_computes_readers_get_the_previous_generation_and_never_store_it(board, previous_in):
+    assert names(kernel_board(Generation(), task=GEMM, arch="sm_90a")) == ["alice.cu"]
+    add_result("zoe.cu", 2.0)
+    if previous_in == "the store only":
+        clear_process_cache()  # a process that never computed the previous generation itself
+    gen = Generation()
+    lock = hold_lock(gen)
+    assert names(kernel_board(gen, task=GEMM, arch="sm_90a")) == ["alice.cu"]  # the previous generation's
+    assert gen.stale
+    assert shared_store().get(entry_name(KERNELS, gen.tokens[KERNELS], BOARD_KEY)) is None
+    shared_store().delete(lock)  # the other process is done (here: gave up)
+    fresh = Generation()
+    assert names(kernel_board(fresh, task=GEMM, arch="sm_90a")) == ["zoe.cu", "alice.cu"]
+    assert not fresh.stale
+
+
+def test_a_board_built_from_the_previous_generations_rows_is_served_but_never_stored(board):
+    assert names(kernel_board(Generation(), task=GEMM, arch="sm_90a")) == ["alice.cu"]
+    add_result("zoe.cu", 2.0)
+    gen = Generation()
+    lock = hold_lock(gen, ("kernels", "sm_90a"))  # another process is reading the new generation's rows
+    assert names(kernel_board(gen, task=GEMM, arch="sm_90a")) == ["alice.cu"]
+    assert gen.stale
+    assert shared_store().get(entry_name(KERNELS, gen.tokens[KERNELS], BOARD_KEY)) is None
+    shared_store().delete(lock)
+    # Neither the store nor this process's memory kept the stale board under the new token.
+    assert names(kernel_board(Generation(), task=GEMM, arch="sm_90a")) == ["zoe.cu", "alice.cu"]
+
+
+def test_a_page_built_from_the_previous_generation_is_not_cached_as_the_new_one(client, board):
+    path, params = KERNEL_PAGE
+    assert "alice.cu" in client.get(path, params).content.decode()
+    add_result("zoe.cu", 2.0)
+    lock = hold_lock(Generation())
+    stale = client.get(path, params)
+    assert stale.status_code == 200
+    assert "alice.cu" in stale.content.decode() and "zoe.cu" not in stale.content.decode()
+    shared_store().delete(lock)
+    assert "zoe.cu" in client.get(path, params).content.decode()  # not the rendered stale table
+
+
+def test_with_nothing_older_to_show_a_reader_waits_for_the_process_computing(board):
+    gen = Generation()
+    key = ("test", "waits")
+    name = entry_name(KERNELS, gen.tokens[KERNELS], key)
+    hold_lock(gen, key)
+
+    def other_process_finishes() -> None:
+        time.sleep(0.3)
+        shared_store().set(name, (time.time() + 60, "computed elsewhere"), 60)
+
+    threading.Thread(target=other_process_finishes).start()
+    assert gen.get(key, lambda: pytest.fail("computed although another process was computing"), scope=KERNELS) == (
+        "computed elsewhere"
+    )
+    assert not gen.stale
+
+
+def test_a_reader_computes_itself_when_the_computing_process_never_finishes(board, monkeypatch):
+    monkeypatch.setattr(cache, "WAIT_SECONDS", 0.2)
+    gen = Generation()
+    hold_lock(gen)  # and never released: that process died
+    assert names(kernel_board(gen, task=GEMM, arch="sm_90a")) == ["alice.cu"]
+
+
+def test_concurrent_readers_of_a_new_generation_compute_it_once(board):
+    tokens = Generation().tokens
+    calls, results = [], []
+
+    def compute() -> str:
+        calls.append(1)
+        time.sleep(0.3)
+        return "the value"
+
+    def reader() -> None:
+        results.append(Generation(tokens).get(("test", "once"), compute, scope=KERNELS))
+
+    threads = [threading.Thread(target=reader) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert results == ["the value"] * 4
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize("outage", ["bad address", "server stopped"])
+def test_pages_render_from_the_database_when_redis_is_unreachable(client, board, settings, tmp_path, outage):
+    server = None
+    if outage == "bad address":
+        url = f"redis://127.0.0.1:{_closed_port()}/0"
+    else:
+        server, url = _redis_server(tmp_path)
+    settings.CACHES = {**settings.CACHES, "leaderboard": {**settings.CACHES["leaderboard"], "LOCATION": url}}
+    try:
+        for path, params in PAGES:
+            assert client.get(path, params).status_code == 200, path
+        if server is not None:
+            assert shared_store()._cache.get_client().dbsize() > 0  # it was used while it ran
+            server.terminate()
+            server.wait(timeout=10)
+        add_result("zoe.cu", 2.0)
+        clear_process_cache()
+        for path, params in PAGES:
+            response = client.get(path, params)
+            assert response.status_code == 200, path
+        path, params = KERNEL_PAGE
+        assert "zoe.cu" in client.get(path, params).content.decode()
+    finally:
+        if server is not None and server.poll() is None:
+            server.kill()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_warm_up_job_computes_the_new_generation_so_web_processes_only_read(client, board):
+    queue = django_rq.get_queue("default")
+    queue.empty()
+    shared_store().delete("warm-up:pending")
+    for name in ("zoe.cu", "yan.cu", "xia.cu"):
+        add_result(name, 2.0)  # results landing in a burst: one warm-up waits for them all
+    assert queue.count == 1
+    SimpleWorker([queue], connection=queue.connection).work(burst=True)
+    clear_process_cache()  # a web process that has computed nothing of this generation
+    for path, params in (("/leaderboard/", {"arch": "sm_90a", "k": "8"}), KERNEL_PAGE):
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(path, params).status_code == 200
+        assert len(queries) == 1, [q["sql"] for q in queries.captured_queries]  # the generation tokens only
+    assert "xia.cu" in client.get(*KERNEL_PAGE).content.decode()
+
+
+def test_clearing_the_store_leaves_the_queues_alone(board):
+    redis = django_rq.get_connection("default")  # the same Redis database
+    redis.set("rq:queue-state", "still here")
+    kernel_board(Generation(), task=GEMM, arch="sm_90a")
+    name = entry_name(KERNELS, Generation().tokens[KERNELS], BOARD_KEY)
+    assert shared_store().get(name) is not None
+    shared_store().clear()
+    assert shared_store().get(name) is None
+    assert redis.get("rq:queue-state") == b"still here"
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again when this returns: connections are refused
+
+
+def _redis_server(workdir) -> tuple[subprocess.Popen, str]:
+    port = _closed_port()
+    proc = subprocess.Popen(
+        [shutil.which("redis-server"), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", str(workdir)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    import redis
+
+    client = redis.Redis(port=port)
+    for _ in range(100):
+        try:
+            if client.ping():
+                return proc, f"redis://127.0.0.1:{port}/0"
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    proc.kill()
+    pytest.fail("redis-server did not start")
