@@ -181,18 +181,28 @@ def main(argv: list[str] | None = None) -> int:
     for round_no in range(1, args.repeat + 1):
         start = time.monotonic()
         outcomes = []
+        record = {"round": round_no, "complete": False, "wall_seconds": 0.0, "outcomes": []}
+        everything.append(record)
         for entry in chosen:
             outcome = run_entry(entry, caps)
             print(f"  [{round_no}] {outcome.name}: {outcome.actual} ({'ok' if outcome.ok else 'NOT OK'})", flush=True)
             outcomes.append(outcome)
-        wall = time.monotonic() - start
-        print(f"\n== corpus round {round_no}: {len(outcomes)} entries, wall time {wall:.1f} s ==")
+            record["outcomes"].append(outcome.__dict__)
+            record["wall_seconds"] = time.monotonic() - start
+            _save(args.json, everything)  # after every entry: a run stopped by its time limit keeps what it did
+        record["complete"] = True
+        _save(args.json, everything)
+        print(f"\n== corpus round {round_no}: {len(outcomes)} entries, wall time {record['wall_seconds']:.1f} s ==")
         print(table(outcomes), flush=True)
         failed += sum(not o.ok for o in outcomes)
-        everything.append({"round": round_no, "wall_seconds": wall, "outcomes": [o.__dict__ for o in outcomes]})
-    if args.json:
-        args.json.write_text(json.dumps(everything, indent=1, default=str))
     return 1 if failed else 0
+
+
+def _save(path: Path | None, everything: list[dict[str, Any]]) -> None:
+    if path is not None:
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(everything, indent=1, default=str))
+        tmp.replace(path)
 
 
 if __name__ == "__main__":
