@@ -299,6 +299,7 @@ def run(args) -> None:
         "kernel_submissions": Submission.objects.filter(kind="kernel").count(),
         "evaluations": Evaluation.objects.count(),
     }
+    load_start = os.getloadavg()
     print(f"volume: {volume}", flush=True)
     print("in process (Django test client):", flush=True)
     single = in_process(PAGES)
@@ -319,6 +320,7 @@ def run(args) -> None:
         "date": time.strftime("%Y-%m-%d"),
         "commit": _commit(),
         "cpus": os.cpu_count(),
+        "loadavg_1_5_15": {"start": load_start, "end": os.getloadavg()},  # the box is shared: other work shows here
         "volume": volume,
         "settings": vars(args),
         "in_process": single,

@@ -11,9 +11,10 @@ A value is looked up in three places, each keyed by scope, token and key:
    the value first: a web worker or the warm-up job (`jobs.py`);
 3. otherwise the value is computed. A short lock in the store makes one process compute it; the others serve
    the previous generation's value meanwhile (stale-while-revalidate) or, with none to serve, wait up to
-   WAIT_SECONDS for it. So a page shows the previous results at most as long as one process takes to compute
-   the new ones (LOCK_SECONDS if that process dies), and a value built from a stale part is served but never
-   stored under the new token.
+   WAIT_SECONDS for it. A value built from a stale part is served but never stored under the new token; a
+   page rendered from one is reused for STALE_RENDER_SECONDS under a key of its own (views.py). So a page
+   shows earlier results at most as long as computing the newest ones takes (LOCK_SECONDS if the process
+   computing dies), plus STALE_RENDER_SECONDS.
 Without the store (Redis down, alias not configured) every process computes for itself, as before."""
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ LOCK_SECONDS = 10  # one process computes a value; if it dies, another may start
 WAIT_SECONDS = 3.0  # with no older value to serve, wait this long for the process computing, then compute too
 POLL_SECONDS = 0.02
 STALE_KEEP_SECONDS = 30  # a superseded generation's value stays in the store this long, for stale reads
+STALE_RENDER_SECONDS = 2  # a page rendered from stale values is reused this long (per process), then rendered again
 _MAX_ENTRIES = 4000
 _GENERATIONS_KEPT = 2  # per scope in process memory: the current one and the one before (stale reads)
 

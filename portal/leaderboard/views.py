@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from evaluator.arches import ARCHES
 from portal.leaderboard import charts, evidence, ranking, selectors
-from portal.leaderboard.cache import Generation
+from portal.leaderboard.cache import STALE_RENDER_SECONDS, Generation
 from portal.leaderboard.downloads import ChecksumMismatch, attachment
 from portal.leaderboard.selectors import BadQuery, BoardQuery
 
@@ -37,9 +37,11 @@ def _filters(gen: Generation, query: BoardQuery) -> dict:
 
 def _render(request: HttpRequest, template: str, context: dict, gen: Generation, status: int = 200) -> HttpResponse:
     if gen.stale:
-        # Some rows came from the previous generation while another process computes this one: show them, but
-        # never keep the rendered blocks under the new generation's key.
-        context["cache_seconds"] = 0
+        # Some rows came from the previous generation while another process computes this one: never keep the
+        # rendered blocks under the new generation's key, but briefly under their own, so that rendering them
+        # again is not what every request of that moment costs.
+        context["generation"] = f"{gen.token}-stale"
+        context["cache_seconds"] = STALE_RENDER_SECONDS
     return render(request, template, context, status=status)
 
 
