@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evaluator import compile_cache
 from evaluator.arches import get_arch
 from evaluator.errors import EnvironmentProblem
 from evaluator.sandbox import child_env, run_group
@@ -81,8 +82,11 @@ def compile_kernel(
     timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S,
     nvcc: str | None = None,
     jail: Jail | None = None,
+    cache_dir: Path | None = None,
 ) -> CompiledKernel:
-    """Compile `source` for `arch` in `workdir` (created if needed). A compiler failure is a result, not an error."""
+    """Compile `source` for `arch` in `workdir` (created if needed). A compiler failure is a result, not an error.
+    With `cache_dir` (default: $EVALUATOR_COMPILE_CACHE) a successful compile of the same source and flags is
+    reused (evaluator/compile_cache.py)."""
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     src = workdir / "kernel.cu"
@@ -91,6 +95,14 @@ def compile_kernel(
     library.unlink(missing_ok=True)
     nvcc = nvcc or find_nvcc()
     cmd = nvcc_command(src, library, arch, nvcc)
+    cache_dir = cache_dir if cache_dir is not None else compile_cache.cache_dir_from_env()
+    key = None
+    if cache_dir is not None:
+        flags = [*BASE_FLAGS, "-gencode", get_arch(arch).gencode]
+        key = compile_cache.cache_key(source, flags, nvcc_version(nvcc), tvm_ffi_paths())
+        hit = compile_cache.load(cache_dir, key, workdir)
+        if hit is not None:
+            return CompiledKernel(hit.result, hit.library, hit.cubin, hit.preprocessed)
     # The toolkit folder (nvcc's parent's parent) must be visible inside the sandbox wherever it is installed.
     toolkit = Path(nvcc).resolve().parent.parent
     env = child_env(workdir)
@@ -129,6 +141,8 @@ def compile_kernel(
         result.library_sha256 = sha256_file(library)
         cubin = extract_cubin(library, workdir, jail=jail)
         result.cubin_sha256 = sha256_file(cubin) if cubin else None
+        if cache_dir is not None and key is not None and preprocessed is not None:
+            compile_cache.store(cache_dir, key, result, library, cubin, preprocessed)
     return CompiledKernel(result, library if ok else None, cubin, preprocessed if ok else None)
 
 

@@ -103,6 +103,7 @@ class CompileResult:
     resources: list[KernelResources] = field(default_factory=list)
     library_sha256: str | None = None
     cubin_sha256: str | None = None
+    cached: bool = False  # the same source and flags compiled earlier on this host (evaluator/compile_cache.py)
 
 
 @dataclass

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -149,11 +151,13 @@ def run_entry(entry: dict[str, Any], caps: dict[str, str | None]) -> Outcome:
 
 
 def table(outcomes: list[Outcome]) -> str:
-    rows = [("entry", "expected", "actual", "ok", "next legit", "s", "detail")]
+    rows = [("entry", "expected", "actual", "ok", "next legit", "compiled", "s", "detail")]
     for o in outcomes:
         mark = "skip" if o.skipped else ("yes" if o.ok else "NO")
         detail = " ".join((o.skipped or o.detail).split())
-        rows.append((o.name, o.expected, o.actual, mark, o.clean_after or "-", f"{o.seconds:.1f}", detail[:90]))
+        compiled = (o.verdict.get("compile") or {}) if o.verdict else {}
+        how = "-" if not compiled else "cache" if compiled.get("cached") else "nvcc"
+        rows.append((o.name, o.expected, o.actual, mark, o.clean_after or "-", how, f"{o.seconds:.1f}", detail[:90]))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = []
     for r in rows:
@@ -169,7 +173,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="run the corpus this many times back to back")
     parser.add_argument("--only", help="comma-separated entry names")
     parser.add_argument("--json", type=Path, help="write every outcome (with its verdict) here")
+    parser.add_argument(
+        "--no-compile-cache",
+        action="store_true",
+        help="compile every kernel every time (default: a compile cache private to this run, as a worker keeps one)",
+    )
     args = parser.parse_args(argv)
+    if not args.no_compile_cache and not os.environ.get("EVALUATOR_COMPILE_CACHE"):
+        os.environ["EVALUATOR_COMPILE_CACHE"] = tempfile.mkdtemp(prefix="ptxbench-corpus-cache-")
+    print("compile cache:", os.environ.get("EVALUATOR_COMPILE_CACHE") or "off", flush=True)
     chosen = entries(gpu=True if args.gpu_only else False if args.cpu_only else None)
     if args.only:
         names = set(args.only.split(","))

@@ -1,0 +1,129 @@
+"""A content-addressed cache of successful compiles, owned by the trusted evaluator process.
+
+The key is the sha256 of everything that decides what nvcc produces: the source, the flags and target, the
+nvcc version and the TVM-FFI headers' location and library. A hit gives back the same shared library,
+cubin and preprocessor output that compiling again would; the verdict's `compile.cached` says so. Only
+successful compiles are kept (a failure, a time-out or a template bomb is paid for every time). Candidate
+code never sees the cache folder: the sandbox shows only the evaluator package, the task and the exchange
+folder. Enabled by `EVALUATOR_COMPILE_CACHE=/some/dir` (or `Options.compile_cache`); off by default.
+Oldest entries beyond `MAX_ENTRIES` are removed after each store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from evaluator.verdict import CompileResult, KernelResources
+
+MAX_ENTRIES = 256
+FILES = ("kernel.so", "kernel.cubin", "kernel.ii")
+
+
+def cache_dir_from_env() -> Path | None:
+    value = os.environ.get("EVALUATOR_COMPILE_CACHE", "").strip()
+    return Path(value) if value else None
+
+
+def cache_key(source: str, flags: list[str], nvcc_version: str, tvm_ffi: tuple[list[str], str]) -> str:
+    """sha256 over the source and what shapes its compile (flags without file paths)."""
+    includes, libtvm = tvm_ffi
+    material = {
+        "source": source,
+        "flags": flags,
+        "nvcc": nvcc_version,
+        "tvm_ffi_includes": includes,
+        "tvm_ffi_lib": libtvm,
+        "tvm_ffi_lib_size": _size(libtvm),
+    }
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return -1
+
+
+@dataclasses.dataclass
+class CachedCompile:
+    result: CompileResult
+    library: Path
+    cubin: Path | None
+    preprocessed: str | None
+
+
+def load(cache_dir: Path, key: str, workdir: Path) -> CachedCompile | None:
+    """Copy a cached compile into `workdir` (library at workdir/kernel.so, cubin under workdir/cubin/)."""
+    entry = cache_dir / key
+    try:
+        record = json.loads((entry / "result.json").read_text(encoding="utf-8"))
+        library = workdir / "kernel.so"
+        shutil.copyfile(entry / "kernel.so", library)
+        cubin = None
+        if (entry / "kernel.cubin").is_file():
+            cubin_dir = workdir / "cubin"
+            shutil.rmtree(cubin_dir, ignore_errors=True)
+            cubin_dir.mkdir()
+            cubin = cubin_dir / "kernel.cubin"
+            shutil.copyfile(entry / "kernel.cubin", cubin)
+        ii = entry / "kernel.ii"
+        preprocessed = ii.read_text(encoding="utf-8", errors="replace") if ii.is_file() else None
+    except (OSError, ValueError):
+        return None
+    resources = [KernelResources(**r) for r in record.pop("resources", [])]
+    try:
+        result = CompileResult(**record, resources=resources)
+    except TypeError:  # written by another evaluator version
+        return None
+    from evaluator.compile import sha256_file  # compile.py imports this module
+
+    if sha256_file(library) != result.library_sha256:  # damaged or tampered with: drop it, compile again
+        shutil.rmtree(entry, ignore_errors=True)
+        return None
+    result.cached = True
+    with contextlib.suppress(OSError):
+        os.utime(entry)  # recently used: kept longest
+    return CachedCompile(result, library, cubin, preprocessed)
+
+
+def store(
+    cache_dir: Path, key: str, result: CompileResult, library: Path, cubin: Path | None, preprocessed: str | None
+) -> None:
+    """Keep a successful compile (atomically: a half-written entry is never visible)."""
+    if not result.ok:
+        return
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=cache_dir))
+        shutil.copyfile(library, tmp / "kernel.so")
+        if cubin is not None:
+            shutil.copyfile(cubin, tmp / "kernel.cubin")
+        if preprocessed is not None:
+            (tmp / "kernel.ii").write_text(preprocessed, encoding="utf-8")
+        record = dataclasses.asdict(result)
+        record["cached"] = False
+        (tmp / "result.json").write_text(json.dumps(record), encoding="utf-8")
+        try:
+            tmp.rename(cache_dir / key)
+        except OSError:  # another process stored the same key first
+            shutil.rmtree(tmp, ignore_errors=True)
+        _prune(cache_dir)
+    except OSError:
+        return
+
+
+def _prune(cache_dir: Path) -> None:
+    entries = [p for p in cache_dir.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    if len(entries) <= MAX_ENTRIES:
+        return
+    entries.sort(key=lambda p: p.stat().st_mtime)
+    for old in entries[: len(entries) - MAX_ENTRIES]:
+        shutil.rmtree(old, ignore_errors=True)
