@@ -196,6 +196,9 @@ WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 15)
 # Stages the evaluator runs on this host: "all", or e.g. "policy,compile,sass" on machines without a GPU.
 EVALUATOR_STAGES = env_str("EVALUATOR_STAGES", "all")
 EVALUATOR_PYTHON = env_str("EVALUATOR_PYTHON", "")  # interpreter for `python -m evaluator` (default: this one)
+# Successful compiles kept by source+flags hash (evaluator/compile_cache.py): the ranked re-evaluation of a kernel
+# reuses the public evaluation's library instead of running nvcc again. Empty: off.
+EVALUATOR_COMPILE_CACHE = env_str("EVALUATOR_COMPILE_CACHE", str(DATA_DIR / "compile-cache"))
 PLAUSIBLE_SPEEDUP_MAX = float(env_str("PLAUSIBLE_SPEEDUP_MAX", "3.0"))
 RANKED_CHECK = env_bool("RANKED_CHECK", True)  # a passing kernel is evaluated again with a secret seed before it ranks
 

@@ -220,3 +220,21 @@ def test_a_failing_finished_listener_does_not_fail_the_recorded_evaluation(alice
     job = django_rq.get_queue("gpu-sm90").fetch_job(str(evaluation.id))
     assert job.is_finished  # RQ saw success: the verdict is stored, the listener's failure only logged
     assert "listener bug" in caplog.text
+
+
+@override_settings(EVALUATOR_STAGES=CPU)
+def test_the_hidden_check_reuses_the_public_evaluations_compile(alice, tmp_path, monkeypatch):
+    from portal.submissions.services import evaluation_create
+
+    # What gpu_worker does with settings.EVALUATOR_COMPILE_CACHE: the evaluator children read the variable.
+    monkeypatch.setenv("EVALUATOR_COMPILE_CACHE", str(tmp_path / "compile-cache"))
+    public = _submit(alice, starter_source())
+    _drain()
+    hidden = evaluation_create(submission=public.submission, purpose=Evaluation.Purpose.HIDDEN)
+    _drain()
+    public.refresh_from_db()
+    hidden.refresh_from_db()
+    assert public.verdict["compile"]["cached"] is False
+    assert hidden.verdict["compile"]["cached"] is True
+    assert hidden.verdict["compile"]["library_sha256"] == public.verdict["compile"]["library_sha256"]
+    assert hidden.verdict["sass"]["target_count"] == public.verdict["sass"]["target_count"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 
 import pytest
@@ -69,3 +70,11 @@ def test_worker_refuses_without_a_sandbox_unless_an_operator_allows_it(monkeypat
         "gpu_worker", "--cpu-stages-only", "--arch", "sm_90a", "--burst", "--allow-unsandboxed", "--name", "risky"
     )
     assert GpuWorker.objects.get(name="risky").mode == "cpu-stages-only, UNSANDBOXED"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_worker_hands_its_compile_cache_to_the_evaluator(monkeypatch, settings, tmp_path):
+    monkeypatch.setenv("EVALUATOR_COMPILE_CACHE", "")  # restored after the test: the command sets it
+    settings.EVALUATOR_COMPILE_CACHE = str(tmp_path / "cc")
+    call_command("gpu_worker", "--cpu-stages-only", "--arch", "sm_90a", "--burst", "--name", "box:cpu:cc")
+    assert os.environ["EVALUATOR_COMPILE_CACHE"] == str(tmp_path / "cc")

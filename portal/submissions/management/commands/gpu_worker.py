@@ -77,6 +77,8 @@ class Command(BaseCommand):
             os.environ["CUDA_VISIBLE_DEVICES"] = info.uuid
             os.environ.pop("PTXBENCH_WORKER_STAGES", None)
             mode = "gpu"
+        if settings.EVALUATOR_COMPILE_CACHE:
+            os.environ["EVALUATOR_COMPILE_CACHE"] = settings.EVALUATOR_COMPILE_CACHE  # the evaluator children read it
         queue = ARCHES[arch].queue
         name = name or f"{host}:{info.index if info else 'cpu'}:{os.getpid()}"
         now = timezone.now()
