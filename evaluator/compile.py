@@ -96,6 +96,8 @@ def compile_kernel(
     nvcc = nvcc or find_nvcc()
     cmd = nvcc_command(src, library, arch, nvcc)
     cache_dir = cache_dir if cache_dir is not None else compile_cache.cache_dir_from_env()
+    if jail is not None and jail.mode != "bubblewrap":
+        cache_dir = None  # unsandboxed candidates could write into the cache folder: do not trust or fill it
     key = None
     if cache_dir is not None:
         flags = [*BASE_FLAGS, "-gencode", get_arch(arch).gencode]

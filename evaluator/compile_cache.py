@@ -5,7 +5,7 @@ nvcc version and the TVM-FFI headers' location and library. A hit gives back the
 cubin and preprocessor output that compiling again would; the verdict's `compile.cached` says so. Only
 successful compiles are kept (a failure, a time-out or a template bomb is paid for every time). Candidate
 code never sees the cache folder: the sandbox shows only the evaluator package, the task and the exchange
-folder. Enabled by `EVALUATOR_COMPILE_CACHE=/some/dir` (or `Options.compile_cache`); off by default.
+folder (an evaluation allowed to run unsandboxed neither reads nor fills the cache). Enabled by `EVALUATOR_COMPILE_CACHE=/some/dir` (or `Options.compile_cache`); off by default.
 Oldest entries beyond `MAX_ENTRIES` are removed after each store.
 """
 

@@ -55,3 +55,16 @@ def test_tampered_entry_is_ignored_and_failures_are_not_kept(tmp_path):
     assert not broken.result.ok
     assert len(list(cache.iterdir())) == 1
     assert not compile_kernel("this is not CUDA", "sm_90a", tmp_path / "d", cache_dir=cache).result.cached
+
+
+def test_an_unsandboxed_evaluation_neither_reads_nor_fills_the_cache(tmp_path):
+    from evaluator.jail import Jail
+
+    source = (KERNELS / "simt_gemm.cu").read_text()
+    cache = tmp_path / "cache"
+    unsandboxed = Jail("unsandboxed", "test: operator allowed it")
+    first = compile_kernel(source, "sm_90a", tmp_path / "a", cache_dir=cache, jail=unsandboxed)
+    assert first.result.ok and not cache.exists()
+    compile_kernel(source, "sm_90a", tmp_path / "b", cache_dir=cache)  # trusted caller fills it
+    again = compile_kernel(source, "sm_90a", tmp_path / "c", cache_dir=cache, jail=unsandboxed)
+    assert again.result.ok and not again.result.cached
