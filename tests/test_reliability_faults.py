@@ -8,6 +8,7 @@ import io
 import json
 import socket
 import threading
+import time
 from datetime import timedelta
 from types import SimpleNamespace
 
@@ -18,7 +19,7 @@ from django.core.management import call_command
 from django.db import connection, connections
 from django.test import override_settings
 from django.utils import timezone
-from rq import SimpleWorker
+from rq import Queue, SimpleWorker
 from rq.job import Job, JobStatus
 
 from portal.catalog.models import Task
@@ -171,3 +172,67 @@ def test_a_job_popped_by_a_worker_that_then_lost_redis_is_enqueued_again():
     evaluation.refresh_from_db()
     assert evaluation.state == Evaluation.State.DONE, evaluation.infra_error
     assert evaluation.attempts == 1 and evaluation.verdict is not None
+
+
+def _queued_evaluation_taken_by_a_worker() -> Evaluation:
+    """A queued evaluation whose id a worker has just taken the way RQ 3.0 does (LMOVE into the intermediate list),
+    not yet marked started."""
+    sync_catalog()
+    with override_settings(EVALUATOR_STAGES="policy"):
+        evaluation = services.submission_create(
+            user=make_user("alice"), task=Task.objects.get(slug=GEMM), arch="sm_90a", source=starter_source()
+        ).evaluation
+    queue = django_rq.get_queue(evaluation.queue)
+    assert Queue.lmove(queue.connection, queue.key, None)[1].decode() == str(evaluation.id)
+    assert Job.fetch(str(evaluation.id), connection=queue.connection).get_status() == JobStatus.QUEUED
+    return evaluation
+
+
+def test_a_job_a_worker_is_about_to_start_is_not_enqueued_twice(monkeypatch):
+    """PostgreSQL run after fix 4: a worker had moved the id to the queue's intermediate list and not yet marked the
+    job started; reconcile looked in that gap, saw a "queued" job in no queue and enqueued it a second time."""
+    evaluation = _queued_evaluation_taken_by_a_worker()
+    queue = django_rq.get_queue(evaluation.queue)
+    worker = django_rq.get_worker(evaluation.queue, worker_class=SimpleWorker)
+    waits: list[float] = []
+
+    def worker_starts_the_job_meanwhile(seconds: float) -> None:
+        waits.append(seconds)
+        if len(waits) == 1:  # the worker's own next steps: its execution, then "started" in the horse
+            job = Job.fetch(str(evaluation.id), connection=queue.connection)
+            worker.prepare_execution(job)
+            worker.prepare_job_execution(job, remove_from_intermediate_queue=True)
+        time.sleep(seconds)
+
+    monkeypatch.setattr(
+        queueing, "time", SimpleNamespace(sleep=worker_starts_the_job_meanwhile, monotonic=time.monotonic)
+    )
+    counts = services.evaluation_reconcile(now=timezone.now() + timedelta(minutes=5))
+    assert counts["reenqueued"] == 0
+    assert waits  # reconcile did find the id in the intermediate list, and waited
+    assert queue.count == 0 and queueing.queue_position(evaluation) is None
+    assert Job.fetch(str(evaluation.id), connection=queue.connection).get_status() == JobStatus.STARTED
+
+
+def test_a_job_left_in_the_intermediate_list_by_a_dead_worker_is_enqueued_again(monkeypatch):
+    """A worker that dies (or loses Redis) between taking the id and marking the job started leaves it in the
+    intermediate list for ever. After the re-check reconcile enqueues it again and takes it out of that list, so
+    RQ's own cleanup cannot later fail the new job, which has the same id."""
+    monkeypatch.setattr(queueing, "INTERMEDIATE_RECHECK_SECONDS", 0.5)
+    evaluation = _queued_evaluation_taken_by_a_worker()
+    queue = django_rq.get_queue(evaluation.queue)
+    queue.intermediate_queue.set_first_seen(str(evaluation.id))  # a worker's maintenance pass saw it stuck
+
+    started = time.monotonic()
+    counts = services.evaluation_reconcile(now=timezone.now() + timedelta(minutes=5))
+    assert counts["reenqueued"] == 1
+    assert queueing.queue_position(evaluation) == 1
+    assert queue.intermediate_queue.get_job_ids() == []
+    assert time.monotonic() - started >= 0.5  # the re-check
+    assert queue.intermediate_queue.get_first_seen(str(evaluation.id)) is None
+    assert services.evaluation_reconcile(now=timezone.now() + timedelta(minutes=5))["reenqueued"] == 0
+
+    django_rq.get_worker(evaluation.queue, worker_class=SimpleWorker).work(burst=True)
+    evaluation.refresh_from_db()
+    assert evaluation.state == Evaluation.State.DONE, evaluation.infra_error
+    assert evaluation.attempts == 1
