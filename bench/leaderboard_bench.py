@@ -1,6 +1,6 @@
 """Leaderboard benchmark: query counts and in-process timings per page, then p50/p95/p99 under load
-(wrk, 16 concurrent connections) against gunicorn on this machine, with a CPU worker on the `default` queue
-(leaderboard warm-ups) as `make run` has. A private redis-server is started unless --redis-url is given.
+(wrk, 16 concurrent connections) against gunicorn on this machine. A private redis-server (the shared
+leaderboard store) is started unless --redis-url is given.
 
 Run on a seeded database (never production):
     PORTAL_DATA_DIR=/tmp/lbseed .venv/bin/python manage.py migrate
@@ -137,16 +137,6 @@ def _server_env() -> dict[str, str]:
     }
 
 
-def start_worker() -> subprocess.Popen:
-    """The CPU worker of `make run`, on the queue the leaderboard warm-ups go to."""
-    return subprocess.Popen(
-        [sys.executable, "manage.py", "rqworker", "default", "--name", f"lbbench-{os.getpid()}"],
-        cwd=REPO,
-        env=_server_env(),
-        start_new_session=True,
-    )
-
-
 def start_gunicorn(workers: int, port: int) -> subprocess.Popen:
     env = _server_env()
     subprocess.run(
@@ -207,7 +197,7 @@ def wrk(url: str, *, connections: int, duration: int, script: str) -> dict:
     }
 
 
-def under_load(pages, *, workers: int, connections: int, duration: int, churn: float, warm_up: bool) -> list[dict]:
+def under_load(pages, *, workers: int, connections: int, duration: int, churn: float) -> list[dict]:
     """Each page under wrk. With churn > 0 a thread starts a new results generation every `churn` seconds,
     as if verdicts kept landing, so some requests recompute."""
     import django
@@ -216,7 +206,6 @@ def under_load(pages, *, workers: int, connections: int, duration: int, churn: f
     from portal.leaderboard.cache import leaderboard_changed
 
     port = _free_port()
-    worker = start_worker() if warm_up else None
     proc = start_gunicorn(workers, port)
     script = Path(tempfile.mkdtemp()) / "report.lua"
     script.write_text(LUA)
@@ -248,8 +237,6 @@ def under_load(pages, *, workers: int, connections: int, duration: int, churn: f
             )
     finally:
         stop(proc)
-        if worker is not None:
-            stop(worker)
     return out
 
 
@@ -259,7 +246,6 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--duration", type=int, default=15, help="seconds of load per page")
     parser.add_argument("--churn", type=float, default=0.0, help="seconds between new result generations (0: none)")
-    parser.add_argument("--no-warm-up", action="store_true", help="no CPU worker: web workers compute every generation")
     parser.add_argument("--redis-url", help="use this Redis instead of starting a private redis-server")
     parser.add_argument("--out", help="write the results as JSON here")
     args = parser.parse_args()
@@ -304,8 +290,7 @@ def run(args) -> None:
     print("in process (Django test client):", flush=True)
     single = in_process(PAGES)
     print(
-        f"under load (gunicorn {args.workers} workers, wrk {args.connections} connections, {args.duration} s each, "
-        f"warm-up worker {'off' if args.no_warm_up else 'on'}):",
+        f"under load (gunicorn {args.workers} workers, wrk {args.connections} connections, {args.duration} s each):",
         flush=True,
     )
     load = under_load(
@@ -314,7 +299,6 @@ def run(args) -> None:
         connections=args.connections,
         duration=args.duration,
         churn=args.churn,
-        warm_up=not args.no_warm_up,
     )
     report = {
         "date": time.strftime("%Y-%m-%d"),

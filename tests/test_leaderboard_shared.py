@@ -16,9 +16,6 @@ import time
 
 import django_rq
 import pytest
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
-from rq import SimpleWorker
 
 from portal.leaderboard import cache
 from portal.leaderboard.cache import KERNELS, Generation, clear_process_cache, entry_name, shared_store
@@ -208,23 +205,6 @@ def test_pages_render_from_the_database_when_redis_is_unreachable(client, board,
     finally:
         if server is not None and server.poll() is None:
             server.kill()
-
-
-@pytest.mark.django_db(transaction=True)
-def test_a_warm_up_job_computes_the_new_generation_so_web_processes_only_read(client, board):
-    queue = django_rq.get_queue("default")
-    queue.empty()
-    shared_store().delete("warm-up:pending")
-    for name in ("zoe.cu", "yan.cu", "xia.cu"):
-        add_result(name, 2.0)  # results landing in a burst: one warm-up waits for them all
-    assert queue.count == 1
-    SimpleWorker([queue], connection=queue.connection).work(burst=True)
-    clear_process_cache()  # a web process that has computed nothing of this generation
-    for path, params in (("/leaderboard/", {"arch": "sm_90a", "k": "8"}), KERNEL_PAGE):
-        with CaptureQueriesContext(connection) as queries:
-            assert client.get(path, params).status_code == 200
-        assert len(queries) == 1, [q["sql"] for q in queries.captured_queries]  # the generation tokens only
-    assert "xia.cu" in client.get(*KERNEL_PAGE).content.decode()
 
 
 def test_clearing_the_store_leaves_the_queues_alone(board):

@@ -8,7 +8,7 @@ time limit `LEADERBOARD_CACHE_SECONDS`, or by calling `leaderboard_changed()` ex
 A value is looked up in three places, each keyed by scope, token and key:
 1. this process's memory (no round trip; also keeps the previous generation, see below);
 2. the shared store, the `leaderboard` cache alias (Redis, `store.py`), filled by whichever process computed
-   the value first: a web worker or the warm-up job (`jobs.py`);
+   the value first;
 3. otherwise the value is computed. A short lock in the store makes one process compute it; the others serve
    the previous generation's value meanwhile (stale-while-revalidate) or, with none to serve, wait up to
    WAIT_SECONDS for it. A value built from a stale part is served but never stored under the new token; a
@@ -53,9 +53,6 @@ def leaderboard_changed(scopes: tuple[str, ...] = SCOPES) -> None:
     Scopes keep a model turn (frequent during agent runs) from throwing away the kernel boards, and back."""
     for scope in scopes:
         LeaderboardVersion.objects.update_or_create(scope=scope, defaults={"token": uuid.uuid4().hex})
-    from portal.leaderboard.jobs import schedule_warm_up
-
-    schedule_warm_up()
 
 
 def current_tokens() -> dict[str, str]:
