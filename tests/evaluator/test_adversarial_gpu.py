@@ -13,26 +13,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adversarial"))
 
 import corpus  # noqa: E402
+from gpu_requirements import hopper_problem  # noqa: E402
 
-
-def _gpu_problem() -> str | None:
-    try:
-        import torch
-    except ImportError:
-        return "torch is not importable"
-    if not torch.cuda.is_available():
-        return "no CUDA GPU visible"
-    cc = torch.cuda.get_device_capability(0)
-    if tuple(cc) != (9, 0):
-        return f"needs a Hopper GPU (sm_90a); this one is compute capability {cc[0]}.{cc[1]}"
-    try:
-        import tvm_ffi  # noqa: F401
-    except ImportError:
-        return "tvm_ffi (apache-tvm-ffi) is not installed"
-    return None
-
-
-_PROBLEM = _gpu_problem()
+_PROBLEM = hopper_problem()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_PROBLEM is not None, reason=f"GPU test: {_PROBLEM}")]
 GPU_ENTRIES = corpus.entries(gpu=True)
 

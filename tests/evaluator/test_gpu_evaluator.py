@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gpu_requirements import hopper_problem
 
 REPO = Path(__file__).resolve().parents[2]
 KERNELS = REPO / "tests" / "kernels"
@@ -25,24 +26,7 @@ SMALL = "7c3574b8-ac27-5f03-8aba-2f5b9d87fc4e"  # M=128
 HEADLINE = "7abd165d-8d16-5996-9d55-3b80c1718242"  # M=8192
 
 
-def _gpu_problem() -> str | None:
-    try:
-        import torch
-    except ImportError:
-        return "torch is not importable"
-    if not torch.cuda.is_available():
-        return "no CUDA GPU visible"
-    cc = torch.cuda.get_device_capability(0)
-    if tuple(cc) != (9, 0):
-        return f"needs a Hopper GPU (sm_90a); this one is compute capability {cc[0]}.{cc[1]}"
-    try:
-        import tvm_ffi  # noqa: F401
-    except ImportError:
-        return "tvm_ffi (apache-tvm-ffi) is not installed"
-    return None
-
-
-_PROBLEM = _gpu_problem()
+_PROBLEM = hopper_problem()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_PROBLEM is not None, reason=f"GPU test: {_PROBLEM}")]
 
 
