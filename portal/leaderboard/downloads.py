@@ -161,7 +161,8 @@ def kernel_record(row: KernelRow) -> dict[str, Any]:
     }
 
 
-def model_record(row: ModelRow) -> dict[str, Any]:
+def _run_fields(row: ModelRow | SummaryRow) -> dict[str, Any]:
+    """The model run a model-board or summary row belongs to."""
     return {
         "run_id": row.run_id,
         "model": row.model,
@@ -169,6 +170,12 @@ def model_record(row: ModelRow) -> dict[str, Any]:
         "submitted_by": row.submitted_by,
         "created_at": _iso(row.created_at),
         "gpu_name": row.gpu_name,
+    }
+
+
+def model_record(row: ModelRow) -> dict[str, Any]:
+    return {
+        **_run_fields(row),
         "task": row.task,
         "k": row.k,
         "trajectories": row.trajectories,
@@ -184,12 +191,7 @@ def model_record(row: ModelRow) -> dict[str, Any]:
 
 def summary_record(row: SummaryRow) -> dict[str, Any]:
     return {
-        "run_id": row.run_id,
-        "model": row.model,
-        "model_id": row.model_id,
-        "submitted_by": row.submitted_by,
-        "created_at": _iso(row.created_at),
-        "gpu_name": row.gpu_name,
+        **_run_fields(row),
         "k": row.k,
         "tasks": row.tasks,
         "tasks_solved": row.tasks_solved,
