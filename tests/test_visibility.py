@@ -130,6 +130,9 @@ def cases() -> list[Case]:
 
     public = lf.evaluation(owner=alice, name="public.cu")
     check = public.submission.evaluations.get(purpose=Evaluation.Purpose.HIDDEN)
+    from portal.submissions import artifacts
+
+    artifacts.store_all(check, {ARTIFACT: public.submission.source.encode()})  # so its artifact route exists
     out.append(Case("hidden ranked check", alice, {"evaluation_id": check.id, "name": ARTIFACT}, owner_sees=False))
     return out
 

@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
 from evaluator.arches import ARCHES
+from portal.core import visibility
 from portal.leaderboard import charts, evidence, ranking, selectors
 from portal.leaderboard.cache import STALE_RENDER_SECONDS, Generation
 from portal.leaderboard.downloads import ChecksumMismatch, attachment
@@ -133,7 +134,7 @@ def kernel_leaderboard(request: HttpRequest) -> HttpResponse:
 def evaluation_detail(request: HttpRequest, evaluation_id) -> HttpResponse:
     """The evidence behind one number: the verdict summary, every artifact with its sha256, the source
     (highlighted on the server) and the compiler output (escaped)."""
-    evaluation = evidence.visible_evaluation(request.user, evaluation_id)
+    evaluation = visibility.visible_evaluation(request.user, evaluation_id)
     context = {
         "evaluation": evaluation,
         "submission": evaluation.submission,
@@ -145,7 +146,7 @@ def evaluation_detail(request: HttpRequest, evaluation_id) -> HttpResponse:
 
 
 def evaluation_artifact(request: HttpRequest, evaluation_id, name: str) -> HttpResponse:
-    evaluation = evidence.visible_evaluation(request.user, evaluation_id)
+    evaluation = visibility.visible_evaluation(request.user, evaluation_id)
     artifact = get_object_or_404(evaluation.artifacts, name=name)
     try:
         data = evidence.artifact_bytes(artifact)
@@ -158,13 +159,13 @@ def evaluation_artifact(request: HttpRequest, evaluation_id, name: str) -> HttpR
 
 
 def evaluation_trace(request: HttpRequest, evaluation_id) -> HttpResponse:
-    evaluation = evidence.visible_evaluation(request.user, evaluation_id)
+    evaluation = visibility.visible_evaluation(request.user, evaluation_id)
     data = evidence.traces_jsonl([evaluation])
     return attachment(data, filename=f"{evaluation.id}-trace.jsonl", content_type="application/x-ndjson")
 
 
 def submission_bundle(request: HttpRequest, submission_id: int) -> HttpResponse:
-    submission = evidence.visible_submission(request.user, submission_id)
+    submission = visibility.visible_submission(request.user, submission_id)
     try:
         data = evidence.submission_bundle(submission)
     except ChecksumMismatch as exc:
@@ -176,7 +177,7 @@ def submission_bundle(request: HttpRequest, submission_id: int) -> HttpResponse:
 def run_bundle(request: HttpRequest, run_id: int) -> HttpResponse:
     if not selectors.models_available():
         raise Http404("model runs are not enabled on this portal")
-    run = evidence.visible_run(request.user, run_id)
+    run = visibility.visible_run(request.user, run_id)
     try:
         data = evidence.run_bundle(run)
     except ChecksumMismatch as exc:
@@ -188,6 +189,6 @@ def run_bundle(request: HttpRequest, run_id: int) -> HttpResponse:
 def run_trajectories(request: HttpRequest, run_id: int) -> HttpResponse:
     if not selectors.models_available():
         raise Http404("model runs are not enabled on this portal")
-    run = evidence.visible_run(request.user, run_id)
+    run = visibility.visible_run(request.user, run_id)
     data = evidence.trajectories_json(run)
     return attachment(data, filename=f"run-{run.id}-trajectories.json", content_type="application/json")

@@ -6,9 +6,8 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AnonymousUser, User
+from django.contrib.auth.models import User
 from django.db.models import QuerySet
-from django.http import Http404
 from django.utils import timezone
 
 from evaluator.verdict import STAGES
@@ -23,28 +22,6 @@ STAGE_LABELS = {
     "arch": "Instruction check",
     "timing": "Timing",
 }
-
-
-def can_view(submission: Submission, user: User | AnonymousUser | None) -> bool:
-    if not submission.is_hidden:
-        return True
-    return bool(user and user.is_authenticated and (user.is_staff or user.id == submission.user_id))
-
-
-def submission_for_viewer(submission_id: int, user) -> Submission:
-    submission = Submission.objects.select_related("task", "user").filter(id=submission_id).first()
-    if submission is None or not can_view(submission, user):
-        raise Http404("no such submission")
-    return submission
-
-
-def evaluation_for_viewer(evaluation_id, user) -> Evaluation:
-    evaluation = Evaluation.objects.select_related("submission__task").filter(id=evaluation_id).first()
-    if evaluation is None or not can_view(evaluation.submission, user):
-        raise Http404("no such evaluation")
-    if evaluation.purpose == Evaluation.Purpose.HIDDEN and not (user and user.is_authenticated and user.is_staff):
-        raise Http404("no such evaluation")  # hidden checks are known only by their pass/fail
-    return evaluation
 
 
 def user_submissions(user: User) -> QuerySet[Submission]:

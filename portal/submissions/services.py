@@ -19,6 +19,7 @@ from django.utils import timezone
 from evaluator.arches import get_arch
 from portal.accounts.services import user_is_banned
 from portal.catalog.models import Task
+from portal.core import visibility
 from portal.submissions import artifacts, queueing
 from portal.submissions.models import Evaluation, Submission
 from portal.submissions.summary import summarise_verdict
@@ -122,7 +123,8 @@ def submission_create(
 
     with transaction.atomic():
         if not force:
-            same = Submission.objects.filter(task=task, arch=arch, source_sha256=digest, is_hidden=False)
+            # Never answer with hidden or banned work (or a hidden run's turn): it would reveal it, and 404.
+            same = visibility.public_submissions(Submission.objects.filter(task=task, arch=arch, source_sha256=digest))
             existing = same.filter(user=user).first() or same.first()
             if existing is not None:
                 return SubmitResult(existing, existing.evaluations.order_by("-created_at").first(), duplicate=True)

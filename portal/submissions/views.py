@@ -2,11 +2,12 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from portal.catalog.models import Task
+from portal.core import visibility
 from portal.core.api import api_endpoint, json_error, read_json
 from portal.submissions import selectors
 from portal.submissions.forms import SubmissionForm
@@ -44,7 +45,7 @@ def submit(request: HttpRequest) -> HttpResponse:
 
 
 def detail(request: HttpRequest, submission_id: int) -> HttpResponse:
-    submission = selectors.submission_for_viewer(submission_id, request.user)
+    submission = visibility.visible_submission(request.user, submission_id)
     evaluations = selectors.public_evaluations(submission)
     latest = evaluations[0] if evaluations else None
     return render(
@@ -64,7 +65,7 @@ def detail(request: HttpRequest, submission_id: int) -> HttpResponse:
 
 def verdict_fragment(request: HttpRequest, submission_id: int) -> HttpResponse:
     """The verdict section alone, for the status page to swap in when the evaluation finishes."""
-    submission = selectors.submission_for_viewer(submission_id, request.user)
+    submission = visibility.visible_submission(request.user, submission_id)
     public = selectors.public_evaluations(submission)
     latest = public[0] if public else None
     context = {
@@ -136,18 +137,17 @@ def api_submit(request: HttpRequest) -> JsonResponse:
 
 @api_endpoint(methods=("GET",), auth=False)
 def api_submission(request: HttpRequest, submission_id: int) -> JsonResponse:
-    submission = Submission.objects.select_related("task").filter(id=submission_id).first()
-    if submission is None or not selectors.can_view(submission, request.api_user or request.user):
+    try:
+        submission = visibility.visible_submission(request.api_user or request.user, submission_id)
+    except Http404:
         return json_error("no such submission", 404)
     return JsonResponse(_submission_json(submission))
 
 
 @api_endpoint(methods=("GET",), auth=False)
 def api_evaluation(request: HttpRequest, evaluation_id) -> JsonResponse:
-    from django.http import Http404
-
     try:
-        evaluation = selectors.evaluation_for_viewer(evaluation_id, request.api_user or request.user)
+        evaluation = visibility.visible_evaluation(request.api_user or request.user, evaluation_id)
     except Http404:
         return json_error("no such evaluation", 404)
     return JsonResponse(selectors.evaluation_status(evaluation))
