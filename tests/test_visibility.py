@@ -247,3 +247,19 @@ def test_dedup_never_points_an_upload_at_hidden_or_banned_work(cases):
         hidden = Submission.objects.get(id=case.ids["submission_id"])
         result = submission_create(user=dave, task=hidden.task, arch=hidden.arch, source=hidden.source)
         assert result.submission.id != hidden.id, case.name
+
+
+def test_my_submissions_shows_the_public_evaluation_and_only_pass_fail_of_the_ranked_check(client):
+    """The ranked check is the newest evaluation; the list must not show its status or speedup."""
+    sync_catalog()
+    erin = lf.user("erin")
+    public = lf.evaluation(owner=erin, name="mine.cu", speedup=1.3, ranked_check="INCORRECT_NUMERICS")
+    check = public.submission.evaluations.get(purpose=Evaluation.Purpose.HIDDEN)
+    Evaluation.objects.filter(id=check.id).update(speedup=0.123, arch_status="not_verified")
+    client.force_login(erin)
+    html = client.get("/submissions/mine/").content.decode()
+    assert "1.300" in html
+    assert "0.123" not in html
+    assert "INCORRECT_NUMERICS" not in html
+    assert "not_verified" not in html
+    assert 'id="ranked-check-' in html and ">failed<" in html

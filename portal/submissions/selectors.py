@@ -7,7 +7,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db.models import QuerySet
+from django.db.models import Prefetch, QuerySet
 from django.utils import timezone
 
 from evaluator.verdict import STAGES
@@ -25,12 +25,43 @@ STAGE_LABELS = {
 
 
 def user_submissions(user: User) -> QuerySet[Submission]:
+    """The user's submissions, newest first, each with `public_evaluations` (newest first) and `ranked_checks`
+    (the hidden ones, newest first: only their pass/fail may be shown, through `ranked_check`)."""
+    newest = Evaluation.objects.order_by("-created_at")
     return (
         Submission.objects.filter(user=user)
         .select_related("task")
-        .prefetch_related("evaluations")
+        .prefetch_related(
+            Prefetch(
+                "evaluations",
+                queryset=newest.filter(purpose=Evaluation.Purpose.PUBLIC).defer("verdict", "progress"),
+                to_attr="public_evaluations",
+            ),
+            Prefetch(
+                "evaluations",
+                queryset=newest.filter(purpose=Evaluation.Purpose.HIDDEN).only(
+                    "id", "submission_id", "state", "status", "created_at"
+                ),
+                to_attr="ranked_checks",
+            ),
+        )
         .order_by("-created_at")
     )
+
+
+def my_submission_rows(user: User, *, limit: int = 200) -> list[dict[str, Any]]:
+    """Rows of "My submissions": the newest public evaluation and the ranked check's pass/fail, nothing else of it."""
+    rows = []
+    for submission in user_submissions(user)[:limit]:
+        checks = submission.ranked_checks
+        rows.append(
+            {
+                "submission": submission,
+                "evaluation": submission.public_evaluations[0] if submission.public_evaluations else None,
+                "ranked_check": _ranked_check_summary(submission, checks[0] if checks else None),
+            }
+        )
+    return rows
 
 
 def _event_state(event: dict) -> str:
@@ -124,6 +155,12 @@ def ranked_check(submission: Submission) -> dict[str, str]:
     if submission.kind != Submission.Kind.KERNEL:
         return {"state": "not_needed", "message": ""}
     hidden = submission.evaluations.filter(purpose=Evaluation.Purpose.HIDDEN).order_by("-created_at").first()
+    return _ranked_check_summary(submission, hidden)
+
+
+def _ranked_check_summary(submission: Submission, hidden: Evaluation | None) -> dict[str, str]:
+    if submission.kind != Submission.Kind.KERNEL:
+        return {"state": "not_needed", "message": ""}
     if hidden is None:
         return {"state": "not_started", "message": "runs once the evaluation passes"}
     if hidden.is_active:

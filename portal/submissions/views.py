@@ -79,7 +79,7 @@ def verdict_fragment(request: HttpRequest, submission_id: int) -> HttpResponse:
 
 @login_required
 def mine(request: HttpRequest) -> HttpResponse:
-    return render(request, "submissions/mine.html", {"submissions": selectors.user_submissions(request.user)[:200]})
+    return render(request, "submissions/mine.html", {"rows": selectors.my_submission_rows(request.user)})
 
 
 def workers(request: HttpRequest) -> HttpResponse:
