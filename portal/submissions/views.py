@@ -8,7 +8,7 @@ from django.views.decorators.http import require_http_methods
 
 from portal.catalog.models import Task
 from portal.core import visibility
-from portal.core.api import api_endpoint, json_error, read_json
+from portal.core.api import api_endpoint, check_text, json_error, read_json
 from portal.submissions import selectors
 from portal.submissions.forms import SubmissionForm
 from portal.submissions.models import Submission
@@ -96,6 +96,10 @@ def api_submit(request: HttpRequest) -> JsonResponse:
     """POST /api/v1/submissions — JSON {task, arch, source, name?, note?, force?}, or multipart with a `file`."""
     if request.content_type == "multipart/form-data":
         fields = request.POST
+        try:
+            check_text({key: fields.getlist(key) for key in fields})
+        except ValueError as exc:
+            return json_error(str(exc))
         upload = request.FILES.get("file")
         try:
             source = decode_source(upload.read()) if upload else fields.get("source", "")
