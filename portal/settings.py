@@ -1,5 +1,5 @@
 """The one settings module. Everything that differs between machines comes from the environment
-(see .env.example); the defaults work on a fresh clone with DEBUG on."""
+(see .env.example); the defaults work on a fresh clone with DEBUG=1 (`make run` sets it)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 
 import dj_database_url
 
+from portal.dev_secrets import stored_secret
 from portal.env import env_bool, env_int, env_list, env_required, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -16,12 +17,15 @@ PACKS_DIR = TASKS_DIR / "packs"
 ARTIFACTS_DIR = Path(env_str("PORTAL_ARTIFACTS_DIR", str(DATA_DIR / "artifacts")))
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 
-# DEBUG defaults on so a fresh clone runs; production sets DEBUG=0 and must then provide SECRET_KEY.
-DEBUG = env_bool("DEBUG", True)
+# DEBUG is off unless asked for (`make run` asks, and says so). Off, SECRET_KEY is required; on and not given,
+# a random one is made once and kept in the data folder (mode 600): no secret is ever a known default.
+DEBUG = env_bool("DEBUG", False)
 if DEBUG:
-    SECRET_KEY = env_str("SECRET_KEY") or "insecure-development-key-do-not-use-in-production"
+    SECRET_KEY = env_str("SECRET_KEY") or stored_secret(DATA_DIR / "dev-secret-key")
 else:
     SECRET_KEY = env_required("SECRET_KEY", "set it to a long random string whenever DEBUG is off")
+# The debug page and error reports star out connection URLs, tokens and the Authorization header.
+DEFAULT_EXCEPTION_REPORTER_FILTER = "portal.core.debug.ScrubbingExceptionReporterFilter"
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
@@ -210,7 +214,8 @@ REFERENCE_VERDICTS_DIR = Path(env_str("REFERENCE_VERDICTS_DIR", str(BASE_DIR / "
 
 # --- model-endpoint runs (the agent loop)
 # Fernet key(s) for endpoint API keys at rest: urlsafe base64 of 32 bytes; comma-separated for rotation (the first
-# encrypts). Required when DEBUG is off; with DEBUG on and none set, a key derived from SECRET_KEY is used.
+# encrypts). Required when DEBUG is off; with DEBUG on and none set, a random key kept in the data folder
+# (dev-agent-fernet-key, mode 600). Never derived from SECRET_KEY.
 AGENT_FERNET_KEY = env_str("AGENT_FERNET_KEY", "")
 # Hosts and CIDRs admitted although private/loopback (local vLLM/SGLang servers), e.g. "10.1.2.3,gpu-box.internal".
 AGENT_ENDPOINT_ALLOWLIST = env_list("AGENT_ENDPOINT_ALLOWLIST", [])
