@@ -62,3 +62,44 @@ def test_tokens_page_shows_an_example(client):
     client.force_login(account)
     html = client.get("/accounts/tokens/").content.decode()
     assert 'id="token-example"' in html and "$PTXBENCH_TOKEN" in html
+
+
+# --------------------------------------------------------------------------- declared input schemas
+
+
+def test_schema_refuses_unknown_fields_wrong_types_and_out_of_bounds():
+    from portal.core import schema
+
+    fields = (
+        schema.Field("task", (str,), required=True, max_length=5),
+        schema.Field("force", (bool,)),
+        schema.Field("turns", (int,), minimum=1, maximum=8),
+    )
+    assert schema.validate({"task": "gemm"}, fields) == {"task": "gemm"}
+    for body, message in [
+        ({}, "field 'task' is required"),
+        ({"task": "gemm", "sorce": "x"}, "unknown field(s): sorce"),
+        ({"task": 3}, "field 'task' has the wrong type (expected string)"),
+        ({"task": "gemm_n7168"}, "longer than 5"),
+        ({"task": "gemm", "force": "yes"}, "field 'force' has the wrong type"),
+        ({"task": "gemm", "turns": True}, "field 'turns' has the wrong type"),  # a bool is never a number
+        ({"task": "gemm", "turns": 9}, "at most 8"),
+    ]:
+        with pytest.raises(schema.SchemaError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            schema.validate(body, fields)
+
+
+def test_submission_endpoint_validates_its_declared_schema(client):
+    from tests.factories import make_token, sync_catalog
+
+    sync_catalog()
+    token = make_token(lf.user("uma"))
+    for body, message in [
+        ({"task": GEMM, "arch": "sm_90a", "source": "x", "priority": 1}, "unknown field(s): priority"),
+        ({"task": GEMM, "arch": "sm_90a", "source": ["x"]}, "field 'source' has the wrong type"),
+        ({"task": GEMM, "arch": "sm_90a", "source": "x", "force": "true"}, "field 'force' has the wrong type"),
+    ]:
+        response = client.post(
+            "/api/v1/submissions", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+        )
+        assert response.status_code == 400 and message in response.json()["error"], body
