@@ -112,3 +112,20 @@ def test_empty_compare_page_is_a_form(client):
     html = response.content.decode()
     assert 'id="compare-form"' in html and '<option value="vendor/model-a">' in html
     assert "vendor/model-d" not in html  # hidden runs are not offered
+
+
+def test_hostile_names_are_escaped_on_the_compare_page(client):
+    from tests.factories import sync_catalog
+
+    sync_catalog()
+    owner = lf.user("mal")
+    evil = "<img src=x onerror=alert(1)>"
+    for model in ("vendor/evil-a", "vendor/evil-b"):
+        run = lf.model_run(owner, model=model, display_name=evil)
+        lf.metrics(run, GEMM, 8, 4, 1, 1, 1.1, 10)
+    html = client.get("/compare/", {"a": "vendor/evil-a", "b": "vendor/evil-b"}).content.decode()
+    assert evil not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    a = lf.evaluation(owner=owner, name=evil, speedup=1.0)
+    b = lf.evaluation(owner=owner, name="plain.cu", speedup=1.0)
+    html = client.get("/compare/", {"a": str(a.id), "b": str(b.id)}).content.decode()
+    assert evil not in html
