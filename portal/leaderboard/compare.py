@@ -112,7 +112,7 @@ def _cell_json(cell: TaskCell | None) -> dict[str, Any] | None:
         "correct_arch": cell.correct_arch,
         "correct_rate": ranking.rate(cell.correct, cell.trajectories),
         "correct_arch_rate": ranking.rate(cell.correct_arch, cell.trajectories),
-        "best_speedup": cell.best_speedup,
+        "speedup": cell.best_speedup,  # the best of the model's runs on the task
     }
 
 
