@@ -20,6 +20,7 @@ def test_two_models_per_task_and_per_turn_limit(client):
     assert data["kind"] == "models" and (data["a"]["model"], data["b"]["model"]) == ("Model A", "Model B")
     by_task = {row["task"]: row for row in data["tasks"]}
     assert by_task[GEMM]["a"]["correct"] == 3 and by_task[GEMM]["a"]["correct_arch"] == 2
+    assert len(data["tasks"]) == 2 and GEMM not in data["tasks_without_runs"]  # only tasks either model ran
     assert by_task[GEMM]["b"]["correct_arch_rate"] == 0.75 and by_task[MHA]["b"]["speedup"] == 1.1
     a_curve = data["curves"][0]["points"]
     # k=1: A has GEMM 1/4 and MHA 0/4 correct; k=8: 3/4 + 1/4.

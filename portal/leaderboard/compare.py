@@ -132,11 +132,14 @@ def compare_models(gen: Generation, query: BoardQuery, a: str, b: str) -> dict[s
             raise NotFound(f"no visible run of model {name!r} on {query.arch}{' ' + query.gpu if query.gpu else ''}")
         newest = max(rows_at_k, key=lambda r: (r.created_at, r.run_id))
         models.append({"key": name, "model": newest.model, "model_id": newest.model_id})
-    table = []
+    table, unrun = [], []
     for task in tasks:
         if query.task and task != query.task:
             continue
         cells = [_cell([r for r in by_k[query.k].get(task, []) if matches(r, name)]) for name in (a, b)]
+        if cells[0] is None and cells[1] is None:
+            unrun.append(task)  # neither model ran it: listed by name only
+            continue
         table.append({"task": task, "a": _cell_json(cells[0]), "b": _cell_json(cells[1])})
     curves = []
     for side, name in (("a", a), ("b", b)):
@@ -172,6 +175,7 @@ def compare_models(gen: Generation, query: BoardQuery, a: str, b: str) -> dict[s
         "a": models[0],
         "b": models[1],
         "tasks": table,
+        "tasks_without_runs": unrun,
         "curves": curves,
     }
     return {**data, "figure": charts.figure_json(curves_figure(data))}

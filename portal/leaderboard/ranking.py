@@ -427,6 +427,9 @@ def group_by_model(rows: Iterable[ModelRow | SummaryRow], arch: str | None = Non
         newest = runs[0]
         speedup, s_low, s_high = mean_interval(r.speedup for r in runs)
         arch_mean, a_low, a_high = mean_interval(rate(r.correct_arch, r.trajectories) for r in runs)
+        # A rate lies in [0, 1] and a speedup above 0: the t interval is clipped to what can be.
+        a_low, a_high = (max(0.0, a_low), min(1.0, a_high)) if a_low is not None else (None, None)
+        s_low = max(0.0, s_low) if s_low is not None else None
         out.append(
             ModelGroup(
                 model=newest.model,
