@@ -6,6 +6,7 @@ from portal.core import views as core_views
 urlpatterns = [
     path("", core_views.home, name="home"),
     path("healthz", core_views.healthz, name="healthz"),
+    path("api/", core_views.api_docs, name="api_docs"),
     path("", include("portal.catalog.urls")),
     path("", include("portal.leaderboard.urls")),
     path("api/v1/leaderboard/", include("portal.leaderboard.api_urls")),

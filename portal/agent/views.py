@@ -13,6 +13,7 @@ from portal.agent.forms import RunForm
 from portal.agent.models import Turn
 from portal.agent.services import RunRefused, RunRequest
 from portal.agent.trajectories import trajectory_export
+from portal.core import schema
 from portal.core.api import api_endpoint, json_error, read_json
 
 
@@ -123,33 +124,30 @@ def trajectory_download(request: HttpRequest, run_id: int, trajectory_id: int) -
 
 # --------------------------------------------------------------------------- JSON API
 
-_RUN_FIELDS = {
-    "base_url": str,
-    "model": str,
-    "display_name": str,
-    "api_key": str,
-    "arch": str,
-    "pack": str,
-    "turns": int,
-    "trajectories_per_task": int,
-    "target_speedup": (int, float),
-    "temperature": (int, float),
-    "max_output_tokens": int,
-    "request_timeout": (int, float),
-    "max_retries": int,
-}
+# The JSON body of POST /api/v1/runs (docs/agent.md), declared once and checked by portal/core/schema.py.
+RUN_INPUT = (
+    schema.Field("base_url", (str,), required=True, max_length=2000),
+    schema.Field("model", (str,), required=True, max_length=200),
+    schema.Field("arch", (str,), required=True, max_length=16),
+    schema.Field("tasks", (list, str), required=True, max_length=10_000),
+    schema.Field("display_name", (str,), max_length=200),
+    schema.Field("api_key", (str,), max_length=10_000),
+    schema.Field("pack", (str,), max_length=64),
+    schema.Field("turns", (int,)),
+    schema.Field("trajectories_per_task", (int,)),
+    schema.Field("target_speedup", (int, float)),
+    schema.Field("temperature", (int, float)),
+    schema.Field("max_output_tokens", (int,)),
+    schema.Field("request_timeout", (int, float)),
+    schema.Field("max_retries", (int,)),
+)
 
 
 def _run_request(data: dict) -> RunRequest:
-    unknown = sorted(set(data) - set(_RUN_FIELDS) - {"tasks"})
-    if unknown:
-        raise RunRefused(f"unknown field(s): {', '.join(unknown)}")
-    for name, kind in _RUN_FIELDS.items():
-        if name in data and (not isinstance(data[name], kind) or isinstance(data[name], bool)):
-            raise RunRefused(f"field '{name}' has the wrong type")
-    for required in ("base_url", "model", "arch", "tasks"):
-        if required not in data:
-            raise RunRefused(f"field '{required}' is required")
+    try:
+        schema.validate(data, RUN_INPUT)
+    except schema.SchemaError as exc:
+        raise RunRefused(str(exc)) from None
     tasks = data["tasks"]
     if isinstance(tasks, str):
         tasks = tasks.split(",")
