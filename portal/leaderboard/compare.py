@@ -12,8 +12,8 @@ from typing import Any
 import plotly.graph_objects as go
 from django.http import Http404
 
-from portal.core import serializers
-from portal.leaderboard import charts, evidence, ranking, selectors
+from portal.core import serializers, visibility
+from portal.leaderboard import charts, ranking, selectors
 from portal.leaderboard.cache import Generation
 from portal.leaderboard.ranking import ModelRow
 from portal.leaderboard.selectors import BadQuery, BoardQuery
@@ -69,7 +69,7 @@ def _visible_evaluation(viewer, evaluation_id: str) -> Evaluation:
     if not _is_uuid(evaluation_id):
         raise BadQuery(f"{evaluation_id!r} is not an evaluation id (a UUID)")
     try:
-        evaluation = evidence.visible_evaluation(viewer, evaluation_id)
+        evaluation = visibility.visible_evaluation(viewer, evaluation_id)
     except Http404:
         raise NotFound(f"no evaluation {evaluation_id}") from None
     if evaluation.state != Evaluation.State.DONE:
