@@ -148,8 +148,19 @@ STORAGES = {
 }
 
 LOGIN_URL = "/accounts/login/"
-LOGIN_MAX_FAILURES = env_int("LOGIN_MAX_FAILURES", 10)  # per client address and username ...
-LOGIN_WINDOW_SECONDS = env_int("LOGIN_WINDOW_SECONDS", 900)  # ... within this window
+# Failed-login and sign-up throttles (portal/accounts/throttle.py). Failures within LOGIN_WINDOW_SECONDS, counted
+# per (address, username), per address, per username and site-wide; the last two never refuse an address with no
+# recent failures, so no one can lock an account out.
+LOGIN_WINDOW_SECONDS = env_int("LOGIN_WINDOW_SECONDS", 900)
+LOGIN_MAX_FAILURES = env_int("LOGIN_MAX_FAILURES", 10)  # per client address and username
+LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("LOGIN_MAX_FAILURES_PER_ADDRESS", 30)
+LOGIN_MAX_FAILURES_PER_USERNAME = env_int("LOGIN_MAX_FAILURES_PER_USERNAME", 20)
+LOGIN_MAX_FAILURES_GLOBAL = env_int("LOGIN_MAX_FAILURES_GLOBAL", 300)
+SIGNUPS_PER_ADDRESS_PER_HOUR = env_int("SIGNUPS_PER_ADDRESS_PER_HOUR", 3)
+SIGNUPS_PER_HOUR = env_int("SIGNUPS_PER_HOUR", 30)  # site-wide
+# Behind a reverse proxy: the request header (META name) whose last entry is the client address, e.g.
+# HTTP_X_FORWARDED_FOR. Only for a proxy you run that always sets it; empty: REMOTE_ADDR.
+CLIENT_ADDRESS_HEADER = env_str("CLIENT_ADDRESS_HEADER", "")
 LOGIN_REDIRECT_URL = "/"
 
 # Production hardening; all on whenever DEBUG is off (check --deploy stays clean).
