@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
-
 from portal.agent.models import ModelRun, Turn
 from portal.submissions import quotas
 
@@ -15,7 +13,7 @@ def run_budget(run: ModelRun, *, viewer=None) -> dict[str, Any]:
     turns = Turn.objects.filter(trajectory__run=run)
     budget: dict[str, Any] = {
         "used": turns.exclude(evaluation=None).count(),
-        "limit": settings.AGENT_RUN_EVALUATION_BUDGET,
+        "limit": run.evaluation_budget,  # None: no run budget (an operator's run)
         "waiting_turns": turns.filter(state=Turn.State.CALLING_MODEL).exclude(waiting_reason="").count(),
     }
     if viewer is not None and getattr(viewer, "is_authenticated", False) and viewer.id == run.user_id:

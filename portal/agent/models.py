@@ -47,6 +47,9 @@ class ModelRun(models.Model):
     turns = models.PositiveSmallIntegerField(default=8)
     trajectories_per_task = models.PositiveSmallIntegerField(default=4)
     target_speedup = models.FloatField(default=1.2)
+    # Evaluations this run may start over its life (AGENT_RUN_EVALUATION_BUDGET when it was created); None: no
+    # run budget (operators' runs from manage.py run_model / import_trajectory). The owner's budget still applies.
+    evaluation_budget = models.PositiveIntegerField(null=True, blank=True)
     state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED, db_index=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)

@@ -113,7 +113,7 @@ def run_create(*, user: User, request: RunRequest, check_limits: bool = True) ->
     if missing:
         raise RunRefused(f"unknown, retired or not targeting {request.arch}: {', '.join(missing)}")
     needed = len(tasks) * request.trajectories_per_task
-    if needed > settings.AGENT_RUN_EVALUATION_BUDGET:
+    if check_limits and needed > settings.AGENT_RUN_EVALUATION_BUDGET:
         raise RunRefused(
             f"{len(tasks)} tasks × {request.trajectories_per_task} trajectories need at least {needed} evaluations; "
             f"a run may start at most {settings.AGENT_RUN_EVALUATION_BUDGET}: choose fewer tasks or trajectories"
@@ -138,6 +138,7 @@ def run_create(*, user: User, request: RunRequest, check_limits: bool = True) ->
             turns=request.turns,
             trajectories_per_task=request.trajectories_per_task,
             target_speedup=request.target_speedup,
+            evaluation_budget=settings.AGENT_RUN_EVALUATION_BUDGET if check_limits else None,
         )
         run.tasks.set(tasks)
         first_turns = []
@@ -173,6 +174,10 @@ def _check_limits(user: User) -> None:
             retry_after=int((resets_at - now).total_seconds()) + 1,
             resets_at=resets_at,
         )
+
+
+def _run_budget_used_up(run: ModelRun) -> bool:
+    return run.evaluation_budget is not None and run_evaluations_used(run.id) >= run.evaluation_budget
 
 
 def run_evaluations_used(run_id: int) -> int:
@@ -310,7 +315,7 @@ def turn_model_step(*, turn_id: int, reveal_api_key, call=chat_completion) -> st
     )
     if turn.replied_at is None:
         # Budgets before the call, so no model is asked for a kernel nobody may evaluate.
-        if run_evaluations_used(run.id) >= settings.AGENT_RUN_EVALUATION_BUDGET:
+        if _run_budget_used_up(run):
             _trajectory_out_of_budget(turn, unstarted=True)
             return "run budget used up"
         try:
@@ -379,7 +384,7 @@ def _call_should_stop(run_id: int, trajectory_id: int) -> bool:
 def _trajectory_out_of_budget(turn: Turn, *, unstarted: bool) -> None:
     """Stop a trajectory whose run has started all the evaluations it may. An unstarted turn is removed (it
     never happened); a turn whose reply came is kept, marked as not evaluated."""
-    budget = settings.AGENT_RUN_EVALUATION_BUDGET
+    budget = turn.trajectory.run.evaluation_budget
     message = f"the run's evaluation budget ({budget} evaluations) is used up"
     with transaction.atomic():
         if unstarted:
@@ -419,7 +424,7 @@ def _turn_submit(turn_id: int) -> str:
             return "already submitted"
         # The run's row is the lock that keeps its trajectories from overrunning its budget together.
         run = ModelRun.objects.select_for_update().get(id=turn.trajectory.run_id)
-        if run_evaluations_used(run.id) >= settings.AGENT_RUN_EVALUATION_BUDGET:
+        if _run_budget_used_up(run):
             _trajectory_out_of_budget(turn, unstarted=False)
             return "run budget used up"
         trajectory = Trajectory.objects.select_for_update().select_related("run", "task").get(id=turn.trajectory_id)
