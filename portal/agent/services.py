@@ -508,8 +508,9 @@ def _turn_fail(turn: Turn, *, status: str, reason: str, stop_reason: str, attemp
 def turn_verdict_step(*, turn_id: int) -> str:
     """Record the evaluation of a turn, answer with feedback, and start the next turn or stop."""
     with transaction.atomic():
+        # Only the turn's row: PostgreSQL cannot lock the nullable side of the outer join to its evaluation.
         turn = (
-            Turn.objects.select_for_update()
+            Turn.objects.select_for_update(of=("self",))
             .select_related("trajectory__run", "trajectory__task", "evaluation")
             .filter(id=turn_id)
             .first()
