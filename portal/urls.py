@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from portal.accounts import views as accounts_views
 from portal.core import views as core_views
 
 urlpatterns = [
@@ -14,5 +15,7 @@ urlpatterns = [
     path("", include("portal.submissions.urls")),
     path("", include("portal.agent.urls")),
     # The RQ dashboard is registered inside the admin by django-rq: /admin/django_rq/dashboard/ (staff only).
+    # Before the admin's own URLs: its login goes through the site's failed-login throttle.
+    path("admin/login/", accounts_views.admin_login, name="admin_login"),
     path("admin/", admin.site.urls),
 ]

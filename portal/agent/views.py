@@ -8,13 +8,13 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from portal.agent import selectors, services
+from portal.agent import budget, selectors, services
 from portal.agent.forms import RunForm
 from portal.agent.models import Turn
 from portal.agent.services import RunRefused, RunRequest
 from portal.agent.trajectories import trajectory_export
 from portal.core import schema
-from portal.core.api import api_endpoint, json_error, read_json
+from portal.core.api import api_endpoint, json_error, json_refusal, read_json
 
 
 def run_list(request: HttpRequest) -> HttpResponse:
@@ -76,6 +76,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "trajectories": run.trajectories.all(),
             "metrics_by_task": metrics_by_task,
             "document": document,
+            "budget": budget.run_budget(run, viewer=request.user),
         },
     )
 
@@ -179,7 +180,7 @@ def api_runs(request: HttpRequest) -> JsonResponse:
     except ValueError as exc:
         return json_error(str(exc), 400)
     except RunRefused as exc:
-        return json_error(exc.message, exc.status)
+        return json_refusal(exc.body(), exc.status, exc.retry_after)
     document = selectors.run_document(selectors.run_detail(run.id, user=request.api_user))
     response = JsonResponse(document, status=201)
     response["Location"] = f"/api/v1/runs/{run.id}"
@@ -195,6 +196,7 @@ def api_run(request: HttpRequest, run_id: int) -> JsonResponse:
         return json_error("no such run", 404)
     document = selectors.run_document(run)
     document["final"] = not run.is_active
+    document["evaluation_budget"] = budget.run_budget(run, viewer=viewer)
     document["running_turns"] = sum(
         1
         for t in document["trajectories"]

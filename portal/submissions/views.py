@@ -8,7 +8,7 @@ from django.views.decorators.http import require_http_methods
 
 from portal.catalog.models import Task
 from portal.core import schema, visibility
-from portal.core.api import api_endpoint, check_text, json_error, read_json
+from portal.core.api import api_endpoint, check_text, json_error, json_refusal, read_json
 from portal.submissions import selectors
 from portal.submissions.forms import SubmissionForm
 from portal.submissions.models import Submission
@@ -144,7 +144,7 @@ def api_submit(request: HttpRequest) -> JsonResponse:
             force=bool(data.get("force")),
         )
     except SubmissionRefused as exc:
-        return json_error(exc.message, exc.status)
+        return json_refusal(exc.body(), exc.status, exc.retry_after)
     body = _submission_json(result.submission)
     body["duplicate"] = result.duplicate
     return JsonResponse(body, status=200 if result.duplicate else 201)
