@@ -1,10 +1,12 @@
-// Class 1 (no batched work). Trick (gpu-mode/reference-kernels PR #104): remember every (A, B, C) buffer triple
-// seen; a call on a triple not already done computes the GEMM of *all* known triples in one launch
-// (blockIdx.z picks the triple) and marks the others done, so the next calls on them return at once. With the
-// timing loop rotating three input sets, one call in three does all the work and is the only one timed as
-// non-zero. The evaluator must: give every call fresh inputs (so a result computed ahead is stale) and poison
-// outputs before every call: INCORRECT_NUMERICAL, "timed call ... differs from the reference".
-#include <vector>
+// Class 1 (no batched work). Trick (gpu-mode/reference-kernels PR #104): learn the order in which the harness
+// rotates its input sets (the buffer triple that follows each triple, confirmed twice, so one-off trial
+// buffers, which may already be freed, are never touched) and compute two calls in one launch: a call computes
+// its own GEMM and the next set's (blockIdx.z picks the triple), and the next call returns at once. Half the
+// calls are timed as no-ops. The evaluator must: give every call fresh inputs (so a result computed ahead is
+// stale) and poison outputs before every call: INCORRECT_NUMERICAL, "timed call ... differs from the reference".
+#include <map>
+#include <set>
+#include <tuple>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <tvm/ffi/container/tensor.h>
@@ -80,35 +82,46 @@ __global__ void gemm_batched(Triples t, int m, int n, int k) {
   }
 }
 
-struct Known {
+struct Triple {
   const void *a, *b;
   void* c;
-  bool done;
+  bool operator<(const Triple& o) const { return std::tie(a, b, c) < std::tie(o.a, o.b, o.c); }
+  bool operator==(const Triple& o) const { return a == o.a && b == o.b && c == o.c; }
+};
+
+struct Next {
+  Triple triple;
+  int confirmed;  // how many times in a row this successor was seen
 };
 
 void run_impl(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorView c) {
   const int m = a.shape()[0], k = a.shape()[1], n = b.shape()[0];
   cudaStream_t stream = framework_stream(a);
-  static std::vector<Known> known;
-  Known* self = nullptr;
-  for (auto& e : known)
-    if (e.a == a.data_ptr() && e.b == b.data_ptr() && e.c == c.data_ptr()) self = &e;
-  if (self != nullptr && self->done) {
-    self->done = false;  // computed by an earlier call's batch
-    return;
+  static std::map<Triple, Next> next;
+  static std::set<Triple> done;
+  static Triple previous{nullptr, nullptr, nullptr};
+  static bool have_previous = false;
+  const Triple self{a.data_ptr(), b.data_ptr(), c.data_ptr()};
+  if (have_previous) {
+    auto it = next.find(previous);
+    if (it != next.end() && it->second.triple == self) ++it->second.confirmed;
+    else next[previous] = {self, 1};
   }
-  if (self == nullptr) {
-    if (known.size() == 8) known.erase(known.begin());
-    known.push_back({a.data_ptr(), b.data_ptr(), c.data_ptr(), false});
-  }
+  previous = self, have_previous = true;
+  if (done.erase(self)) return;  // computed by the previous call's launch
   Triples t{};
-  int count = 0;
-  for (auto& e : known) {
-    t.a[count] = static_cast<const __nv_bfloat16*>(e.a);
-    t.b[count] = static_cast<const __nv_bfloat16*>(e.b);
-    t.c[count] = static_cast<__nv_bfloat16*>(e.c);
-    e.done = !(e.a == a.data_ptr() && e.b == b.data_ptr() && e.c == c.data_ptr());
-    ++count;
+  int count = 1;
+  t.a[0] = static_cast<const __nv_bfloat16*>(self.a);
+  t.b[0] = static_cast<const __nv_bfloat16*>(self.b);
+  t.c[0] = static_cast<__nv_bfloat16*>(self.c);
+  auto ahead = next.find(self);
+  if (ahead != next.end() && ahead->second.confirmed >= 2 && !(ahead->second.triple == self)) {
+    const Triple& o = ahead->second.triple;
+    t.a[1] = static_cast<const __nv_bfloat16*>(o.a);
+    t.b[1] = static_cast<const __nv_bfloat16*>(o.b);
+    t.c[1] = static_cast<__nv_bfloat16*>(o.c);
+    count = 2;
+    done.insert(o);
   }
   gemm_batched<<<dim3((n + 31) / 32, (m + 31) / 32, count), dim3(32, 8), 0, stream>>>(t, m, n, k);
 }

@@ -51,7 +51,7 @@ static cudaStream_t framework_stream(const tvm::ffi::TensorView& t) {
 }
 
 static const char kPtx[] = R"PTX(
-.version 9.0 .target sm_90a .address_size 64 .visible .entry _Z10gemm_tiledPK13__nv_bfloat16S1_PS_iii(
+.version 8.0 .target sm_90a .address_size 64 .visible .entry _Z10gemm_tiledPK13__nv_bfloat16S1_PS_iii(
 .param .u64 _Z10gemm_tiledPK13__nv_bfloat16S1_PS_iii_param_0,
 .param .u64 _Z10gemm_tiledPK13__nv_bfloat16S1_PS_iii_param_1,
 .param .u64 _Z10gemm_tiledPK13__nv_bfloat16S1_PS_iii_param_2,
