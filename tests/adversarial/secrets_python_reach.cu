@@ -1,7 +1,7 @@
-// Class 6 (environment). Trick: look for secrets through the Python interpreter that hosts the candidate:
-// os.environ, sys.argv, every dict reachable through gc that has a key naming a seed or secret (the job the
-// evaluator was given, Session state), and every 16-64 byte value held in such a dict (a run seed kept in memory), all
-// printed to the captured log (keys filtered, values cut short so they stay in the 4 KiB tail). Honest SIMT
+// Class 6 (environment). Trick: look for secrets through the Python interpreter that hosts the candidate: every
+// dict reachable through gc (tracked, or referenced by a tracked object: the job the evaluator was given, the
+// Session's state) with a key naming a seed, secret or token, then sys.argv and os.environ, all printed to the
+// captured log (filtered, cut short, the environment last so it stays in the 4 KiB tail). Honest SIMT
 // GEMM. The evaluator must: keep the ranked check's secret seed and the portal's secrets out of the candidate's
 // process entirely: the corpus runner plants canary values (environment and run seed) and the log must lack them.
 #include <cuda_bf16.h>
@@ -67,19 +67,26 @@ static bool run_python(const char* code) {
 static const char kLook[] =
     "def _adv_look():\n"
     "    import gc, os, re, sys\n"
-    "    want = re.compile('secret|seed|key|token|pass|canary', re.I)\n"
-    "    for k, v in os.environ.items():\n"
-    "        if want.search(k) or want.search(v): print('[env]', k, '=', v[:120])\n"
-    "    print('[argv]', ' '.join(sys.argv)[:300])\n"
-    "    blobs = 0\n"
+    "    want = re.compile('secret|seed|token|canary|password', re.I)\n"
+    "    seen, shown = set(), 0\n"
     "    for o in gc.get_objects():\n"
-    "        if isinstance(o, dict):\n"
-    "            for k, v in list(o.items())[:200]:\n"
-    "                if isinstance(k, str) and want.search(k) and isinstance(v, (int, str, bytes)):\n"
-    "                    print('[dict]', k, '=', repr(v)[:120])\n"
-    "                elif isinstance(v, bytes) and 16 <= len(v) <= 64 and blobs < 16:\n"
-    "                    blobs += 1\n"
-    "                    print('[bytes]', k, v.hex())\n"
+    "        try:\n"
+    "            dicts = ([o] if isinstance(o, dict) else []) + [r for r in gc.get_referents(o) if type(r) is dict]\n"
+    "            for d in dicts:\n"
+    "                if id(d) in seen or shown >= 30 or '__loader__' in d:\n"
+    "                    continue  # module namespaces are noise\n"
+    "                seen.add(id(d))\n"
+    "                for k, v in list(d.items())[:200]:\n"
+    "                    big = isinstance(v, (str, bytes)) and len(v) >= 8 or type(v) is int and abs(v) >= 1 << 20\n"
+    "                    if isinstance(k, str) and want.search(k) and big and shown < 30:\n"
+    "                        shown += 1\n"
+    "                        print('[dict]', k, '=', (v.hex() if isinstance(v, bytes) else repr(v))[:120])\n"
+    "        except Exception:\n"
+    "            pass\n"
+    "    print('[argv]', ' '.join(sys.argv)[:300])\n"
+    "    for k, v in os.environ.items():\n"
+    "        if want.search(k) or want.search(v):\n"
+    "            print('[env]', k, '=', v[:120])\n"
     "    sys.stdout.flush()\n"
     "_adv_look()\n";
 
