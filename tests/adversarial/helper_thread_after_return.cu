@@ -1,8 +1,8 @@
 // Class 3 (work hidden from the GPU timer still counts). Trick: `run` only enqueues and returns at once; the
 // work is finished later by a helper thread. On the framework stream: copy A and B to the host, then a host
-// callback (cudaLaunchHostFunc, no GPU activity record) that wakes a helper std::thread (which fans out to a host thread pool) and blocks the stream
-// until the helper has computed C on the CPU, then the copy of C back. The stream is ordered, so the output is
-// right by the time anything reads it, but the GPU timeline shows only the copies and an idle gap.
+// callback (cudaLaunchHostFunc: no GPU activity record) that wakes a helper std::thread, which fans the GEMM out
+// to a host thread pool, and blocks the stream until it is done; then the copy of C back. The stream is ordered,
+// so the output is right by the time anything reads it, but the GPU timeline shows only copies and an idle gap.
 // The evaluator must: PASSED but held, integrity hold `host_time` (the trusted clock sees the gap).
 #include <condition_variable>
 #include <cstdint>
