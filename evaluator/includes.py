@@ -43,6 +43,7 @@ _DIRECTIVE = re.compile(r"^[ \t\f\v]*(#|%:|\?\?=)[ \t\f\v]*([A-Za-z_]\w*|\d+)?(.
 _TARGET = re.compile(r'^(<([^>\n]*)>|"([^"\n]*)")')
 _FILE_READING = {"include_next", "import", "embed"}
 _PRAGMA_READS = re.compile(r"^\s*(?:GCC|clang)\s+dependency\b|^\s*dependency\b")
+_PRAGMA_TOKENS = re.compile(r"\bGCC\s+dependency\b")
 _HAS_INCLUDE = re.compile(r"\b(__has_include_next|__has_include|__has_embed)\b\s*(\(\s*([^)\n]*)\))?")
 _PRAGMA_OPERATOR = re.compile(r"\b_Pragma\s*\(\s*(?:L|u8|u|U)?\"((?:[^\"\\\n]|\\.)*)\"\s*\)")
 _ASM_READS = re.compile(r"(^|[\s;\"])\.(incbin|include)\b", re.IGNORECASE)
@@ -152,6 +153,10 @@ def directive_findings(source: str) -> list[PolicyFinding]:
                 add("include-path", "#line with a file name is not allowed (diagnostics would quote that file)", index)
             elif name == "pragma" and _PRAGMA_READS.search(rest):
                 add("include-path", "#pragma GCC dependency is not allowed (it reads a file)", index)
+        if _PRAGMA_TOKENS.search(code_no_strings[index]) and not (m and m.group(2) == "pragma"):
+            # `P(GCC dependency "f")` with `#define P(x) _Pragma(#x)`: the pragma is built by stringizing, and
+            # `nvcc -E` consumes it, so only these tokens show it. Pasted tokens are contained by the sandbox.
+            add("include-path", "GCC dependency is not allowed (a pragma that reads a file)", index)
         for op in _PRAGMA_OPERATOR.finditer(text):
             body = re.sub(r"\\(.)", r"\1", op.group(1))
             if _PRAGMA_READS.search(body):

@@ -45,6 +45,7 @@ HOSTILE = [
     ("line_file", '#line 1 "/etc/passwd"\n#warning x\n', 1, "#line"),
     ("line_marker", '# 1 "/etc/passwd"\n', 1, "#line"),
     ("pragma_dependency", '#pragma GCC dependency "/etc/passwd"\n', 1, "dependency"),
+    ("pragma_tokens", '#define P(x) _Pragma(#x)\nP(GCC dependency "/etc/passwd")\n', 2, "dependency"),
     ("pragma_operator", '_Pragma("GCC dependency \\"/etc/passwd\\"")\n', 1, "dependency"),
     ("has_include_absolute", '#if __has_include("/etc/shadow")\n#endif\n', 1, "absolute"),
     ("has_include_parent", "#if __has_include(<../../etc/shadow>)\n#endif\n", 1, "parent"),
@@ -72,7 +73,7 @@ def test_legitimate_directives_pass():
     source = (
         "#include <tvm/ffi/function.h>\n"
         "#if __has_include(<cuda/barrier>)\n#include <cuda/barrier>\n#endif\n"
-        "#line 40\n#pragma unroll\n#pragma once\n_Pragma(\"unroll 4\")\n"
+        '#line 40\n#pragma unroll\n#pragma once\n_Pragma("unroll 4")\n'
         "#define LONG_MACRO(x) \\\n  (x + 1)\n"
         'const char* s = R"(#include "/etc/passwd")"; // #include_next "/etc/passwd"\n'
         "/* #import <x> */ int n = 1'000;\nvoid run_impl() {}\n" + RUN
@@ -130,7 +131,7 @@ def test_redaction_cuts_diagnostics_located_in_or_naming_outside_files(tmp_path)
     roots = [Path("/usr/include")]
     output = "\n".join(
         [
-            f"{build}/kernel.cu(3): error: identifier \"x\" is undefined",
+            f'{build}/kernel.cu(3): error: identifier "x" is undefined',
             "    int y = x;",
             "            ^",
             '/etc/passwd(1): error: identifier "root" is undefined',
@@ -148,7 +149,7 @@ def test_redaction_cuts_diagnostics_located_in_or_naming_outside_files(tmp_path)
             "/usr/include/stdio.h:12: note: fine",
             "ptxas /tmp/tmpxft_0000291a_00000000-6_kernel.ptx, line 5; error   : bad",
             "/usr/bin/ld: cannot find -lfoo",
-            "1 error detected in the compilation of \"kernel.cu\".",
+            '1 error detected in the compilation of "kernel.cu".',
         ]
     )
     text, cut = includes.redact_output(output, includes.quotable_roots(roots, None), build)
