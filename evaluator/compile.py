@@ -117,7 +117,7 @@ def compile_kernel(
     roots = includes.include_roots(nvcc, tvm_ffi_paths()[0], env)
     # The compile sandbox shows the toolchain alone: the toolkit (nvcc's parent's parent) wherever it is
     # installed, the include roots, tvm-ffi's library.
-    readable = [toolkit, *roots, Path(tvm_ffi_paths()[1]).parent]
+    readable = [toolkit, *roots, Path(tvm_ffi_paths()[1]).parent, *host_compiler_dirs(env)]
     start = time.monotonic()
     # The preprocessor pass (for the policy after macro expansion) runs beside the compiler: it needs only the
     # source, and running the two one after the other cost ~4 s of every verdict.
@@ -168,6 +168,17 @@ def compile_kernel(
         if cache_dir is not None and key is not None and preprocessed is not None:
             compile_cache.store(cache_dir, key, result, library, cubin, preprocessed)
     return CompiledKernel(result, library if ok else None, cubin, preprocessed if ok else None, outside or None)
+
+
+def host_compiler_dirs(env: dict[str, str]) -> list[Path]:
+    """The installation folders of the host compiler nvcc calls (`gcc`/`g++` on the child's PATH), for toolchains
+    outside /usr (a devtoolset under /opt, say): its binaries and cc1plus must be visible in the sandbox."""
+    found = []
+    for name in ("gcc", "g++"):
+        path = shutil.which(name, path=env.get("PATH"))
+        if path:
+            found.append(Path(path).resolve().parent.parent)
+    return found
 
 
 def preprocess(

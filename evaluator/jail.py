@@ -5,7 +5,9 @@ A `Jail` turns an argument vector into one that runs inside bubblewrap (`bwrap`)
   capabilities, a new session, and death when the evaluator dies;
 - a narrow read-only view of the host: the system directories, the Python installation and its import path,
   the evaluator package (not the rest of the repository), the task folder, the tool folders it needs;
-  /etc/shadow and /etc/gshadow are masked, /root, /home and /var are not there at all;
+  /etc/shadow and /etc/gshadow are masked, /root, /home and /var are not there at all; the compiler's sandbox
+  (`toolchain=True`) is narrower still: /usr, /bin, /lib*, of /etc only TOOLCHAIN_ETC, and the folders the
+  caller names (toolkit, include roots, build folder), no /opt, /sys or Python folders;
 - a size-capped private tmpfs at /tmp (HOME and TMPDIR point there) and a small one at /dev/shm: the only
   writable places besides the folders the caller names (the output exchange, the build folder);
 - the NVIDIA device nodes bound in when GPU work is asked for.

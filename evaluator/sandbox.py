@@ -287,7 +287,7 @@ def run_group(
     """Run a command in its own session (sandboxed when `jail` is given); at `timeout_s` kill it all.
 
     Output is read as it comes, keeping the first and last `output_cap / 2` bytes: a compiler flooding its
-    error stream costs neither memory nor disk here.
+    error stream costs neither memory nor disk here. `toolchain`: the compiler's narrower sandbox (jail.py).
     """
     import tempfile
 
