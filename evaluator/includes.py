@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import tempfile
 from collections.abc import Iterable
@@ -245,32 +246,41 @@ _ROOTS_CACHE: dict[tuple[str, tuple[str, ...]], tuple[Path, ...]] = {}
 
 
 def include_roots(nvcc: str, includes: Iterable[str], env: dict[str, str] | None = None) -> tuple[Path, ...]:
-    """The include search list nvcc's host compiler really uses (GCC's `-v` listing under nvcc's flags),
-    resolved: the toolkit's include folders, the host compiler's own, the -I folders passed. Trusted input
-    only (an empty file), so it runs outside the sandbox; cached per toolchain."""
+    """The include search list nvcc's preprocessor really uses, resolved: the -I and -isystem folders of the
+    host compiler command nvcc would run (`--dryrun`: the toolkit's include folders and `includes`), then that
+    host compiler's own (`-E -v`). Two quick calls on trusted input (no preprocessing of the toolkit's headers),
+    outside the sandbox; cached per toolchain."""
     key = (nvcc, tuple(includes))
     if key not in _ROOTS_CACHE:
         with tempfile.TemporaryDirectory(prefix="ptxbench-roots-") as tmp:
             empty = Path(tmp) / "empty.cu"
             empty.write_text("")
-            cmd = [nvcc, "-E", "-std=c++17", *(f"-I{p}" for p in key[1]), "-Xcompiler", "-v", str(empty)]
-            cmd += ["-o", os.devnull]
-            try:
-                out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env).stderr
-            except (OSError, subprocess.SubprocessError):
-                out = ""
-        roots: list[Path] = []
+            plan = _run([nvcc, "--dryrun", "-E", "-std=c++17", *(f"-I{p}" for p in key[1]), str(empty)], env)
+        command = next((line[3:] for line in plan.splitlines() if line.startswith("#$ ") and " -E " in line), "")
+        words = shlex.split(command) if command else []
+        roots = [w[2:] for w in words if w.startswith("-I") and len(w) > 2]
+        roots += [words[i + 1] for i, w in enumerate(words[:-1]) if w in ("-isystem", "-I")]
+        host = words[0] if words else "gcc"
+        listing = _run([host, "-xc++", "-std=c++17", "-E", "-v", os.devnull, "-o", os.devnull], env)
         inside = False
-        for line in out.splitlines():
+        for line in listing.splitlines():
             if "search starts here" in line:
                 inside = True
             elif line.startswith("End of search list"):
                 inside = False
             elif inside and line.startswith(" "):
-                roots.append(Path(os.path.realpath(line.strip())))
-        roots += [Path(os.path.realpath(p)) for p in key[1]]
-        _ROOTS_CACHE[key] = tuple(dict.fromkeys(roots))
+                roots.append(line.strip())
+        roots += list(key[1])
+        _ROOTS_CACHE[key] = tuple(dict.fromkeys(Path(os.path.realpath(r)) for r in roots))
     return _ROOTS_CACHE[key]
+
+
+def _run(cmd: list[str], env: dict[str, str] | None) -> str:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return proc.stdout + proc.stderr
 
 
 def is_under(path: str, roots: Iterable[Path], cwd: Path) -> bool:
