@@ -224,3 +224,36 @@ def test_compile_sandbox_shows_the_toolchain_alone(tmp_path):
         "zero",
     }
     assert not any(d.startswith("nvidia") for d in devices)
+
+
+@needs_nvcc
+def test_pipeline_rejects_a_header_that_leads_outside_the_roots_and_publishes_nothing_of_it(tmp_path):
+    # A relative include the policy allows, through a link in the build folder to a file the compile sandbox
+    # shows (under /usr, outside every include root): only the -MD check can see where it led.
+    from evaluator.pipeline import Options, evaluate
+    from evaluator.taskdata import find_task
+    from evaluator.verdict import to_json
+
+    target = Path("/usr/lib/os-release")
+    if not target.is_file():
+        pytest.skip("no /usr/lib/os-release on this host")
+    repo = Path(__file__).resolve().parents[1]
+    task = find_task(repo / "tests" / "evaluator" / "tasks", "tiny_gemm")
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "leak.h").symlink_to(target)
+    source = (repo / "tests" / "adversarial" / "include_passwd.cu").read_text().replace('"/etc/passwd"', '"leak.h"')
+    assert check_source(source) == []
+    verdict = evaluate(
+        source,
+        task,
+        "sm_90a",
+        workloads="00000000-0000-4000-8000-000000000016",
+        stages=["compile"],
+        options=Options(device_type="cpu", workdir=tmp_path),
+    )
+    assert verdict.status.value == "POLICY_REJECTED"
+    assert "outside the allowed include roots" in verdict.policy[0].message
+    assert "leak.h" in verdict.policy[0].message
+    assert verdict.compile.output == includes.WITHHELD
+    published = to_json(verdict)
+    assert "PRETTY_NAME" not in published and "os-release" not in published
