@@ -12,7 +12,7 @@ import pytest
 
 from portal.agent.client import EndpointConfig, ModelCallError, chat_completion
 from portal.agent.ssrf import Allowlist, EndpointRefused, PinnedTransport, blocked_reason, check_endpoint_url
-from tests.agent_support import replay  # noqa: F401 - fixture
+from tests.support.agent_support import replay  # noqa: F401 - fixture
 
 NOBODY = Allowlist.parse([])
 LOCAL = Allowlist.parse(["127.0.0.1/32"])

@@ -20,7 +20,15 @@ from portal.catalog.models import Task
 from portal.submissions import artifacts, queueing
 from portal.submissions.models import Evaluation
 from portal.submissions.services import evaluation_reconcile, submission_create
-from tests.factories import BROKEN_KERNEL, GEMM, REPO, make_user, start_manage_process, starter_source, sync_catalog
+from tests.support.factories import (
+    BROKEN_KERNEL,
+    GEMM,
+    REPO,
+    make_user,
+    start_manage_process,
+    starter_source,
+    sync_catalog,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 CPU = "policy,compile,sass"

@@ -26,7 +26,7 @@ from portal.catalog.models import Task
 from portal.core.management.commands import reconcile as reconcile_command
 from portal.submissions import queueing, services
 from portal.submissions.models import Evaluation, Submission
-from tests.factories import GEMM, make_token, make_user, starter_source, sync_catalog
+from tests.support.factories import GEMM, make_token, make_user, starter_source, sync_catalog
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from task_suite_build import compile_all, distinct_starters
-from task_suite_math import (
+
+from evaluator.taskdata import Task, TaskDataError, evaluate_flops, load_task, load_tasks
+from tests.support.task_suite_build import compile_all, distinct_starters
+from tests.support.task_suite_math import (
     attention_exact,
     attention_grads_exact,
     attention_grads_from_inputs,
@@ -25,8 +27,6 @@ from task_suite_math import (
     load_function,
     tolerance_ratio,
 )
-
-from evaluator.taskdata import Task, TaskDataError, evaluate_flops, load_task, load_tasks
 
 REPO = Path(__file__).resolve().parent.parent
 TASKS = REPO / "tasks"
