@@ -28,7 +28,7 @@ from portal.submissions import queueing, services
 from portal.submissions.models import Evaluation, Submission
 from tests.support.factories import GEMM, make_token, make_user, starter_source, sync_catalog
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("allow_unsandboxed_without_bwrap")]
 
 
 def _dead_redis_url() -> str:
