@@ -94,10 +94,11 @@ def judge(entry: dict[str, Any], verdict: Verdict) -> tuple[bool, str]:
     status = verdict.status.value
     problems = []
     if status not in expect["status"]:
-        problems.append(f"status {status}")
+        problems.append(f"status {status}, expected one of {'/'.join(expect['status'])}")
     reason = _reason(verdict)
     if expect.get("reason") and not any(r in reason for r in expect["reason"]):
-        problems.append(f"reason {reason[:160]!r}")
+        wanted = " or ".join(repr(r) for r in expect["reason"])
+        problems.append(f"the message lacks {wanted} (status {status}): {reason[:300]!r}")
     if expect.get("arch") and verdict.arch_check.status.value != expect["arch"]:
         problems.append(f"arch {verdict.arch_check.status.value}")
     if expect.get("min_latency_ms") is not None:

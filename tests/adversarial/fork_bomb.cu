@@ -1,5 +1,8 @@
 // Trick: fork without end (every child forks too), to exhaust the host's process table.
-// Expected: TIMEOUT; the sandbox's process limit (pids cgroup) holds the bomb, and the whole tree is killed.
+// Expected: the sandbox's process limit (pids cgroup) holds the bomb, the verdict says the limit was hit, and the
+// whole tree is killed. Once its own fork fails (the limit), the first process exits, leaving hundreds of orphans
+// still forking for the evaluator to kill: RUNTIME_ERROR as soon as the limit holds, instead of waiting for the
+// wall-clock limit, which a loaded machine could reach before the bomb reached the limit (startup counts too).
 #include <unistd.h>
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/function.h>
@@ -20,8 +23,12 @@ static void host_gemm(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::
 
 void run_impl(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorView c) {
   host_gemm(a, b, c);
+  const pid_t first = getpid();
   for (;;) {
-    if (fork() < 0) usleep(1000);
+    if (fork() < 0) {
+      if (getpid() == first) _exit(3);  // the limit held; the orphans go on forking
+      usleep(1000);
+    }
   }
 }
 
