@@ -131,7 +131,7 @@ def starters(suite, tmp_path_factory) -> dict[str, Path]:
         pytest.skip("nvcc is not on PATH")
     pytest.importorskip("tvm_ffi")
     out = tmp_path_factory.mktemp("starters")
-    return compile_all(TASKS, SUITE, out, arch.gencode, workers=min(8, os.cpu_count() or 1))
+    return compile_all(TASKS, SUITE, out, arch.name, workers=min(8, os.cpu_count() or 1))
 
 
 def _odd_axes(task: Task) -> dict[str, dict[str, int]]:
