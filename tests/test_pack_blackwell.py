@@ -186,6 +186,7 @@ def _probe_source() -> str:
     return source
 
 
+@pytest.mark.slow  # nvcc
 def test_header_compiles_for_sm100a_and_emits_tcgen05_sass(tmp_path: Path, monkeypatch) -> None:
     nvcc, cuobjdump = _tools()
     src = tmp_path / "probe.cu"
@@ -210,6 +211,7 @@ def test_header_compiles_for_sm100a_and_emits_tcgen05_sass(tmp_path: Path, monke
     assert count_families(sass, "sm_100a").target_count > 0  # what the evaluator's static SASS stage counts
 
 
+@pytest.mark.slow  # nvcc
 def test_header_refuses_a_non_arch_specific_target(tmp_path: Path) -> None:
     nvcc, _ = _tools()
     src = tmp_path / "probe.cu"
@@ -233,6 +235,7 @@ def _gemm_example_source() -> str:
     return full[0]
 
 
+@pytest.mark.slow  # nvcc
 def test_gemm_example_builds_with_the_harness_line_and_uses_tcgen05(tmp_path: Path, monkeypatch) -> None:
     _, cuobjdump = _tools()
     source = _gemm_example_source()

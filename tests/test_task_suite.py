@@ -320,6 +320,7 @@ def test_one_broken_task_fails_the_whole_load(tmp_path):
 # --------------------------------------------------------------------------- starters compile
 
 
+@pytest.mark.slow  # nvcc
 def test_starters_compile_for_sm90a(tmp_path):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH")
