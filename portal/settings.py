@@ -7,6 +7,7 @@ from pathlib import Path
 
 import dj_database_url
 
+from evaluator.arches import ARCHES
 from portal.dev_secrets import stored_secret
 from portal.env import env_bool, env_int, env_list, env_required, env_str
 
@@ -104,8 +105,10 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
-# One queue per GPU architecture (workers on hosts with that GPU), plus LLM calls and CPU-only work.
-RQ_QUEUE_NAMES = ("gpu-sm90", "gpu-sm100", "agent", "default")
+# One queue per GPU architecture (workers on hosts with that GPU; evaluator/arches.py names them), plus LLM calls
+# (`agent`, portal/agent/queueing.py) and CPU-only work (`default`).
+GPU_QUEUE_NAMES = tuple(dict.fromkeys(arch.queue for arch in ARCHES.values()))
+RQ_QUEUE_NAMES = (*GPU_QUEUE_NAMES, "agent", "default")
 RQ_QUEUES = {
     name: {"URL": REDIS_URL, "DEFAULT_TIMEOUT": env_int("RQ_DEFAULT_TIMEOUT", 3600)} for name in RQ_QUEUE_NAMES
 }

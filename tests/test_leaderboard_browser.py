@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from portal.leaderboard import charts
-from tests import leaderboard_factories as lf
-from tests.browser import chromium_page
-from tests.leaderboard_factories import GEMM, MHA, leaderboard_isolation  # noqa: F401 - autouse fixture
+from tests.support import leaderboard_factories as lf
+from tests.support.browser import chromium_page
+from tests.support.leaderboard_factories import GEMM, MHA, leaderboard_isolation  # noqa: F401 - autouse fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -62,7 +62,7 @@ def test_charts_draw_and_filters_update_the_model_table(live_server):
 
 
 def test_kernel_board_draws_its_distribution_and_switches_architecture(live_server):
-    from tests.factories import sync_catalog
+    from tests.support.factories import sync_catalog
 
     sync_catalog()
     kim = lf.user("kim")

@@ -14,8 +14,8 @@ from django.core.management import call_command
 
 from portal.leaderboard import charts
 from portal.leaderboard.finders import plotly_js_path
-from tests import leaderboard_factories as lf
-from tests.leaderboard_factories import GEMM, MHA, leaderboard_isolation  # noqa: F401 - autouse fixture
+from tests.support import leaderboard_factories as lf
+from tests.support.leaderboard_factories import GEMM, MHA, leaderboard_isolation  # noqa: F401 - autouse fixture
 
 pytestmark = pytest.mark.django_db
 

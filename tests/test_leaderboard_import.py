@@ -13,9 +13,9 @@ from django.core.management import CommandError, call_command
 from portal.leaderboard.cache import Generation
 from portal.leaderboard.selectors import kernel_board
 from portal.submissions.models import Artifact, Evaluation, Submission
-from tests import leaderboard_factories as lf
-from tests.factories import REPO, sync_catalog
-from tests.leaderboard_factories import GEMM, leaderboard_isolation  # noqa: F401 - autouse fixture
+from tests.support import leaderboard_factories as lf
+from tests.support.factories import REPO, sync_catalog
+from tests.support.leaderboard_factories import GEMM, leaderboard_isolation  # noqa: F401 - autouse fixture
 
 pytestmark = pytest.mark.django_db
 SOLUTION = "hopper_tma_wgmma"

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 
 from portal.catalog.models import KnowledgePack, Task
-from tests.factories import GEMM
+from tests.support.factories import GEMM
 
 pytestmark = pytest.mark.django_db
 

@@ -252,7 +252,7 @@ def standard_runs():
     B (H100, day 1): GEMM 4,3,3,1.4,500    MHA 4,2,2,1.1,700
     C (H200, day 2, still running): GEMM 2,1,1,2.0,300 (incomplete), no MHA yet
     D hidden, E banned, F on sm_100a: never on the sm_90a board."""
-    from tests.factories import sync_catalog
+    from tests.support.factories import sync_catalog
 
     sync_catalog()
     alice, bob, carol = user("alice"), user("bob"), user("carol")
