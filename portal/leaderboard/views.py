@@ -18,7 +18,7 @@ from portal.leaderboard.selectors import BadQuery, BoardQuery
 
 log = logging.getLogger(__name__)
 
-MODEL_CHARTS = ("correctness", "best-speedup", "distribution", "arch-comparison")
+MODEL_CHARTS = ("correctness", "speedup-by-turn", "fast-p", "reasoning", "best-speedup", "arch-comparison")
 
 
 def _filters(gen: Generation, query: BoardQuery) -> dict:
@@ -78,6 +78,7 @@ def _chart_blocks(gen: Generation, query: BoardQuery, names: tuple[str, ...]) ->
                 "name": name,
                 "element_id": f"figure-{name}",
                 "figure": result["figure"],
+                "empty": result.get("empty") or "",
                 "json_url": reverse("leaderboard_api:chart", args=[name]) + "?" + _query_string(query),
             }
         )
