@@ -11,8 +11,6 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-import plotly.graph_objects as go
-
 from evaluator.arches import ARCHES
 from portal.leaderboard import ranking, selectors, turns
 from portal.leaderboard.cache import KERNELS, MODELS, Generation
@@ -33,9 +31,65 @@ def plot_text(text: str, limit: int = 48) -> str:
     return html.escape(text, quote=False)
 
 
-def _layout(fig: go.Figure, *, title: str, x: str, y: str, height: int = 400) -> go.Figure:
+def _merge(target: dict, changes: dict) -> None:
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(target.get(key), dict):
+            _merge(target[key], value)
+        else:
+            target[key] = value
+
+
+class PlainFigure:
+    """A plotly figure as the plain dict plotly.js draws (data, layout), with the few plotly.py methods the
+    charts use. plotly.py's own Figure objects cost about 0.1 s per chart to build here, most of an uncached
+    board page; the tests check every figure served against plotly's schema (go.Figure(body["figure"]))."""
+
+    def __init__(self) -> None:
+        self.data: list[dict] = []
+        self.layout: dict = {}
+
+    def add_trace(self, trace: dict) -> None:
+        self.data.append(trace)
+
+    def update_layout(self, **changes) -> None:
+        _merge(self.layout, changes)
+
+    def update_xaxes(self, **changes) -> None:
+        _merge(self.layout.setdefault("xaxis", {}), changes)
+
+    def update_yaxes(self, **changes) -> None:
+        _merge(self.layout.setdefault("yaxis", {}), changes)
+
+    def _line(self, axis: str, value: float, line: dict, text: str) -> None:
+        other = "x" if axis == "y" else "y"
+        shape = {"type": "line", f"{other}ref": "paper", f"{other}0": 0, f"{other}1": 1}
+        shape.update({f"{axis}ref": axis, f"{axis}0": value, f"{axis}1": value, "line": line})
+        self.layout.setdefault("shapes", []).append(shape)
+        if text:
+            note = {"text": text, "showarrow": False, f"{axis}ref": axis, axis: value, f"{other}ref": "paper"}
+            note.update({other: 1, "xanchor": "left", "yanchor": "bottom"})
+            self.layout.setdefault("annotations", []).append(note)
+
+    def add_hline(self, *, y: float, line: dict, annotation_text: str = "", **_) -> None:
+        self._line("y", y, line, annotation_text)
+
+    def add_vline(self, *, x: float, line: dict, annotation_text: str = "", **_) -> None:
+        self._line("x", x, line, annotation_text)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"data": self.data, "layout": self.layout}
+
+
+def _trace(kind: str, **properties) -> dict:
+    return {"type": kind, **properties}
+
+
+def _figure() -> PlainFigure:
+    return PlainFigure()
+
+
+def _layout(fig: PlainFigure, *, title: str, x: str, y: str, height: int = 400) -> PlainFigure:
     fig.update_layout(
-        template="none",
         title={"text": title, "x": 0, "font": {"size": 15}},
         xaxis={"title": {"text": x}, "gridcolor": "#eef1f4", "automargin": True},
         yaxis={"title": {"text": y}, "gridcolor": "#eef1f4", "zeroline": False, "automargin": True},
@@ -48,11 +102,10 @@ def _layout(fig: go.Figure, *, title: str, x: str, y: str, height: int = 400) ->
     return fig
 
 
-def empty_figure(message: str) -> go.Figure:
+def empty_figure(message: str) -> PlainFigure:
     """No data: a message where the plot would be, never bare axes around -1..1."""
-    fig = go.Figure()
+    fig = _figure()
     fig.update_layout(
-        template="none",
         height=160,
         xaxis={"visible": False},
         yaxis={"visible": False},
@@ -63,7 +116,7 @@ def empty_figure(message: str) -> go.Figure:
     return fig
 
 
-def _library_line(fig: go.Figure, *, axis: str = "y") -> None:
+def _library_line(fig: PlainFigure, *, axis: str = "y") -> None:
     """The vendor library's speed: above the line a kernel beats cuBLAS/cuDNN."""
     line = {"color": "#5b6470", "dash": "dash", "width": 1}
     if axis == "y":
@@ -139,13 +192,14 @@ def correctness_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
     }
 
 
-def correctness_figure(data: dict[str, Any]) -> go.Figure:
-    fig = go.Figure()
+def correctness_figure(data: dict[str, Any]) -> PlainFigure:
+    fig = _figure()
     for i, s in enumerate(data["series"]):
         color = COLORS[i % len(COLORS)]
         for kind, dash in (("correct", "solid"), ("verified", "dot")):
             fig.add_trace(
-                go.Scatter(
+                _trace(
+                    "scatter",
                     x=data["turns"],
                     y=[round(100 * c / s["n"], 2) for c in s[kind]],
                     customdata=[f"{c}/{s['n']}" for c in s[kind]],
@@ -201,11 +255,12 @@ def speedup_by_turn_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
     }
 
 
-def speedup_by_turn_figure(data: dict[str, Any]) -> go.Figure:
-    fig = go.Figure()
+def speedup_by_turn_figure(data: dict[str, Any]) -> PlainFigure:
+    fig = _figure()
     for s in data["series"]:
         fig.add_trace(
-            go.Scatter(
+            _trace(
+                "scatter",
                 x=data["turns"],
                 y=[None if v is None else round(v, 4) for v in s["geomean"]],
                 mode="lines+markers",
@@ -255,11 +310,12 @@ def fast_p_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
     }
 
 
-def fast_p_figure(data: dict[str, Any]) -> go.Figure:
-    fig = go.Figure()
+def fast_p_figure(data: dict[str, Any]) -> PlainFigure:
+    fig = _figure()
     for s in data["series"]:
         fig.add_trace(
-            go.Scatter(
+            _trace(
+                "scatter",
                 x=data["p"],
                 y=[round(100 * v, 2) for v in s["fast_p"]],
                 mode="lines",
@@ -310,11 +366,12 @@ def reasoning_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
     }
 
 
-def reasoning_figure(data: dict[str, Any]) -> go.Figure:
-    fig = go.Figure()
+def reasoning_figure(data: dict[str, Any]) -> PlainFigure:
+    fig = _figure()
     for s in data["series"]:
         fig.add_trace(
-            go.Scatter(
+            _trace(
+                "scatter",
                 x=[p["reasoning_tokens"] for p in s["points"]],
                 y=[p["speedup"] for p in s["points"]],
                 customdata=[p["run_id"] for p in s["points"]],
@@ -361,13 +418,14 @@ def best_speedup_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
     }
 
 
-def best_speedup_figure(data: dict[str, Any]) -> go.Figure:
+def best_speedup_figure(data: dict[str, Any]) -> PlainFigure:
     """Horizontal bars, tasks down the side: long task names stay readable at 17 tasks x several models."""
-    fig = go.Figure()
+    fig = _figure()
     tasks = list(reversed(data["tasks"]))  # first task on top
     for s in data["series"]:
         fig.add_trace(
-            go.Bar(
+            _trace(
+                "bar",
                 y=tasks,
                 x=[s["speedups"].get(t) for t in tasks],
                 orientation="h",
@@ -422,10 +480,12 @@ def distribution_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
     }
 
 
-def distribution_figure(data: dict[str, Any]) -> go.Figure:
+def distribution_figure(data: dict[str, Any]) -> PlainFigure:
     bins = data["bins"]
-    fig = go.Figure(
-        go.Bar(
+    fig = _figure()
+    fig.add_trace(
+        _trace(
+            "bar",
             x=[(b["low"] + b["high"]) / 2 for b in bins],
             y=[b["count"] for b in bins],
             width=[b["high"] - b["low"] for b in bins],
@@ -436,7 +496,8 @@ def distribution_figure(data: dict[str, Any]) -> go.Figure:
     )
     if data["references"]:
         fig.add_trace(
-            go.Scatter(
+            _trace(
+                "scatter",
                 x=[r["speedup"] for r in data["references"]],
                 y=[0 for _ in data["references"]],
                 mode="markers",
@@ -488,13 +549,14 @@ def arch_comparison_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
     }
 
 
-def arch_comparison_figure(data: dict[str, Any]) -> go.Figure:
-    fig = go.Figure()
+def arch_comparison_figure(data: dict[str, Any]) -> PlainFigure:
+    fig = _figure()
     labels = [plot_text(m["label"]) for m in data["models"]]
     for arch in data["arches"]:
         cells = [m.get(arch) or {} for m in data["models"]]
         fig.add_trace(
-            go.Bar(
+            _trace(
+                "bar",
                 x=labels,
                 y=[c.get("geomean_speedup") for c in cells],
                 customdata=[f"{c.get('tasks_solved', 0)}/{c.get('tasks', 0)}" for c in cells],
@@ -514,7 +576,7 @@ def arch_comparison_figure(data: dict[str, Any]) -> go.Figure:
 
 # --------------------------------------------------------------------------- registry
 
-CHARTS: dict[str, tuple[Callable[[Generation, BoardQuery], dict], Callable[[dict], go.Figure], bool]] = {
+CHARTS: dict[str, tuple[Callable[[Generation, BoardQuery], dict], Callable[[dict], PlainFigure], bool]] = {
     # name: (data function, figure function, needs model runs)
     "correctness": (correctness_data, correctness_figure, True),
     "speedup-by-turn": (speedup_by_turn_data, speedup_by_turn_figure, True),
@@ -526,9 +588,9 @@ CHARTS: dict[str, tuple[Callable[[Generation, BoardQuery], dict], Callable[[dict
 }
 
 
-def figure_json(figure: go.Figure) -> dict[str, Any]:
-    """The figure as plain JSON data (plotly's encoder handles numpy and dates)."""
-    return json.loads(figure.to_json())
+def figure_json(figure: PlainFigure) -> dict[str, Any]:
+    """The figure as plain JSON data."""
+    return json.loads(json.dumps(figure.to_dict()))
 
 
 def chart(gen: Generation, name: str, query: BoardQuery) -> dict[str, Any]:
