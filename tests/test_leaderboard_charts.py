@@ -33,19 +33,7 @@ def chart(client, name, **params):
     return body
 
 
-def _turns(run, task_slug, trajectories):
-    """trajectories: per trajectory, a list of turns (status, arch_status, speedup, reasoning tokens)."""
-    from portal.agent.models import Trajectory, Turn
-
-    for index, turns in enumerate(trajectories):
-        trajectory = Trajectory.objects.create(run=run, task=lf.task(task_slug), index=index, state="done")
-        for number, (status, arch_status, speedup, reasoning) in enumerate(turns):
-            Turn.objects.create(
-                trajectory=trajectory, index=number, state="done", status=status, arch_status=arch_status,
-                speedup=speedup, reasoning_tokens=reasoning,
-            )  # fmt: skip
-
-
+_turns = lf.turns
 FAIL = ("COMPILE_ERROR", "", None, 100)
 
 
