@@ -155,32 +155,19 @@ def _mean(values: list[float]) -> float | None:
 # --------------------------------------------------------------------------- per-turn curves
 
 
-def _first_hits(points: list[turns.TurnPoint]) -> tuple[dict[str, dict[int, tuple]], int]:
-    """model -> trajectory -> (first correct turn, first verified turn) as 1-based turn numbers (None: never),
-    and the largest turn number seen (T)."""
-    hits: dict[str, dict[int, list]] = defaultdict(dict)
-    last = 0
-    for p in points:
-        entry = hits[p.model_id].setdefault(p.trajectory_id, [None, None])
-        number = p.index + 1
-        last = max(last, number)
-        if p.correct and (entry[0] is None or number < entry[0]):
-            entry[0] = number
-        if p.verified and (entry[1] is None or number < entry[1]):
-            entry[1] = number
-    return {m: {t: tuple(v) for t, v in by.items()} for m, by in hits.items()}, last
-
-
 def correctness_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
     """For every turn t = 1..T: the share of trajectories with a correct kernel within t turns, and with a
     correct kernel whose target instructions were verified; pooled over the model's runs (n trajectories)."""
-    hits, last = _first_hits(turns.turn_points(gen, arch=query.arch, task=query.task, gpu=query.gpu))
+    folded = turns.trajectories(gen, arch=query.arch, task=query.task, gpu=query.gpu)
+    last = max((t.turns for t in folded), default=0)
+    by_model: dict[str, list[turns.TrajectoryTurns]] = defaultdict(list)
+    for t in folded:
+        by_model[t.model_id].append(t)
     series = []
-    for model, by_trajectory in hits.items():
-        n = len(by_trajectory)
-        correct = [sum(1 for c, _ in by_trajectory.values() if c is not None and c <= t) for t in range(1, last + 1)]
-        verified = [sum(1 for _, v in by_trajectory.values() if v is not None and v <= t) for t in range(1, last + 1)]
-        series.append({"model": model, "n": n, "correct": correct, "verified": verified})
+    for model, items in by_model.items():
+        correct = [sum(1 for i in items if i.first_correct and i.first_correct <= t) for t in range(1, last + 1)]
+        verified = [sum(1 for i in items if i.first_verified and i.first_verified <= t) for t in range(1, last + 1)]
+        series.append({"model": model, "n": len(items), "correct": correct, "verified": verified})
     series.sort(key=lambda s: (-(s["verified"][-1] / s["n"]), -(s["correct"][-1] / s["n"]), s["model"]))
     names, note = _capped([s["model"] for s in series])
     return {
@@ -224,15 +211,14 @@ def correctness_figure(data: dict[str, Any]) -> PlainFigure:
 def speedup_by_turn_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
     """For every turn limit t: per run, the geometric mean over tasks of the best correct speedup within t turns
     (tasks with one); per model, the mean over its runs (n runs)."""
-    points = turns.turn_points(gen, arch=query.arch, task=query.task, gpu=query.gpu)
-    last = max((p.index + 1 for p in points), default=0)
+    folded = turns.trajectories(gen, arch=query.arch, task=query.task, gpu=query.gpu)
+    last = max((t.turns for t in folded), default=0)
     best: dict[tuple[str, int, str], list[float]] = {}  # (model, run, task) -> best speedup within t, per t
-    for p in points:
-        key = (p.model_id, p.run_id, p.task)
-        row = best.setdefault(key, [0.0] * last)
-        if p.speedup:
-            for t in range(p.index, last):
-                row[t] = max(row[t], p.speedup)
+    for trajectory in folded:
+        row = best.setdefault((trajectory.model_id, trajectory.run_id, trajectory.task), [0.0] * last)
+        for number, speedup in trajectory.speedups:
+            for t in range(number - 1, last):
+                row[t] = max(row[t], speedup)
     per_run: dict[tuple[str, int], list[list[float]]] = defaultdict(list)
     for (model, run, _task), row in best.items():
         per_run[(model, run)].append(row)
@@ -339,10 +325,11 @@ def fast_p_figure(data: dict[str, Any]) -> PlainFigure:
 def reasoning_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
     """One point per run: mean reasoning tokens per turn (where the server reported them) against the run's
     geometric-mean best speedup at k."""
-    tokens: dict[int, list[int]] = defaultdict(list)
-    for p in turns.turn_points(gen, arch=query.arch, task=query.task, gpu=query.gpu):
-        if p.reasoning_tokens is not None:
-            tokens[p.run_id].append(p.reasoning_tokens)
+    tokens: dict[int, list[int]] = defaultdict(lambda: [0, 0])  # run -> [tokens, turns that reported them]
+    for t in turns.trajectories(gen, arch=query.arch, task=query.task, gpu=query.gpu):
+        if t.reasoning_turns:
+            tokens[t.run_id][0] += t.reasoning_tokens
+            tokens[t.run_id][1] += t.reasoning_turns
     by_model = _runs_by_model(selectors.model_rows(gen, arch=query.arch, k=query.k, gpu=query.gpu), query.task)
     series = []
     for model, runs in by_model.items():
@@ -351,7 +338,11 @@ def reasoning_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
             speedup = ranking.geometric_mean(r.best_speedup for r in rows)
             if run_id in tokens and speedup is not None:
                 points.append(
-                    {"run_id": run_id, "reasoning_tokens": round(_mean(tokens[run_id]), 1), "speedup": speedup}
+                    {
+                        "run_id": run_id,
+                        "reasoning_tokens": round(tokens[run_id][0] / tokens[run_id][1], 1),
+                        "speedup": speedup,
+                    }
                 )
         if points:
             series.append({"model": model, "points": points})
