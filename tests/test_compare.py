@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from tests import leaderboard_factories as lf
+from tests.support import leaderboard_factories as lf
 from tests.support.leaderboard_factories import GEMM, MHA, leaderboard_isolation  # noqa: F401 - autouse fixture
 from tests.support.ranking_fixtures import mixed_board
 

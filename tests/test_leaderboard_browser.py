@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from portal.leaderboard import charts
 from tests.support import leaderboard_factories as lf
 from tests.support.browser import chromium_page
 from tests.support.leaderboard_factories import GEMM, MHA, leaderboard_isolation  # noqa: F401 - autouse fixture
@@ -27,13 +26,16 @@ def _choose(page, selector: str, value: str) -> None:
 
 
 def test_charts_draw_and_filters_update_the_model_table(live_server):
-    lf.standard_runs()
+    from portal.leaderboard.views import MODEL_CHARTS
+
+    runs = lf.standard_runs()
+    lf.turns(runs["a"], GEMM, [[("COMPILE_ERROR", "", None, 90), ("PASSED", "verified", 1.4, 120)]])
     kim = lf.user("kim")
     for speedup in (0.8, 1.1, 1.3):
         lf.evaluation(owner=kim, speedup=speedup)
     with chromium_page() as page:
         page.goto(f"{live_server.url}/leaderboard/?arch=sm_90a&task={GEMM}&k=8")
-        for name in charts.CHARTS:
+        for name in MODEL_CHARTS:
             page.wait_for_selector(f"#chart-{name} .main-svg", timeout=30_000)
             # One drawn trace group per series (bars or lines), not just an empty frame.
             assert page.locator(f"#chart-{name} g.trace").count() > 0, name
