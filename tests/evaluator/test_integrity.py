@@ -1,0 +1,78 @@
+"""The integrity decisions (evaluator/integrity.py) on synthetic observations: no GPU needed."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from evaluator import integrity as ig
+
+
+def test_foreign_kernels_are_names_outside_the_submissions_cubin():
+    own = ["_Z4gemmPKfS0_Pf", "_Z6reduceP6float4"]
+    launched = ["_Z4gemmPKfS0_Pf", "nvjet_sm90_tst_128x256", "_Z4gemmPKfS0_Pf", "nvjet_sm90_tst_128x256"]
+    assert ig.foreign_kernels(launched, own) == ["nvjet_sm90_tst_128x256"]
+    assert ig.foreign_kernels(own, own) == []
+
+
+def test_a_module_with_other_contents_defining_a_submission_name_is_an_impostor():
+    own = ["_Z4gemmv", "_Z4helpv"]
+    modules = [("aaa", ["_Z4gemmv", "_Z4helpv"]), ("bbb", ["_Z4gemmv", "_Z5otherv"]), ("ccc", ["_Z5otherv"])]
+    assert ig.impostor_modules(modules, "aaa", own) == ["_Z4gemmv"]
+    assert ig.impostor_modules(modules[:1] + modules[2:], "aaa", own) == []
+
+
+def test_describe_foreign_names_the_kernel_and_says_what_is_allowed():
+    text = ig.describe_foreign(["nvjet_sm90_tst_128x256"], where="timed call 3")
+    assert "nvjet_sm90_tst_128x256" in text and "timed call 3" in text and "memset" in text
+
+
+def test_trusted_clock_allows_overhead_but_holds_a_factor():
+    assert ig.trusted_clock_hold(reported_ms=0.80, trusted_ms=0.95) is None
+    assert ig.trusted_clock_hold(reported_ms=0.01, trusted_ms=0.05) is None  # launch overhead of a tiny kernel
+    hold = ig.trusted_clock_hold(reported_ms=0.008, trusted_ms=0.80)
+    assert hold is not None and hold.code == ig.HOST_TIME and "100.0x" in hold.message
+    assert ig.trusted_clock_hold(reported_ms=None, trusted_ms=0.8) is None
+
+
+def test_ncu_disagreement_by_a_factor_holds_and_small_drift_does_not():
+    assert ig.ncu_hold(reported_ms=0.80, ncu_ms=0.86) is None
+    hold = ig.ncu_hold(reported_ms=0.008, ncu_ms=0.80)
+    assert hold is not None and hold.code == ig.TIMER_DISAGREEMENT and "100.00x" in hold.message
+
+
+def test_profiled_launches_must_match_every_timed_call():
+    a = ig.Launch("_Z4wgmmav", (132, 1, 1), (384, 1, 1))
+    b = ig.Launch("_Z4simtv", (1024, 1, 1), (256, 1, 1))
+    assert ig.launch_mismatch([a], [[a], [a]]) is None
+    hold = ig.launch_mismatch([a], [[a], [b]])
+    assert hold is not None and hold.code == ig.PROFILE_MISMATCH and "timed call 2" in hold.message
+    assert "_Z4simtv" in hold.message and "_Z4wgmmav" in hold.message
+    # the same kernel with another grid is another launch
+    assert ig.launch_mismatch([a], [[ig.Launch("_Z4wgmmav", (66, 1, 1), (384, 1, 1))]]) is not None
+
+
+def test_l2_persistence_is_reported():
+    assert ig.l2_hold(0) is None
+    hold = ig.l2_hold(32 << 20)
+    assert hold is not None and hold.code == ig.L2_PERSISTENCE
+
+
+def test_integrity_record_keeps_each_hold_once():
+    record = ig.Integrity()
+    hold = ig.l2_hold(1024)
+    record.hold(hold)
+    record.hold(ig.l2_hold(1024))
+    record.hold(None)
+    assert record.held and len(record.holds) == 1
+
+
+def test_check_chooser_rate_and_miss_probability():
+    chooser = ig.CheckChooser(0.25, rng=random.Random(7))
+    picks = sum(chooser.check() for _ in range(10_000))
+    assert 2300 < picks < 2700
+    # a kernel that skips a fifth of 100 timed calls escapes with a 25% check rate with probability < 0.4%
+    assert ig.miss_probability(100, 0.2) < 0.004
+    with pytest.raises(ValueError):
+        ig.CheckChooser(0.0)
