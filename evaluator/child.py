@@ -20,6 +20,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from evaluator import protocol
+
 
 def _save(tensor: Any, path: Path) -> dict[str, Any]:
     import torch
@@ -59,7 +61,9 @@ class Session:
         torch.empty(1, device=self.device)  # create the CUDA context before the candidate's code is loaded
         import tvm_ffi
 
-        progress["stage"] = "load"  # from here on, failures are the candidate's (its static initialisers run now)
+        progress["stage"] = (
+            protocol.LOAD_STAGE
+        )  # from here on, failures are the candidate's (its static initialisers run now)
         self.module = tvm_ffi.load_module(job["library"])
         self.run = self.module["run"] if not hasattr(self.module, "run") else self.module.run
 
@@ -97,9 +101,7 @@ class Session:
                 {"name": spec.name, **_save(t, self.exchange / f"trial{index}_{spec.name}.bin")}
                 for spec, t in zip(self.definition.outputs, outputs, strict=True)
             ]
-            self.send(
-                {"event": "trial", "index": index, "outputs": files, "inputs_modified": modified, "seconds": seconds}
-            )
+            self.send(protocol.trial_event(index, files, modified, seconds))
 
     def timing(self, seeds: list[int], warmup: int, iters: int, pre_seeds: list[int] | None = None) -> None:
         from evaluator.inputs import poison
@@ -152,15 +154,12 @@ class Session:
             for k, (_, outs) in enumerate(sets)
         ]
         self.send(
-            {
-                "event": "timing",
-                "method": "cupti" if timer is not None else "cuda_events",
-                "fallback_reason": fallback_reason,
-                "series": {
-                    name: {"samples_ms": s.samples_ms, "activities": s.activities} for name, s in series.items()
-                },
-                "outputs": files,
-            }
+            protocol.timing_event(
+                "cupti" if timer is not None else "cuda_events",
+                fallback_reason,
+                {name: {"samples_ms": s.samples_ms, "activities": s.activities} for name, s in series.items()},
+                files,
+            )
         )
 
     def profile(self, seed: int) -> None:
@@ -190,51 +189,44 @@ def main(argv: list[str] | None = None) -> int:
     def send(message: dict[str, Any]) -> None:
         sent[0] += 1
         if out is not None:
-            out.write((json.dumps(message) + "\n").encode())
+            out.write(protocol.encode(message))
         elif result_path:
-            with open(result_path, "a") as fh:
-                fh.write(json.dumps(message) + "\n")
+            with open(result_path, "ab") as fh:
+                fh.write(protocol.encode(message))
 
-    stage = "setup"
+    stage = protocol.SETUP_STAGE
     session = None
-    progress = {"stage": "setup"}  # Session.__init__ moves it to "load" once trusted setup is done
+    progress = {"stage": protocol.SETUP_STAGE}  # Session.__init__ moves it to "load" once trusted setup is done
     try:
         session = Session(job, send, progress)
         if job.get("mode") == "profile":
             stage = "profile"
             session.profile(int(job["profile_seed"]))
-            send({"event": "done"})
+            send(protocol.done_event())
             return 0
-        send({"event": "ready", "pid": os.getpid()})
+        send(protocol.ready_event(os.getpid()))
         stage = "command"
         commands = os.fdopen(args.fd_in, "rb")
         for line in commands:
-            cmd = json.loads(line)
-            if cmd["cmd"] == "trials":
+            cmd = protocol.decode(line)
+            name = protocol.command_name(cmd)
+            if name == protocol.TRIALS:
                 stage = "trials"
-                session.trials([int(s) for s in cmd["seeds"]])
-            elif cmd["cmd"] == "timing":
+                session.trials(protocol.trials_args(cmd))
+            elif name == protocol.TIMING:
                 stage = "timing"
-                pre = [int(s) for s in cmd.get("pre_seeds", [])]
-                session.timing([int(s) for s in cmd["seeds"]], int(cmd["warmup"]), int(cmd["iters"]), pre)
-            elif cmd["cmd"] == "exit":
+                seeds, warmup, iters, pre = protocol.timing_args(cmd)
+                session.timing(seeds, warmup, iters, pre)
+            elif name == protocol.EXIT:
                 break
         # How many messages this side sent: the parent compares it with what it read, so a message that candidate
         # code wrote into the channel shows up.
-        send({"event": "bye", "sent": sent[0]})
+        send(protocol.bye_event(sent[0]))
         return 0
     except BaseException as exc:  # noqa: BLE001 - every failure of candidate code is reported, then we exit
         if session is None:
             stage = progress["stage"]
-        send(
-            {
-                "event": "error",
-                "stage": stage,
-                "type": type(exc).__name__,
-                "message": str(exc)[:4000],
-                "traceback": traceback.format_exc()[-4000:],
-            }
-        )
+        send(protocol.error_event(stage, type(exc).__name__, str(exc), traceback.format_exc()))
         sys.stderr.write(traceback.format_exc())
         return 1
 

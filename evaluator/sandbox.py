@@ -269,6 +269,7 @@ class GroupResult:
     seconds: float
     output_bytes: int = 0  # everything the command wrote, counted
     limit_events: dict[str, int] | None = None  # cgroup events (pids_max_hit, oom_kill) when it ran in one
+    cgroup_reason: str | None = None  # why it ran in no cgroup although jailed (None: it had one, or no jail)
 
 
 def run_group(
@@ -292,11 +293,13 @@ def run_group(
 
     start = time.monotonic()
     cgroup = None
+    cgroup_reason = None
     preexec = None
     if jail is not None:
         argv = jail.command(argv, writable=writable, readable=readable, gpu=gpu)
         env = jail.env(env if env is not None else dict(os.environ))
-        cgroup, _ = jail.new_cgroup()
+        cgroup, reason = jail.new_cgroup()
+        cgroup_reason = None if cgroup is not None else reason
         preexec = jail.preexec(cgroup)
     proc = subprocess.Popen(
         argv,
@@ -332,4 +335,6 @@ def run_group(
         events = cgroup.events()
         cgroup.remove()
     text = raw.decode("utf-8", errors="replace")
-    return GroupResult(None if timed_out else proc.returncode, timed_out, text, time.monotonic() - start, total, events)
+    return GroupResult(
+        None if timed_out else proc.returncode, timed_out, text, time.monotonic() - start, total, events, cgroup_reason
+    )
