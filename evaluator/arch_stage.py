@@ -19,6 +19,7 @@ from pathlib import Path
 from evaluator import ncu as ncu_mod
 from evaluator import protocol
 from evaluator.candidate import CandidateSetup, candidate_env, child_command, write_job
+from evaluator.integrity import foreign_kernels
 from evaluator.jail import Jail
 from evaluator.sandbox import GroupResult, run_group
 from evaluator.taskdata import Task, Workload
@@ -32,6 +33,8 @@ class ArchOutcome:
     limit_events: dict[str, int] = field(default_factory=dict)  # summed over the profiled runs
     cgroup_reasons: list[str] = field(default_factory=list)  # why a profiled run had no cgroup, per run without
     sandbox_limits: dict[str, str] = field(default_factory=dict)  # changes to the verdict's sandbox limits
+    launches: list[tuple[str, tuple[int, ...], tuple[int, ...]]] = field(default_factory=list)  # of the profiled call
+    foreign_kernels: list[str] = field(default_factory=list)  # profiled kernels not compiled from the submission
 
 
 @dataclass
@@ -178,8 +181,17 @@ def profile_workload(
         kernels = ncu_mod.parse_source_page(source_csv)
     except ncu_mod.NcuParseError as exc:
         return error(f"unreadable source page: {exc}", cmd)
-    check = ncu_mod.decide_arch(arch=arch, sass=sass, kernels=kernels, task_flops=flops)
+    # Only the submission's kernels count: another library's kernel in the profiled call is reported, never summed.
+    outcome.foreign_kernels = foreign_kernels([k.name for k in kernels], sass.kernels)
+    own = [k for k in kernels if k.name not in outcome.foreign_kernels]
+    if not own:
+        return error("no kernel of the submission ran in the profiled call", cmd)
+    check = ncu_mod.decide_arch(arch=arch, sass=sass, kernels=own, task_flops=flops)
     (logs / "ncu-raw.csv").write_text(raw_csv)
+    try:
+        outcome.launches = ncu_mod.parse_launches(raw_csv)
+    except ncu_mod.NcuParseError as exc:
+        outcome.notes.append(f"ncu launch sizes unreadable (profiled-vs-timed check not made): {exc}")
     try:
         times = ncu_mod.parse_raw_metrics(raw_csv)
         check.ncu_gpu_time_ms = sum(t for _, t in times) if times else None

@@ -10,6 +10,7 @@ evaluator.performance.
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import signal
 import sys
@@ -24,12 +25,21 @@ from evaluator import envinfo, protocol
 from evaluator.compare import Comparison, worst
 from evaluator.correctness import Checker, fill_correctness
 from evaluator.errors import EnvironmentProblem
+from evaluator.integrity import (
+    CHECK_FRACTION,
+    CheckChooser,
+    Launch,
+    describe_foreign,
+    foreign_kernels,
+    l2_hold,
+    trusted_clock_hold,
+)
 from evaluator.jail import Jail
-from evaluator.performance import performance_from_timing
+from evaluator.performance import performance_from_timing, use_trusted_latency
 from evaluator.protocol import CandidateError, ChannelViolation
 from evaluator.sandbox import CandidateProcess, ChildDied, child_env
 from evaluator.taskdata import HIDDEN_WORKLOADS_FILE, Task, Workload, parse_workloads
-from evaluator.verdict import Correctness, Status, WorkloadResult
+from evaluator.verdict import Correctness, IntegrityHold, Status, WorkloadResult
 
 REPO_ROOT = Path(evaluator.__file__).resolve().parent.parent
 Report = Callable[[str, str], None]
@@ -47,6 +57,7 @@ class CandidateSetup:
     jail: Jail | None
     device: int = 0
     device_type: str = "cuda"
+    kernels: list[str] | None = None  # the submission's kernels (static SASS); None: identity not checked
 
     @property
     def sandboxed(self) -> bool:
@@ -55,11 +66,30 @@ class CandidateSetup:
 
 @dataclass
 class Seeds:
-    """The per-trial seeds of one workload (derived from the run seed, which stays in the pipeline)."""
+    """The per-call seeds of one workload (derived from the run seed, which stays in the pipeline)."""
 
     trials: list[int]  # one correctness trial each
-    timing: list[int]  # final input values of each rotating timing set (their outputs are checked)
-    timing_pre: list[int]  # the values the timing sets start with (see evaluator.child.Session.timing)
+    calls: list[int] = field(default_factory=list)  # every warm-up and timed call, in order
+    recheck: int = 0  # the call after the timing loop
+    batches: list[list[int]] = field(default_factory=list)  # the back-to-back batches the parent times
+
+
+@dataclass
+class TimingPlan:
+    """Which calls the parent compares, drawn here with the parent's own randomness and revealed to the candidate
+    process only after each call has returned."""
+
+    checked: set[int]  # indices into Seeds.calls (timed calls only)
+    batch_checked: list[int]  # per batch, the call whose outputs are compared
+
+    @classmethod
+    def draw(cls, warmup: int, iters: int, batches: list[list[int]], fraction: float, cap: int) -> TimingPlan:
+        chooser = CheckChooser(fraction)
+        chosen = [i for i in range(warmup, warmup + iters) if chooser.check()]
+        rng = random.SystemRandom()
+        if len(chosen) > cap:
+            chosen = rng.sample(chosen, cap)
+        return cls(set(chosen), [rng.randrange(len(b)) for b in batches])
 
 
 @dataclass
@@ -70,6 +100,9 @@ class TimingRequest:
     iters: int
     peak_tflops: float | None = None  # measured bf16 dense peak
     gpu_uuid: str | None = None  # for the SM clock before and after
+    sets: int = 3  # input sets the timed calls rotate over (each refilled from the call's own seed)
+    check_fraction: float = CHECK_FRACTION  # of timed calls, compared with the reference
+    max_checked: int = 16  # at most this many timed calls compared (their references are held in memory)
 
 
 @dataclass
@@ -82,6 +115,13 @@ class WorkloadRun:
     cgroup_reason: str | None = None  # why this process had no cgroup (None: it had one, or no jail)
     notes: list[str] = field(default_factory=list)
     sm_clock_mhz: tuple[int | None, int | None] | None = None  # (before, after) timing, when timed
+    holds: list[IntegrityHold] = field(default_factory=list)
+    timed_calls: int = 0
+    checked_calls: int = 0
+    foreign_kernels: list[str] = field(default_factory=list)
+    trusted_ms: float | None = None  # the parent's clock per call over back-to-back batches (the fastest batch)
+    timed_launches: list[list[Launch]] = field(default_factory=list)  # for the profiled-vs-timed comparison
+    l2_persisting_bytes: int = 0
 
 
 def stage_task(task: Task, workloads: list[Workload], workdir: Path) -> Path:
@@ -170,7 +210,11 @@ def run_workload(
     started = time.monotonic()
     # References first, before the candidate exists: a candidate that grabs all GPU memory cannot starve them.
     refs = [checker.reference_outputs(workload, s) for s in seeds.trials]
-    timing_refs = [checker.reference_outputs(workload, s) for s in seeds.timing] if timing is not None else []
+    timing_refs: dict[tuple[str, int], tuple[Any, ...]] = {}
+    plan = None
+    if timing is not None:
+        plan = TimingPlan.draw(timing.warmup, timing.iters, seeds.batches, timing.check_fraction, timing.max_checked)
+        timing_refs = _timing_references(checker, workload, seeds, plan)
     deadline = time.monotonic() + timeout_s
     child = start(setup, workload, baseline=timing is not None)
     try:
@@ -180,7 +224,8 @@ def run_workload(
             if timing is not None:
                 t = time.monotonic()
                 report("timing", f"{axes_text(workload)}: {timing.warmup} warm-up + {timing.iters} timed calls")
-                _time(child, checker, workload, seeds, timing_refs, timing, run, deadline)
+                assert plan is not None
+                _time(child, checker, workload, seeds, plan, timing_refs, timing, run, deadline, setup.kernels)
                 run.timing_seconds = time.monotonic() - t
             child.send(protocol.exit_command())
             if result.status == Status.PASSED:
@@ -257,42 +302,148 @@ def _trials(
     return True
 
 
+def _timing_references(
+    checker: Checker, workload: Workload, seeds: Seeds, plan: TimingPlan
+) -> dict[tuple[str, int], tuple[Any, ...]]:
+    """References of every call the parent will compare, computed before the candidate process exists."""
+    refs = {("timed", i): checker.reference_outputs(workload, seeds.calls[i]) for i in sorted(plan.checked)}
+    refs[("recheck", 0)] = checker.reference_outputs(workload, seeds.recheck)
+    for r, (batch, j) in enumerate(zip(seeds.batches, plan.batch_checked, strict=True)):
+        refs[("batch", r)] = checker.reference_outputs(workload, batch[j])
+    return refs
+
+
+def _check_saved(
+    child: CandidateProcess,
+    checker: Checker,
+    workload: Workload,
+    index: int,
+    ref: tuple[Any, ...],
+    deadline: float,
+) -> Comparison:
+    child.send(protocol.save_command(index))
+    saved = protocol.check_index(expect(child, deadline, protocol.SAVED), index)
+    return checker.compare(workload, saved["outputs"], ref)
+
+
 def _time(
     child: CandidateProcess,
     checker: Checker,
     workload: Workload,
     seeds: Seeds,
-    refs: list[tuple[Any, ...]],
-    plan: TimingRequest,
+    plan: TimingPlan,
+    refs: dict[tuple[str, int], tuple[Any, ...]],
+    request: TimingRequest,
     run: WorkloadRun,
     deadline: float,
+    kernels: list[str] | None,
 ) -> None:
-    """The timed calls; their outputs are checked too, then summarised into `run.result.performance`."""
+    """The timed calls with post-call checks, the re-check, the parent-timed batches; then performance and the
+    integrity observations of this workload into `run`."""
     result = run.result
-    before = envinfo.sm_clock_mhz(plan.gpu_uuid)
-    child.send(protocol.timing_command(seeds.timing, seeds.timing_pre, plan.warmup, plan.iters))
-    msg = protocol.check_timing(expect(child, deadline, protocol.TIMED))
-    run.sm_clock_mhz = (before, envinfo.sm_clock_mhz(plan.gpu_uuid))
-    if msg.get("fallback_reason"):
-        run.notes.append(str(msg["fallback_reason"]))
-    for k, (ref, files) in enumerate(zip(refs, msg["outputs"], strict=True)):
-        comparison = checker.compare(workload, files, ref)
-        assert result.correctness is not None
-        result.correctness.timed_outputs_checked = k + 1
+    assert result.correctness is not None
+    before = envinfo.sm_clock_mhz(request.gpu_uuid)
+    total = request.warmup + request.iters
+    child.send(protocol.timing_command(seeds.calls, seeds.recheck, request.warmup, request.iters, request.sets))
+    for i in range(request.warmup, total + 1):
+        protocol.check_index(expect(child, deadline, protocol.CALLED), i)
+        key = ("recheck", 0) if i == total else ("timed", i)
+        if key not in refs:
+            child.send(protocol.next_command())
+            continue
+        comparison = _check_saved(child, checker, workload, i, refs[key], deadline)
+        run.checked_calls += 1
+        result.correctness.timed_outputs_checked = run.checked_calls
         if not comparison.ok:
             result.status = comparison.status
-            result.message = f"output of a timed call (input set {k + 1}) is wrong: {comparison.message}"
+            which = "the re-check call after the timing loop" if i == total else f"timed call {i - request.warmup + 1}"
+            result.message = (
+                f"output of {which} differs from the reference: {comparison.message}; every call gets new inputs "
+                "and its output may be checked, so results may not be reused between calls"
+            )
             return
+    run.timed_calls = request.iters
+    batch_ms: list[float] = []
+    for r, batch in enumerate(seeds.batches):
+        child.send(protocol.batch_command(r, batch))
+        protocol.check_round(expect(child, deadline, protocol.BATCH_READY), r)
+        t0 = time.perf_counter()
+        child.send(protocol.go_command())
+        protocol.check_round(expect(child, deadline, protocol.BATCH_DONE), r)
+        batch_ms.append((time.perf_counter() - t0) * 1e3 / len(batch))
+        comparison = _check_saved(child, checker, workload, plan.batch_checked[r], refs[("batch", r)], deadline)
+        run.checked_calls += 1
+        if not comparison.ok:
+            result.status = comparison.status
+            result.message = (
+                f"output of call {plan.batch_checked[r] + 1} of a back-to-back batch differs from the reference: "
+                f"{comparison.message}; results may not be reused between calls"
+            )
+            return
+    child.send(protocol.finish_command())
+    msg = protocol.check_timing(expect(child, deadline, protocol.TIMED))
+    run.sm_clock_mhz = (before, envinfo.sm_clock_mhz(request.gpu_uuid))
+    if msg.get("fallback_reason"):
+        run.notes.append(str(msg["fallback_reason"]))
+    if _foreign_kernels(kernels, msg, run):
+        return
     perf = performance_from_timing(
         msg,
         baseline=checker.task.baselines[0].id,
-        warmup=plan.warmup,
+        warmup=request.warmup,
         flops=checker.task.flops_for(workload),
-        peak_tflops=plan.peak_tflops,
+        peak_tflops=request.peak_tflops,
         workload=workload.uuid,
     )
     run.notes.extend(perf.notes)
     result.performance = perf.performance
+    run.trusted_ms = min(batch_ms) if batch_ms else None
+    hold = trusted_clock_hold(reported_ms=perf.performance.latency_ms, trusted_ms=run.trusted_ms)
+    if hold is not None:
+        run.holds.append(hold)
+        use_trusted_latency(perf.performance, run.trusted_ms, checker.task.flops_for(workload), request.peak_tflops)
+    l2 = msg["l2"]
+    run.l2_persisting_bytes = int(l2.get("changed_bytes") or 0)
+    if l2.get("error"):
+        run.notes.append(str(l2["error"]))
+    l2 = l2_hold(run.l2_persisting_bytes)
+    if l2 is not None:
+        run.holds.append(l2)
+
+
+def _foreign_kernels(kernels: list[str] | None, msg: dict[str, Any], run: WorkloadRun) -> bool:
+    """Fail the workload when a kernel that is not the submission's ran in a trial, timed or batch call."""
+    launches = msg["launches"]
+    run.timed_launches = [protocol.launches_of(c) for c in launches.get("timed", [])]
+    if msg["method"] != "cupti":
+        if msg["method"] == "cuda_events":
+            run.notes.append("kernel identity not checked: no CUPTI activity records on this host")
+        return False
+    if kernels is None:
+        run.notes.append("kernel identity not checked: the submission's kernels are unknown (no static SASS)")
+        return False
+    calls = [protocol.launches_of(c) for part in ("trials", "timed", "batch") for c in launches.get(part, [])]
+    names = [name for call in calls for name, _, _ in call]
+    modules: dict[str, set[int]] = {}
+    for item in msg["functions"]:
+        if isinstance(item, list) and len(item) == 2:
+            modules.setdefault(str(item[1]), set()).add(int(item[0]))
+    foreign = foreign_kernels(names, kernels)
+    impostors = [n for n in dict.fromkeys(names) if n in kernels and len(modules.get(n, ())) > 1]
+    if not foreign and not impostors:
+        return False
+    run.foreign_kernels = foreign + [f"{n} (also defined by another module)" for n in impostors]
+    result = run.result
+    result.status = Status.FOREIGN_KERNEL
+    if foreign:
+        result.message = describe_foreign(foreign, where="a candidate call")
+    else:
+        result.message = (
+            f"a module loaded at run time defines the submission's kernel name {impostors[0]} too: kernels are "
+            "identified by the module that holds them, and only the compiled submission counts"
+        )
+    result.performance = None
+    return True
 
 
 def exit_text(code: int | None, sandboxed: bool = False) -> str:

@@ -19,7 +19,9 @@ import math
 import random
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from evaluator.verdict import IntegrityHold as Hold
 
 # Hold codes (the verdict's integrity.holds[].code; the portal shows the message).
 TIMER_DISAGREEMENT = "timer_disagreement"
@@ -39,12 +41,6 @@ NCU_MARGIN = 0.5
 CHECK_FRACTION = 0.25
 
 
-@dataclass
-class Hold:
-    code: str  # one of HOLD_CODES
-    message: str  # plain words, for the verdict page, the API and the agent-loop feedback
-
-
 @dataclass(frozen=True)
 class Launch:
     """One kernel launch as a profiler or an activity record saw it."""
@@ -52,28 +48,6 @@ class Launch:
     name: str  # mangled name
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
-
-
-@dataclass
-class Integrity:
-    """What the integrity checks saw for one evaluation (the verdict's `integrity` record)."""
-
-    holds: list[Hold] = field(default_factory=list)
-    timed_calls: int = 0  # timed candidate calls, every workload
-    checked_calls: int = 0  # of those, compared with the reference (chosen by the trusted side after the call)
-    candidate_kernels: list[str] = field(default_factory=list)  # kernels compiled from the submission
-    foreign_kernels: list[str] = field(default_factory=list)  # kernels that ran in a candidate call but are not those
-    trusted_ms_per_call: dict[str, float] = field(default_factory=dict)  # workload uuid -> outside clock per call
-    l2_persisting_bytes: int = 0  # the largest persisting-L2 limit the candidate left set (reset before every call)
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def held(self) -> bool:
-        return bool(self.holds)
-
-    def hold(self, hold: Hold | None) -> None:
-        if hold is not None and all(h.code != hold.code or h.message != hold.message for h in self.holds):
-            self.holds.append(hold)
 
 
 # --------------------------------------------------------------------------- class 1: which calls are checked
@@ -105,12 +79,42 @@ def miss_probability(calls: int, skipped_share: float, fraction: float = CHECK_F
 # --------------------------------------------------------------------------- class 2: only the submission's kernels
 
 
+def matches_submission(name: str, candidate_kernels: Iterable[str]) -> bool:
+    """Whether a kernel name as a tool printed it is one of the submission's (mangled names from the SASS).
+
+    CUPTI and Nsight Compute (with --print-kernel-base mangled) print mangled names; a demangled one
+    ("void ns::k<8>(int, float*)") is matched by its function identifier inside a mangled name, so that a tool
+    printing the other form cannot fail an honest kernel."""
+    own = set(candidate_kernels)
+    if name in own:
+        return True
+    base = _identifier(name)
+    if not base or base == name:
+        return False
+    token = f"{len(base)}{base}"
+    return any(token in k or k == base for k in own)
+
+
+def _identifier(demangled: str) -> str:
+    head = demangled.split("(", 1)[0].strip()
+    depth, cut = 0, []
+    for ch in head:  # drop template arguments
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif depth == 0:
+            cut.append(ch)
+    words = "".join(cut).split()
+    return words[-1].split("::")[-1] if words else ""
+
+
 def foreign_kernels(launched: Iterable[str], candidate_kernels: Iterable[str]) -> list[str]:
     """Names of kernels that ran in a candidate call but are not functions of the submission's cubin."""
-    own = set(candidate_kernels)
+    own = list(candidate_kernels)
     seen: list[str] = []
     for name in launched:
-        if name not in own and name not in seen:
+        if name not in seen and not matches_submission(name, own):
             seen.append(name)
     return seen
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evaluator import ncu as ncu_mod
-from evaluator.arch_stage import run_arch_stage
+from evaluator.arch_stage import ArchOutcome, run_arch_stage
 from evaluator.arches import get_arch
 from evaluator.candidate import (
     REPO_ROOT,
@@ -36,6 +36,7 @@ from evaluator.compile import compile_kernel
 from evaluator.correctness import Checker
 from evaluator.host import check_gpu, prepare_device
 from evaluator.inputs import derive_seed
+from evaluator.integrity import Launch, describe_foreign, launch_mismatch, matches_submission, ncu_hold
 from evaluator.jail import Limits, allow_unsandboxed_from_env, open_jail
 from evaluator.policy import check_preprocessed, check_source
 from evaluator.sass import count_families, disassemble
@@ -44,7 +45,9 @@ from evaluator.taskdata import Task, Workload
 from evaluator.verdict import (
     GPU_STAGES,
     STAGES,
+    ArchStatus,
     Environment,
+    Integrity,
     OverallStatus,
     SassCounts,
     StageState,
@@ -59,7 +62,8 @@ __all__ = ["REPO_ROOT", "Options", "evaluate", "resolve_stages", "select_workloa
 _NEEDS = {
     "compile": {"policy"},
     "sass": {"compile"},
-    "correctness": {"compile"},
+    # The submission's kernels (static SASS) are what the integrity check lets run in a candidate call.
+    "correctness": {"compile", "sass"},
     "timing": {"correctness"},
     "arch": {"correctness", "sass"},
 }
@@ -73,7 +77,9 @@ class Options:
     trials: int = 3
     warmup: int = 10
     iters: int = 50
-    timing_sets: int = 3  # rotating input sets during timing; each set's last timed output is checked
+    timing_sets: int = 3  # input sets the timed calls rotate over, each refilled from its call's own seed
+    batches: int = 3  # back-to-back batches the parent times with its own clock (the fastest counts)
+    batch_calls: int = 4  # calls per batch, each on its own input set
     device: int = 0
     # "cpu" runs correctness with CPU tensors and host-code candidates: only for tests of this machinery on
     # machines without a GPU. Timing and arch need "cuda".
@@ -260,7 +266,10 @@ def _run_stages(
         return
     exchange = Path(tempfile.mkdtemp(prefix="ptxbench-x-", dir=fast_tmp()))
     try:
-        setup = CandidateSetup(task, chosen, compiled.library, workdir, exchange, jail, opts.device, opts.device_type)
+        kernels = list(v.sass.kernels) if v.sass is not None else None
+        setup = CandidateSetup(
+            task, chosen, compiled.library, workdir, exchange, jail, opts.device, opts.device_type, kernels
+        )
         _gpu_stages(setup, arch, run_seed, opts, book, ledger)
     finally:
         shutil.rmtree(exchange, ignore_errors=True)
@@ -290,6 +299,8 @@ def _gpu_stages(
     t = time.monotonic()
     book.report("correctness", f"{len(chosen)} workload(s), {opts.trials} trials each")
     timing_seconds = 0.0
+    timed_launches: dict[str, list] = {}
+    v.integrity = Integrity(candidate_kernels=list(setup.kernels or []))
     for index, workload in enumerate(chosen):
         book.report("correctness", f"workload {index + 1}/{len(chosen)} ({axes_text(workload)})")
         run = run_workload(
@@ -302,6 +313,7 @@ def _gpu_stages(
             report=book.report,
         )
         v.workloads.append(run.result)
+        timed_launches[workload.uuid] = run.timed_launches
         ledger.add(run.limit_events)
         timing_seconds += run.timing_seconds
         _absorb_run(v, run)
@@ -339,30 +351,83 @@ def _gpu_stages(
         rec.state, rec.message, rec.seconds = arch_result.state, arch_result.message, arch_result.seconds
         if arch_result.outcome is not None:
             v.arch_check = arch_result.outcome.check
+            _arch_integrity(v, arch_result.outcome, timed_launches)
             ledger.add(arch_result.outcome.limit_events)
             v.notes.extend(arch_result.outcome.notes)
             if v.sandbox is not None:
                 v.sandbox.limits.update(arch_result.outcome.sandbox_limits)
 
 
+def _arch_integrity(v: Verdict, outcome: ArchOutcome, timed_launches: dict[str, list]) -> None:
+    """The profiled call against the timed ones: the same kernels, only the submission's, the same time."""
+    check, record = outcome.check, v.integrity
+    assert record is not None
+    if outcome.foreign_kernels:
+        record.foreign_kernels.extend(k for k in outcome.foreign_kernels if k not in record.foreign_kernels)
+        message = describe_foreign(outcome.foreign_kernels, where="the profiled call")
+        for w in v.workloads:
+            if w.uuid == check.workload and w.status == Status.PASSED:
+                w.status, w.message = Status.FOREIGN_KERNEL, message
+        v.status = overall_status(v.workloads)
+        check.status, check.reason = ArchStatus.NOT_REQUESTED, message
+        return
+    timed = [[Launch(n, tuple(g), tuple(b)) for n, g, b in call] for call in timed_launches.get(check.workload, [])]
+    profiled = [Launch(n, tuple(g), tuple(b)) for n, g, b in outcome.launches]
+    mismatch = launch_mismatch(_by_submission(profiled, timed), timed)
+    if mismatch is not None:
+        record.hold(mismatch)
+        if check.status == ArchStatus.VERIFIED:
+            check.status = ArchStatus.PROFILE_ERROR
+            check.reason = f"not verified: {mismatch.message}"
+    record.hold(ncu_hold(reported_ms=check.cupti_median_ms, ncu_ms=check.ncu_gpu_time_ms))
+
+
+def _by_submission(profiled: list[Launch], timed: list[list[Launch]]) -> list[Launch]:
+    """Profiled launches named as the timed ones are (Nsight Compute may print names demangled, CUPTI mangled)."""
+    names = {x.name for call in timed for x in call}
+    out = []
+    for launch in profiled:
+        same = next((n for n in names if n == launch.name or matches_submission(launch.name, [n])), launch.name)
+        out.append(Launch(same, launch.grid, launch.block))
+    return out
+
+
 def _seeds(run_seed: bytes, workload: Workload, opts: Options, timing: bool) -> Seeds:
     """The per-trial seeds of one workload, derived from the run seed (which never leaves this process)."""
-    timing_sets = opts.timing_sets if timing else 0
+    calls = opts.warmup + opts.iters if timing else 0
     return Seeds(
         trials=[derive_seed(run_seed, workload.uuid, "trial", k) for k in range(opts.trials)],
-        timing=[derive_seed(run_seed, workload.uuid, "timing", k) for k in range(timing_sets)],
-        timing_pre=[derive_seed(run_seed, workload.uuid, "timing-pre", k) for k in range(timing_sets)],
+        calls=[derive_seed(run_seed, workload.uuid, "call", k) for k in range(calls)],
+        recheck=derive_seed(run_seed, workload.uuid, "recheck"),
+        batches=[
+            [derive_seed(run_seed, workload.uuid, f"batch{r}", k) for k in range(opts.batch_calls)]
+            for r in range(opts.batches if timing else 0)
+        ],
     )
 
 
 def _timing_request(opts: Options, environment: Environment) -> TimingRequest:
     return TimingRequest(
-        opts.warmup, opts.iters, peak_tflops=environment.peak_bf16_tflops, gpu_uuid=environment.gpu_uuid
+        opts.warmup,
+        opts.iters,
+        peak_tflops=environment.peak_bf16_tflops,
+        gpu_uuid=environment.gpu_uuid,
+        sets=opts.timing_sets,
     )
 
 
 def _absorb_run(v: Verdict, run: WorkloadRun) -> None:
-    """A workload run's notes and SM clock readings into the verdict."""
+    """A workload run's notes, SM clock readings and integrity observations into the verdict."""
+    record = v.integrity if v.integrity is not None else Integrity()
+    v.integrity = record
+    for hold in run.holds:
+        record.hold(hold)
+    record.timed_calls += run.timed_calls
+    record.checked_calls += run.checked_calls
+    record.foreign_kernels.extend(k for k in run.foreign_kernels if k not in record.foreign_kernels)
+    if run.trusted_ms is not None:
+        record.trusted_ms_per_call[run.result.uuid] = round(run.trusted_ms, 6)
+    record.l2_persisting_bytes = max(record.l2_persisting_bytes, run.l2_persisting_bytes)
     for note in run.notes:
         if note not in v.notes:
             v.notes.append(note)

@@ -8,8 +8,13 @@ and read messages only through this module, so the names below are the whole pro
     ------                         -----
                                    ready {pid}
     trials {seeds}           ->    trial {index, outputs, inputs_modified, seconds}   (one per seed)
-    timing {seeds, pre_seeds, warmup, iters}
-                             ->    timing {method, fallback_reason, series, outputs}
+    timing {call_seeds, recheck_seed, warmup, iters, sets}
+                             ->    called {index}           (after each timed call and the re-check call)
+    save {index} | next      ->    saved {index, outputs}   (only when the parent chose to check that call)
+    batch {round, seeds}     ->    batch_ready {round}      (inputs drawn, outputs poisoned, device idle)
+    go                       ->    batch_done {round}       (the calls ran back to back; the parent's clock)
+    save {index} | next      ->    saved {index, outputs}
+    finish                   ->    timing {method, fallback_reason, series, launches, functions, l2}
     exit                     ->    bye {sent}
     (any time)                     error {stage, type, message, traceback}
     (profile mode, no pipes)       done
@@ -28,6 +33,11 @@ from typing import Any
 CMD = "cmd"
 TRIALS = "trials"
 TIMING = "timing"
+SAVE = "save"
+NEXT = "next"
+BATCH = "batch"
+GO = "go"
+FINISH = "finish"
 EXIT = "exit"
 
 # Events (child -> parent).
@@ -35,6 +45,10 @@ EVENT = "event"
 READY = "ready"
 TRIAL = "trial"
 TIMED = "timing"
+CALLED = "called"
+SAVED = "saved"
+BATCH_READY = "batch_ready"
+BATCH_DONE = "batch_done"
 BYE = "bye"
 ERROR = "error"
 DONE = "done"
@@ -87,8 +101,37 @@ def trials_command(seeds: list[int]) -> dict[str, Any]:
     return {CMD: TRIALS, "seeds": list(seeds)}
 
 
-def timing_command(seeds: list[int], pre_seeds: list[int], warmup: int, iters: int) -> dict[str, Any]:
-    return {CMD: TIMING, "seeds": list(seeds), "pre_seeds": list(pre_seeds), "warmup": warmup, "iters": iters}
+def timing_command(call_seeds: list[int], recheck_seed: int, warmup: int, iters: int, sets: int) -> dict[str, Any]:
+    """Every call (warm-up and timed) gets its own seed: the inputs of call i are drawn from call_seeds[i] into
+    input set i % sets just before the call, so no call sees values its buffers held before."""
+    return {
+        CMD: TIMING,
+        "call_seeds": list(call_seeds),
+        "recheck_seed": recheck_seed,
+        "warmup": warmup,
+        "iters": iters,
+        "sets": sets,
+    }
+
+
+def save_command(index: int) -> dict[str, Any]:
+    return {CMD: SAVE, "index": index}
+
+
+def next_command() -> dict[str, Any]:
+    return {CMD: NEXT}
+
+
+def batch_command(round_: int, seeds: list[int]) -> dict[str, Any]:
+    return {CMD: BATCH, "round": round_, "seeds": list(seeds)}
+
+
+def go_command() -> dict[str, Any]:
+    return {CMD: GO}
+
+
+def finish_command() -> dict[str, Any]:
+    return {CMD: FINISH}
 
 
 def exit_command() -> dict[str, Any]:
@@ -103,10 +146,23 @@ def trials_args(command: dict[str, Any]) -> list[int]:
     return [int(s) for s in command["seeds"]]
 
 
-def timing_args(command: dict[str, Any]) -> tuple[list[int], int, int, list[int]]:
-    """(seeds, warmup, iters, pre_seeds) of a timing command."""
-    pre = [int(s) for s in command.get("pre_seeds", [])]
-    return [int(s) for s in command["seeds"]], int(command["warmup"]), int(command["iters"]), pre
+def timing_args(command: dict[str, Any]) -> tuple[list[int], int, int, int, int]:
+    """(call_seeds, recheck_seed, warmup, iters, sets) of a timing command."""
+    return (
+        [int(s) for s in command["call_seeds"]],
+        int(command["recheck_seed"]),
+        int(command["warmup"]),
+        int(command["iters"]),
+        max(1, int(command["sets"])),
+    )
+
+
+def index_arg(command: dict[str, Any]) -> int:
+    return int(command["index"])
+
+
+def batch_args(command: dict[str, Any]) -> tuple[int, list[int]]:
+    return int(command["round"]), [int(s) for s in command["seeds"]]
 
 
 # --------------------------------------------------------------------------- events (built by the child)
@@ -123,10 +179,41 @@ def trial_event(
 
 
 def timing_event(
-    method: str, fallback_reason: str | None, series: dict[str, dict[str, Any]], outputs: list[list[dict[str, Any]]]
+    method: str,
+    fallback_reason: str | None,
+    series: dict[str, dict[str, Any]],
+    launches: dict[str, list[list[Any]]],
+    functions: list[list[Any]],
+    l2: dict[str, Any],
 ) -> dict[str, Any]:
-    """`series`: call name ("candidate", "baseline") -> {"samples_ms": [...], "activities": [...]}."""
-    return {EVENT: TIMED, "method": method, "fallback_reason": fallback_reason, "series": series, "outputs": outputs}
+    """`series`: call name ("candidate", "baseline") -> {"samples_ms": [...], "activities": [...]};
+    `launches`: "timed", "trials", "batch" -> per call, its kernels as [name, [grid], [block]];
+    `functions`: [module id, name] of every function loaded; `l2`: {"changed_bytes", "error"}."""
+    return {
+        EVENT: TIMED,
+        "method": method,
+        "fallback_reason": fallback_reason,
+        "series": series,
+        "launches": launches,
+        "functions": functions,
+        "l2": l2,
+    }
+
+
+def called_event(index: int) -> dict[str, Any]:
+    return {EVENT: CALLED, "index": index}
+
+
+def saved_event(index: int, outputs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {EVENT: SAVED, "index": index, "outputs": outputs}
+
+
+def batch_ready_event(round_: int) -> dict[str, Any]:
+    return {EVENT: BATCH_READY, "round": round_}
+
+
+def batch_done_event(round_: int) -> dict[str, Any]:
+    return {EVENT: BATCH_DONE, "round": round_}
 
 
 def bye_event(sent: int) -> dict[str, Any]:
@@ -209,9 +296,37 @@ def check_timing(message: dict[str, Any]) -> dict[str, Any]:
             or not isinstance(s.get("activities"), list)
         ):
             raise ChannelViolation("a timing series without its samples and activity counts")
-    if not isinstance(message.get("outputs"), list):
-        raise ChannelViolation("a timing message without its outputs")
+    launches = message.get("launches")
+    if not isinstance(launches, dict) or not all(isinstance(v, list) for v in launches.values()):
+        raise ChannelViolation("a timing message without its kernel launches")
+    if not isinstance(message.get("functions"), list) or not isinstance(message.get("l2"), dict):
+        raise ChannelViolation("a timing message without its loaded functions or L2 state")
     return message
+
+
+def check_index(message: dict[str, Any], index: int) -> dict[str, Any]:
+    """A called/saved event for call `index` and no other."""
+    if message.get("index") != index:
+        raise ChannelViolation(f"expected a message for call {index}, got one for {message.get('index')!r}")
+    return message
+
+
+def check_round(message: dict[str, Any], round_: int) -> dict[str, Any]:
+    if message.get("round") != round_:
+        raise ChannelViolation(f"expected a message for batch {round_}, got one for {message.get('round')!r}")
+    return message
+
+
+def launches_of(raw: Any) -> list[tuple[str, tuple[int, ...], tuple[int, ...]]]:
+    """One call's launches from the wire, checked: [[name, [gx, gy, gz], [bx, by, bz]], ...]."""
+    if not isinstance(raw, list):
+        raise ChannelViolation("a call's launches are not a list")
+    out = []
+    for item in raw:
+        if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str)):
+            raise ChannelViolation("a malformed kernel launch record")
+        out.append((item[0], tuple(int(x) for x in item[1]), tuple(int(x) for x in item[2])))
+    return out
 
 
 def check_bye(message: dict[str, Any], received: int) -> None:

@@ -60,12 +60,14 @@ def test_l2_persistence_is_reported():
 
 
 def test_integrity_record_keeps_each_hold_once():
-    record = ig.Integrity()
+    from evaluator.verdict import Integrity
+
+    record = Integrity()
     hold = ig.l2_hold(1024)
     record.hold(hold)
     record.hold(ig.l2_hold(1024))
     record.hold(None)
-    assert record.held and len(record.holds) == 1
+    assert len(record.holds) == 1
 
 
 def test_check_chooser_rate_and_miss_probability():
@@ -76,3 +78,15 @@ def test_check_chooser_rate_and_miss_probability():
     assert ig.miss_probability(100, 0.2) < 0.004
     with pytest.raises(ValueError):
         ig.CheckChooser(0.0)
+
+
+def test_demangled_names_match_their_mangled_kernel_and_nothing_else():
+    own = ["_Z21gemm_tma_wgmma_kernel14CUtensorMap_stS_P13__nv_bfloat16iii", "_ZN2ns6reduceILi8EEEvPf"]
+    assert ig.matches_submission(
+        "gemm_tma_wgmma_kernel(CUtensorMap_st, CUtensorMap_st, __nv_bfloat16 *, int, int, int)", own
+    )
+    assert ig.matches_submission("void ns::reduce<8>(float *)", own)
+    assert not ig.matches_submission("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", own)
+    assert not ig.matches_submission(
+        "void at::vectorized_elementwise_kernel<8, at::CUDAFunctorOnSelf_add<c10::BFloat16>>(int, T2, T3)", own
+    )
