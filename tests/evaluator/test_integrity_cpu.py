@@ -12,7 +12,7 @@ import pytest
 from evaluator import verdict as vm
 from evaluator.pipeline import Options, evaluate
 from evaluator.taskdata import load_task
-from evaluator.verdict import OverallStatus, Status
+from evaluator.verdict import OverallStatus
 
 HERE = Path(__file__).resolve().parent
 TASK = load_task(HERE / "tasks" / "tiny_gemm")
@@ -51,3 +51,15 @@ def test_reusing_results_between_calls_fails_with_the_call_named(variant):
     assert v.status == OverallStatus.INCORRECT_NUMERICAL, w.message
     assert "differs from the reference" in w.message and "may not be reused between calls" in w.message
     assert w.performance is None
+
+
+def test_the_candidate_process_sees_no_secret_of_the_evaluator(monkeypatch):
+    """The ranked check's secret seed reaches the evaluator through its environment; never the candidate."""
+    monkeypatch.setenv("EVALUATOR_SEED", "secret-seed-marker-7f3a")
+    monkeypatch.setenv("SECRET_KEY", "django-secret-marker-91c2")
+    source = "#define VARIANT_PRINT_ENV\n" + SOURCE
+    opts = Options(device_type="cpu", timeout_s=60, allow_unsandboxed=True)
+    v = evaluate(source, TASK, "sm_90a", workloads=WORKLOAD, stages=["correctness"], options=opts)
+    out = v.workloads[0].stdout_tail
+    assert "ENV " in out  # the candidate did print its environment
+    assert "secret-seed-marker-7f3a" not in out and "django-secret-marker-91c2" not in out
