@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evaluator import ncu as ncu_mod
-from evaluator.arch_stage import ArchOutcome, run_arch_stage
+from evaluator.arch_stage import run_arch_stage
 from evaluator.arches import get_arch
 from evaluator.candidate import (
     REPO_ROOT,
@@ -36,7 +36,7 @@ from evaluator.compile import compile_kernel
 from evaluator.correctness import Checker
 from evaluator.host import check_gpu, prepare_device
 from evaluator.inputs import derive_seed
-from evaluator.integrity import Launch, describe_foreign, launch_mismatch, matches_submission, ncu_hold
+from evaluator.integrity_record import absorb_profile, absorb_workload
 from evaluator.jail import Limits, allow_unsandboxed_from_env, open_jail
 from evaluator.policy import check_preprocessed, check_source
 from evaluator.sass import count_families, disassemble
@@ -45,7 +45,6 @@ from evaluator.taskdata import Task, Workload
 from evaluator.verdict import (
     GPU_STAGES,
     STAGES,
-    ArchStatus,
     Environment,
     Integrity,
     OverallStatus,
@@ -351,45 +350,12 @@ def _gpu_stages(
         rec.state, rec.message, rec.seconds = arch_result.state, arch_result.message, arch_result.seconds
         if arch_result.outcome is not None:
             v.arch_check = arch_result.outcome.check
-            _arch_integrity(v, arch_result.outcome, timed_launches)
+            absorb_profile(v, arch_result.outcome, timed_launches)
+            v.status = overall_status(v.workloads)
             ledger.add(arch_result.outcome.limit_events)
             v.notes.extend(arch_result.outcome.notes)
             if v.sandbox is not None:
                 v.sandbox.limits.update(arch_result.outcome.sandbox_limits)
-
-
-def _arch_integrity(v: Verdict, outcome: ArchOutcome, timed_launches: dict[str, list]) -> None:
-    """The profiled call against the timed ones: the same kernels, only the submission's, the same time."""
-    check, record = outcome.check, v.integrity
-    assert record is not None
-    if outcome.foreign_kernels:
-        record.foreign_kernels.extend(k for k in outcome.foreign_kernels if k not in record.foreign_kernels)
-        message = describe_foreign(outcome.foreign_kernels, where="the profiled call")
-        for w in v.workloads:
-            if w.uuid == check.workload and w.status == Status.PASSED:
-                w.status, w.message = Status.FOREIGN_KERNEL, message
-        v.status = overall_status(v.workloads)
-        check.status, check.reason = ArchStatus.NOT_REQUESTED, message
-        return
-    timed = [[Launch(n, tuple(g), tuple(b)) for n, g, b in call] for call in timed_launches.get(check.workload, [])]
-    profiled = [Launch(n, tuple(g), tuple(b)) for n, g, b in outcome.launches]
-    mismatch = launch_mismatch(_by_submission(profiled, timed), timed)
-    if mismatch is not None:
-        record.hold(mismatch)
-        if check.status == ArchStatus.VERIFIED:
-            check.status = ArchStatus.PROFILE_ERROR
-            check.reason = f"not verified: {mismatch.message}"
-    record.hold(ncu_hold(reported_ms=check.cupti_median_ms, ncu_ms=check.ncu_gpu_time_ms))
-
-
-def _by_submission(profiled: list[Launch], timed: list[list[Launch]]) -> list[Launch]:
-    """Profiled launches named as the timed ones are (Nsight Compute may print names demangled, CUPTI mangled)."""
-    names = {x.name for call in timed for x in call}
-    out = []
-    for launch in profiled:
-        same = next((n for n in names if n == launch.name or matches_submission(launch.name, [n])), launch.name)
-        out.append(Launch(same, launch.grid, launch.block))
-    return out
 
 
 def _seeds(run_seed: bytes, workload: Workload, opts: Options, timing: bool) -> Seeds:
@@ -418,16 +384,8 @@ def _timing_request(opts: Options, environment: Environment) -> TimingRequest:
 
 def _absorb_run(v: Verdict, run: WorkloadRun) -> None:
     """A workload run's notes, SM clock readings and integrity observations into the verdict."""
-    record = v.integrity if v.integrity is not None else Integrity()
-    v.integrity = record
-    for hold in run.holds:
-        record.hold(hold)
-    record.timed_calls += run.timed_calls
-    record.checked_calls += run.checked_calls
-    record.foreign_kernels.extend(k for k in run.foreign_kernels if k not in record.foreign_kernels)
-    if run.trusted_ms is not None:
-        record.trusted_ms_per_call[run.result.uuid] = round(run.trusted_ms, 6)
-    record.l2_persisting_bytes = max(record.l2_persisting_bytes, run.l2_persisting_bytes)
+    v.integrity = v.integrity or Integrity()
+    absorb_workload(v.integrity, run)
     for note in run.notes:
         if note not in v.notes:
             v.notes.append(note)

@@ -90,3 +90,42 @@ def test_demangled_names_match_their_mangled_kernel_and_nothing_else():
     assert not ig.matches_submission(
         "void at::vectorized_elementwise_kernel<8, at::CUDAFunctorOnSelf_add<c10::BFloat16>>(int, T2, T3)", own
     )
+
+
+def _verdict_with_profile(status):
+    from evaluator.verdict import ArchCheck, Integrity, OverallStatus, Status, Verdict, WorkloadResult
+
+    v = Verdict("t", "gemm", "sm_90a", OverallStatus.PASSED, "now", "0" * 64, 1, ["arch"])
+    v.workloads = [WorkloadResult(uuid="w1", axes={}, status=Status.PASSED)]
+    v.integrity = Integrity()
+    check = ArchCheck(status, workload="w1", cupti_median_ms=0.8, ncu_gpu_time_ms=0.82)
+    return v, check
+
+
+def test_profiled_call_with_other_launches_is_held_and_not_verified():
+    from evaluator.arch_stage import ArchOutcome
+    from evaluator.integrity_record import absorb_profile
+    from evaluator.verdict import ArchStatus
+
+    v, check = _verdict_with_profile(ArchStatus.VERIFIED)
+    outcome = ArchOutcome(check, launches=[("wgmma_kernel(float *)", (132, 1, 1), (384, 1, 1))])
+    absorb_profile(v, outcome, {"w1": [[["_Z11simt_kernelPf", [1024, 1, 1], [256, 1, 1]]]]})
+    assert [h.code for h in v.integrity.holds] == ["profile_mismatch"]
+    assert check.status == ArchStatus.PROFILE_ERROR and "not verified" in check.reason
+
+    v, check = _verdict_with_profile(ArchStatus.VERIFIED)
+    same = ArchOutcome(check, launches=[("wgmma_kernel(float *)", (132, 1, 1), (384, 1, 1))])
+    absorb_profile(v, same, {"w1": [[["_Z12wgmma_kernelPf", [132, 1, 1], [384, 1, 1]]]] * 3})
+    assert v.integrity.holds == [] and check.status == ArchStatus.VERIFIED
+
+
+def test_a_foreign_kernel_in_the_profiled_call_fails_its_workload():
+    from evaluator.arch_stage import ArchOutcome
+    from evaluator.integrity_record import absorb_profile
+    from evaluator.verdict import ArchStatus, Status
+
+    v, check = _verdict_with_profile(ArchStatus.VERIFIED)
+    outcome = ArchOutcome(check, foreign_kernels=["nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"])
+    absorb_profile(v, outcome, {})
+    assert v.workloads[0].status == Status.FOREIGN_KERNEL and "nvjet_sm90" in v.workloads[0].message
+    assert check.status != ArchStatus.VERIFIED
