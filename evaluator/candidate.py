@@ -27,6 +27,7 @@ from evaluator.correctness import Checker, fill_correctness
 from evaluator.errors import EnvironmentProblem
 from evaluator.integrity import (
     CHECK_FRACTION,
+    CHECK_MEMORY_BYTES,
     CheckChooser,
     Launch,
     describe_foreign,
@@ -102,7 +103,7 @@ class TimingRequest:
     gpu_uuid: str | None = None  # for the SM clock before and after
     sets: int = 3  # input sets the timed calls rotate over (each refilled from the call's own seed)
     check_fraction: float = CHECK_FRACTION  # of timed calls, compared with the reference
-    max_checked: int = 16  # at most this many timed calls compared (their references are held in memory)
+    max_checked: int = 32  # at most this many timed calls compared (their references are held in memory)
 
 
 @dataclass
@@ -213,7 +214,9 @@ def run_workload(
     timing_refs: dict[tuple[str, int], tuple[Any, ...]] = {}
     plan = None
     if timing is not None:
-        plan = TimingPlan.draw(timing.warmup, timing.iters, seeds.batches, timing.check_fraction, timing.max_checked)
+        out_bytes = sum(t.numel() * t.element_size() for t in refs[0]) if refs else 0
+        cap = min(timing.max_checked, max(4, CHECK_MEMORY_BYTES // max(out_bytes, 1)))
+        plan = TimingPlan.draw(timing.warmup, timing.iters, seeds.batches, timing.check_fraction, cap)
         timing_refs = _timing_references(checker, workload, seeds, plan)
     deadline = time.monotonic() + timeout_s
     child = start(setup, workload, baseline=timing is not None)
