@@ -113,7 +113,6 @@ class WorkloadRun:
     result: WorkloadResult
     timing_seconds: float = 0.0
     limit_events: dict[str, int] = field(default_factory=dict)  # cgroup events of this process
-    cgroup_reason: str | None = None  # why this process had no cgroup (None: it had one, or no jail)
     notes: list[str] = field(default_factory=list)
     sm_clock_mhz: tuple[int | None, int | None] | None = None  # (before, after) timing, when timed
     holds: list[IntegrityHold] = field(default_factory=list)
@@ -259,7 +258,6 @@ def run_workload(
     finally:
         child.close(grace_s=10.0)
         run.limit_events = dict(child.limit_events)
-        run.cgroup_reason = child.cgroup_reason
         if child.limit_events.get("pids_max_hit"):
             _add_message(result, "the candidate hit the sandbox's process limit")
         if child.limit_events.get("oom_kill"):

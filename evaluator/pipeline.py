@@ -10,13 +10,12 @@ only (evaluator.correctness).
 
 from __future__ import annotations
 
-import os
 import secrets
 import shutil
 import tempfile
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from evaluator import ncu as ncu_mod
@@ -34,10 +33,11 @@ from evaluator.candidate import (
 )
 from evaluator.compile import compile_kernel
 from evaluator.correctness import Checker
+from evaluator.envflags import env_flag
 from evaluator.host import check_gpu, prepare_device
 from evaluator.inputs import derive_seed
 from evaluator.integrity_record import absorb_profile, absorb_workload
-from evaluator.jail import Limits, allow_unsandboxed_from_env, open_jail
+from evaluator.jail import Jail, Limits, allow_unsandboxed_from_env, open_jail
 from evaluator.policy import check_preprocessed, check_source
 from evaluator.sass import count_families, disassemble
 from evaluator.stage_book import StageBook, StageCallback, new_verdict
@@ -172,27 +172,13 @@ def evaluate(
     own_workdir = opts.workdir is None
     workdir = Path(opts.workdir or tempfile.mkdtemp(prefix="ptxbench-eval-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    ledger = SandboxLedger()
     try:
-        _run_stages(source, task, arch, chosen, run_seed, opts, workdir, book, ledger, gpu_wanted)
+        _run_stages(source, task, arch, chosen, run_seed, opts, workdir, book, gpu_wanted)
     finally:
-        if book.verdict.sandbox is not None:
-            book.verdict.sandbox.limit_events = dict(ledger.limit_events)
         if own_workdir and not opts.keep_workdir:
             shutil.rmtree(workdir, ignore_errors=True)
     book.verdict.wall_seconds = round(time.monotonic() - start, 3)
     return book.verdict
-
-
-@dataclass
-class SandboxLedger:
-    """What the sandboxed processes of this evaluation reported (cgroup events, summed)."""
-
-    limit_events: dict[str, int] = field(default_factory=dict)
-
-    def add(self, events: dict[str, int] | None) -> None:
-        for key, value in (events or {}).items():
-            self.limit_events[key] = self.limit_events.get(key, 0) + value
 
 
 def _run_stages(
@@ -204,7 +190,6 @@ def _run_stages(
     opts: Options,
     workdir: Path,
     book: StageBook,
-    ledger: SandboxLedger,
     gpu_wanted: bool,
 ) -> None:
     v = book.verdict
@@ -228,7 +213,25 @@ def _run_stages(
         gpu=gpu_wanted and opts.device_type == "cuda",
         limits=opts.limits,
     )
-    v.sandbox = jail.record()
+    try:
+        _sandboxed_stages(source, task, arch, chosen, run_seed, opts, workdir, book, jail, gpu_wanted)
+    finally:
+        v.sandbox = jail.record()  # from what this evaluation's processes actually got
+
+
+def _sandboxed_stages(
+    source: str,
+    task: Task,
+    arch: str,
+    chosen: list[Workload],
+    run_seed: bytes,
+    opts: Options,
+    workdir: Path,
+    book: StageBook,
+    jail: Jail,
+    gpu_wanted: bool,
+) -> None:
+    v = book.verdict
     t = time.monotonic()
     book.report("compile", f"nvcc for {arch}")
     compiled = compile_kernel(source, arch, workdir / "build", timeout_s=opts.compile_timeout_s, jail=jail)
@@ -269,7 +272,7 @@ def _run_stages(
         setup = CandidateSetup(
             task, chosen, compiled.library, workdir, exchange, jail, opts.device, opts.device_type, kernels
         )
-        _gpu_stages(setup, arch, run_seed, opts, book, ledger)
+        _gpu_stages(setup, arch, run_seed, opts, book)
     finally:
         shutil.rmtree(exchange, ignore_errors=True)
 
@@ -282,9 +285,7 @@ def sass_stage(binary: Path, task: Task, arch: str, build: Path) -> SassCounts:
     return count_families(text, arch, target.families if target else None)
 
 
-def _gpu_stages(
-    setup: CandidateSetup, arch: str, run_seed: bytes, opts: Options, book: StageBook, ledger: SandboxLedger
-) -> None:
+def _gpu_stages(setup: CandidateSetup, arch: str, run_seed: bytes, opts: Options, book: StageBook) -> None:
     v = book.verdict
     task, chosen = setup.task, setup.workloads
     timing = "timing" in book.stages
@@ -313,7 +314,6 @@ def _gpu_stages(
         )
         v.workloads.append(run.result)
         timed_launches[workload.uuid] = run.timed_launches
-        ledger.add(run.limit_events)
         timing_seconds += run.timing_seconds
         _absorb_run(v, run)
         if opts.fail_fast and run.result.status in (Status.TIMEOUT, Status.RUNTIME_ERROR):
@@ -352,10 +352,7 @@ def _gpu_stages(
             v.arch_check = arch_result.outcome.check
             absorb_profile(v, arch_result.outcome, timed_launches)
             v.status = overall_status(v.workloads)
-            ledger.add(arch_result.outcome.limit_events)
             v.notes.extend(arch_result.outcome.notes)
-            if v.sandbox is not None:
-                v.sandbox.limits.update(arch_result.outcome.sandbox_limits)
 
 
 def _seeds(run_seed: bytes, workload: Workload, opts: Options, timing: bool) -> Seeds:
@@ -407,4 +404,4 @@ def overall_status(workloads: list[WorkloadResult]) -> OverallStatus:
 def _unsandboxed_profile_allowed(opts: Options) -> bool:
     if opts.allow_unsandboxed_profile is not None:
         return opts.allow_unsandboxed_profile
-    return os.environ.get("EVALUATOR_ALLOW_UNSANDBOXED_PROFILE", "").strip().lower() in ("1", "true", "yes")
+    return env_flag("EVALUATOR_ALLOW_UNSANDBOXED_PROFILE")
