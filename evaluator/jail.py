@@ -5,7 +5,8 @@ A `Jail` turns an argument vector into one that runs inside bubblewrap (`bwrap`)
   capabilities, a new session, and death when the evaluator dies;
 - a narrow read-only view of the host: the system directories, the Python installation and its import path,
   the evaluator package (not the rest of the repository), the task folder, the tool folders it needs;
-  /etc/shadow and /etc/gshadow are masked, /root, /home and /var are not there at all; the compiler's sandbox
+  /etc/shadow, /etc/gshadow and every other file under /etc that others may not read are masked, /root, /home
+  and /var are not there at all; the compiler's sandbox
   (`toolchain=True`) is narrower still: /usr, /bin, /lib*, of /etc only TOOLCHAIN_ETC, and the folders the
   caller names (toolkit, include roots, build folder), no /opt, /sys or Python folders;
 - a size-capped private tmpfs at /tmp (HOME and TMPDIR point there) and a small one at /dev/shm: the only
@@ -23,10 +24,12 @@ namespaces in a container, say) the evaluator refuses, unless unsandboxed mode w
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import resource
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
@@ -50,6 +53,10 @@ TOOLCHAIN_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"
 TOOLCHAIN_ETC = ("/etc/ld.so.cache", "/etc/alternatives")
 MASKED_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-")
 MASKED_DIRS = ("/etc/ssl/private",)
+# Besides those, everything under /etc that an unprivileged local user could not read (the operator's env file with
+# SECRET_KEY and DATABASE_URL, say) is masked too: the sandbox drops capabilities, but a worker running as root still
+# owns root's 0600 files, and owner permissions need no capability.
+PRIVATE_ROOTS = ("/etc",)
 SANDBOX_TMP = "/tmp"  # noqa: S108 - inside the sandbox this is a private, size-capped tmpfs
 SANDBOX_SHM = "/dev/shm"  # noqa: S108 - likewise
 
@@ -207,6 +214,33 @@ def _lower(which: int, value: int) -> None:
     resource.setrlimit(which, (min(value, new_hard), new_hard))
 
 
+@functools.lru_cache(maxsize=1)
+def private_paths(roots: tuple[str, ...] = PRIVATE_ROOTS) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(files, folders) under `roots` that others may not read: shown to candidate code as empty."""
+    files: list[str] = []
+    folders: list[str] = []
+    for root in roots:
+        for here, dirs, names in os.walk(root):
+            for d in list(dirs):
+                path = os.path.join(here, d)
+                try:
+                    mode = os.lstat(path).st_mode
+                except OSError:
+                    continue
+                if stat.S_ISDIR(mode) and (mode & 0o005) != 0o005:
+                    folders.append(path)
+                    dirs.remove(d)
+            for name in names:
+                path = os.path.join(here, name)
+                try:
+                    mode = os.lstat(path).st_mode
+                except OSError:
+                    continue
+                if stat.S_ISREG(mode) and not mode & stat.S_IROTH:
+                    files.append(path)
+    return tuple(files), tuple(folders)
+
+
 def bwrap_args(
     limits: Limits,
     *,
@@ -246,10 +280,11 @@ def bwrap_args(
     for p in shown:
         if not _under_tmp(p):
             args += ["--ro-bind", str(p), str(p)]
-    for f in () if toolchain else MASKED_FILES:
+    private_files, private_dirs = ((), ()) if toolchain else private_paths()
+    for f in () if toolchain else (*MASKED_FILES, *private_files):
         if os.path.isfile(f):
             args += ["--ro-bind", "/dev/null", f]
-    for d in () if toolchain else MASKED_DIRS:
+    for d in () if toolchain else (*MASKED_DIRS, *private_dirs):
         if os.path.isdir(d):
             args += ["--tmpfs", d]
     args += ["--dev", "/dev"]

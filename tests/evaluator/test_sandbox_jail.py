@@ -292,3 +292,36 @@ def test_hidden_run_passes_stages_only_the_evaluated_workload_and_redacts(tmp_pa
     assert w.axes == {} and w.correctness is None and w.performance is None and w.message == ""
     assert red.notes == [] and all(s.message == "" for s in red.stages)
     assert vm.from_json(text).redacted
+
+
+def test_files_under_etc_that_others_may_not_read_are_empty_inside(tmp_path):
+    """The operator's env file (SECRET_KEY, DATABASE_URL) is 0600 root: a worker running as root still owns it, so
+    without the mask candidate code could read it even with every capability dropped."""
+    import secrets
+
+    from evaluator.jail import private_paths
+
+    jail = _jail_or_skip()
+    if os.geteuid() != 0:
+        pytest.skip("needs root to write a file under /etc")
+    env_file = Path(f"/etc/ptxbench-test-{secrets.token_hex(4)}.env")
+    env_file.write_text("SECRET_KEY=etc-secret-marker-5d1e\n")
+    env_file.chmod(0o600)
+    private_paths.cache_clear()
+    try:
+        run = _inside(
+            jail,
+            f"""
+            try:
+                print("content:", repr(open("{env_file}").read()))
+            except OSError as exc:
+                print("refused:", exc.errno)
+            """,
+        )
+    finally:
+        env_file.unlink()
+        private_paths.cache_clear()
+    assert run.returncode == 0, run.output
+    # masked with the null device: it reads as nothing, or the open is refused (nodev mount); never the content
+    assert "etc-secret-marker-5d1e" not in run.output
+    assert "content: ''" in run.output or "refused: 13" in run.output, run.output
