@@ -1,0 +1,99 @@
+"""Reads for Fixit: the stored trajectories that may become rows, and the datasets.
+
+What may be used at all is decided here, in `usable_turns`, and nowhere else: turns of public runs (not hidden,
+not by a banned user, per `portal.core.visibility`) whose evaluation is a public one (never a ranked check with
+its secret seed and hidden workloads), finished with a verdict, not held or rejected in review, of a submission
+that is not hidden. Turns that never reached the evaluator count only when they had no kernel (NO_KERNEL)."""
+
+from __future__ import annotations
+
+from django.db.models import Q, QuerySet
+from django.http import Http404
+
+from portal.agent.models import ModelRun, Trajectory, Turn
+from portal.core import visibility
+from portal.fixit.models import Dataset
+from portal.fixit.pairs import NO_KERNEL, PairFilter, TrajectoryRecord, TurnRecord
+from portal.submissions.models import Evaluation
+
+
+def usable_turns() -> QuerySet[Turn]:
+    public_runs = visibility.public_runs(ModelRun.objects.all())
+    evaluated = Q(
+        evaluation__purpose=Evaluation.Purpose.PUBLIC,
+        evaluation__state=Evaluation.State.DONE,
+        evaluation__verdict__isnull=False,
+        evaluation__submission__is_hidden=False,
+    ) & ~Q(evaluation__review_state__in=[Evaluation.ReviewState.HELD, Evaluation.ReviewState.REJECTED])
+    no_kernel = Q(status=NO_KERNEL, evaluation__isnull=True)
+    return Turn.objects.filter(state=Turn.State.DONE, trajectory__run__in=public_runs.values("id")).filter(
+        evaluated | no_kernel
+    )
+
+
+def _first(messages: list, role: str) -> str:
+    for m in messages:
+        if isinstance(m, dict) and m.get("role") == role:
+            return str(m.get("content", ""))
+    return ""
+
+
+def trajectory_records(pair_filter: PairFilter) -> list[TrajectoryRecord]:
+    """Every public trajectory the filter's arch/task/model admit, with its usable turns."""
+    trajectories = Trajectory.objects.select_related("run", "task").filter(
+        run__in=visibility.public_runs(ModelRun.objects.all()).values("id")
+    )
+    if pair_filter.arches:
+        trajectories = trajectories.filter(run__arch__in=pair_filter.arches)
+    if pair_filter.tasks:
+        trajectories = trajectories.filter(task__slug__in=pair_filter.tasks)
+    if pair_filter.models:
+        trajectories = trajectories.filter(run__model__in=pair_filter.models)
+    trajectories = list(trajectories.order_by("run_id", "id"))
+    turns_by_trajectory: dict[int, list[TurnRecord]] = {}
+    turns = (
+        usable_turns()
+        .filter(trajectory__in=[t.id for t in trajectories])
+        .select_related("evaluation")
+        .order_by("trajectory_id", "index")
+    )
+    for turn in turns:
+        evaluation = turn.evaluation
+        turns_by_trajectory.setdefault(turn.trajectory_id, []).append(
+            TurnRecord(
+                index=turn.index,
+                status=turn.status,
+                arch_status=turn.arch_status,
+                speedup=turn.speedup,
+                kernel=turn.kernel,
+                reply=turn.reply,
+                feedback=turn.feedback,
+                evaluation_id=str(evaluation.id) if evaluation else None,
+                evaluator_version=evaluation.evaluator_version if evaluation else "",
+                finish_reason=turn.finish_reason,
+            )
+        )
+    return [
+        TrajectoryRecord(
+            run_id=t.run_id,
+            trajectory_id=t.id,
+            model=t.run.model,
+            arch=t.run.arch,
+            task=t.task.slug,
+            system=_first(t.messages, "system"),
+            prompt=_first(t.messages, "user"),
+            turns=tuple(turns_by_trajectory.get(t.id, ())),
+        )
+        for t in trajectories
+    ]
+
+
+def dataset_list() -> QuerySet[Dataset]:
+    return Dataset.objects.select_related("created_by").prefetch_related("files").order_by("name", "-version")
+
+
+def dataset_detail(name: str, version: int) -> Dataset:
+    dataset = dataset_list().filter(name=name, version=version).first()
+    if dataset is None:
+        raise Http404("no such dataset")
+    return dataset
