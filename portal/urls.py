@@ -12,6 +12,7 @@ urlpatterns = [
     path("", include("portal.accounts.urls")),
     path("", include("portal.submissions.urls")),
     path("", include("portal.agent.urls")),
+    path("", include("portal.fixit.urls")),
     # The RQ dashboard is registered inside the admin by django-rq: /admin/django_rq/dashboard/ (staff only).
     path("admin/", admin.site.urls),
 ]

@@ -22,6 +22,9 @@ class Dataset(models.Model):
     repair_rows = models.PositiveIntegerField()
     generation_rows = models.PositiveIntegerField()
     manifest_sha256 = models.CharField(max_length=64)
+    # What the rows came from, so a version whose source was later hidden, banned or held is withdrawn.
+    source_runs = models.JSONField(default=list)
+    source_evaluations = models.JSONField(default=list)
 
     class Meta:
         ordering = ["name", "-version"]

@@ -97,3 +97,71 @@ def dataset_detail(name: str, version: int) -> Dataset:
     if dataset is None:
         raise Http404("no such dataset")
     return dataset
+
+
+def dataset_withdrawn(dataset: Dataset) -> bool:
+    """True once anything its rows came from is no longer usable (run hidden, user banned, evaluation held,
+    rejected or its submission hidden): the version is then listed as withdrawn and its files are not served."""
+    if dataset.source_runs:
+        public = visibility.public_runs(ModelRun.objects.filter(id__in=dataset.source_runs)).count()
+        if public != len(dataset.source_runs):
+            return True
+    if dataset.source_evaluations:
+        usable = usable_turns().filter(evaluation_id__in=dataset.source_evaluations).values("evaluation_id")
+        if usable.distinct().count() != len(dataset.source_evaluations):
+            return True
+    return False
+
+
+def dataset_file_bytes(dataset: Dataset, path: str) -> tuple[DatasetFile, bytes]:
+    """A file of a dataset version, read from disk and checked against its stored sha256. Raises Http404 for a
+    path the dataset does not list, ValueError when the bytes on disk no longer match."""
+    from portal.fixit.exports import sha256_bytes
+    from portal.fixit.services import dataset_folder
+
+    row = next((f for f in dataset.files.all() if f.path == path), None)
+    if row is None or dataset_withdrawn(dataset):
+        raise Http404("no such file")
+    data = (dataset_folder(dataset.id) / row.path).read_bytes()
+    if sha256_bytes(data) != row.sha256:
+        raise ValueError(f"{dataset} {row.path}: the file on disk does not match its sha256")
+    return row, data
+
+
+def dataset_sample(dataset: Dataset) -> dict | None:
+    """The first repair row (or, when there is none, the first generation row), for the dataset page."""
+    import json
+
+    for path in ("repair/train.jsonl", "generation/train.jsonl"):
+        try:
+            _, data = dataset_file_bytes(dataset, path)
+        except (Http404, OSError, ValueError):
+            continue
+        first = data.split(b"\n", 1)[0]
+        if first.strip():
+            return json.loads(first)
+    return None
+
+
+def dataset_document(dataset: Dataset) -> dict:
+    """The public JSON view of a dataset version (the API's list and detail)."""
+    base = f"/api/v1/datasets/{dataset.name}/{dataset.version}"
+    return {
+        "name": dataset.name,
+        "version": dataset.version,
+        "created_at": dataset.created_at.isoformat(),
+        "created_by": dataset.created_by.username,
+        "description": dataset.description,
+        "filters": dataset.filters,
+        "licence": dataset.licence,
+        "attribution": dataset.attribution,
+        "counts": dataset.counts,
+        "evaluator_versions": dataset.evaluator_versions,
+        "manifest_sha256": dataset.manifest_sha256,
+        "withdrawn": dataset_withdrawn(dataset),
+        "url": base,
+        "files": [
+            {"path": f.path, "sha256": f.sha256, "bytes": f.size, "url": f"{base}/files/{f.path}"}
+            for f in dataset.files.all()
+        ],
+    }

@@ -116,6 +116,11 @@ def dataset_create(
                 repair_rows=len(repair),
                 generation_rows=len(generation),
                 manifest_sha256=exports.sha256_bytes(files["manifest.json"]),
+                source_runs=sorted({d["run"] for d in repair + generation}),
+                source_evaluations=sorted(
+                    {e for d in repair for e in (d["failed_evaluation"], d["fixed_evaluation"]) if e}
+                    | {d["evaluation"] for d in generation}
+                ),
             )
             folder = dataset_folder(dataset.id)
             try:
