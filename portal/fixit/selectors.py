@@ -12,7 +12,7 @@ from django.http import Http404
 
 from portal.agent.models import ModelRun, Trajectory, Turn
 from portal.core import visibility
-from portal.fixit.models import Dataset
+from portal.fixit.models import Dataset, DatasetFile
 from portal.fixit.pairs import NO_KERNEL, PairFilter, TrajectoryRecord, TurnRecord
 from portal.submissions.models import Evaluation
 

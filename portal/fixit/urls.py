@@ -10,5 +10,7 @@ urlpatterns = [
     path("fixit/<slug:name>/v<int:version>/files/<path:path>", views.dataset_file, name="dataset_file"),
     path("api/v1/datasets", views.api_datasets, name="api_datasets"),
     path("api/v1/datasets/<slug:name>/<int:version>", views.api_dataset, name="api_dataset"),
-    path("api/v1/datasets/<slug:name>/<int:version>/files/<path:path>", views.api_dataset_file, name="api_dataset_file"),
+    path(
+        "api/v1/datasets/<slug:name>/<int:version>/files/<path:path>", views.api_dataset_file, name="api_dataset_file"
+    ),
 ]

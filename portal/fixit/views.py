@@ -70,7 +70,9 @@ def api_datasets(request: HttpRequest) -> JsonResponse:
         return json_error(str(exc), 400)
     except DatasetRefused as exc:
         return json_error(exc.message, exc.status)
-    response = JsonResponse(selectors.dataset_document(selectors.dataset_detail(dataset.name, dataset.version)), status=201)
+    response = JsonResponse(
+        selectors.dataset_document(selectors.dataset_detail(dataset.name, dataset.version)), status=201
+    )
     response["Location"] = f"/api/v1/datasets/{dataset.name}/{dataset.version}"
     return response
 

@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,49 +14,59 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Dataset',
+            name="Dataset",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=64)),
-                ('version', models.PositiveIntegerField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('description', models.TextField(blank=True)),
-                ('filters', models.JSONField()),
-                ('licence', models.CharField(max_length=100)),
-                ('attribution', models.TextField(blank=True)),
-                ('counts', models.JSONField()),
-                ('evaluator_versions', models.JSONField(default=list)),
-                ('repair_rows', models.PositiveIntegerField()),
-                ('generation_rows', models.PositiveIntegerField()),
-                ('manifest_sha256', models.CharField(max_length=64)),
-                ('source_runs', models.JSONField(default=list)),
-                ('source_evaluations', models.JSONField(default=list)),
-                ('created_by', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.SlugField(max_length=64)),
+                ("version", models.PositiveIntegerField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("description", models.TextField(blank=True)),
+                ("filters", models.JSONField()),
+                ("licence", models.CharField(max_length=100)),
+                ("attribution", models.TextField(blank=True)),
+                ("counts", models.JSONField()),
+                ("evaluator_versions", models.JSONField(default=list)),
+                ("repair_rows", models.PositiveIntegerField()),
+                ("generation_rows", models.PositiveIntegerField()),
+                ("manifest_sha256", models.CharField(max_length=64)),
+                ("source_runs", models.JSONField(default=list)),
+                ("source_evaluations", models.JSONField(default=list)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="+", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name', '-version'],
+                "ordering": ["name", "-version"],
             },
         ),
         migrations.CreateModel(
-            name='DatasetFile',
+            name="DatasetFile",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('path', models.CharField(max_length=100)),
-                ('sha256', models.CharField(max_length=64)),
-                ('size', models.PositiveBigIntegerField()),
-                ('content_type', models.CharField(max_length=100)),
-                ('dataset', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='files', to='fixit.dataset')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("path", models.CharField(max_length=100)),
+                ("sha256", models.CharField(max_length=64)),
+                ("size", models.PositiveBigIntegerField()),
+                ("content_type", models.CharField(max_length=100)),
+                (
+                    "dataset",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="files", to="fixit.dataset"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['path'],
+                "ordering": ["path"],
             },
         ),
         migrations.AddConstraint(
-            model_name='dataset',
-            constraint=models.UniqueConstraint(fields=('name', 'version'), name='unique_dataset_version'),
+            model_name="dataset",
+            constraint=models.UniqueConstraint(fields=("name", "version"), name="unique_dataset_version"),
         ),
         migrations.AddConstraint(
-            model_name='datasetfile',
-            constraint=models.UniqueConstraint(fields=('dataset', 'path'), name='unique_dataset_file'),
+            model_name="datasetfile",
+            constraint=models.UniqueConstraint(fields=("dataset", "path"), name="unique_dataset_file"),
         ),
     ]
