@@ -43,6 +43,7 @@ from evaluator.verdict import (
     Correctness,
     OverallStatus,
     Performance,
+    PolicyFinding,
     StageRecord,
     StageState,
     Status,
@@ -272,6 +273,15 @@ class _Evaluation:
             self.source, self.arch, self.workdir / "build", timeout_s=self.opts.compile_timeout_s, jail=self.jail
         )
         v.compile = compiled.result
+        if compiled.outside_files:
+            # nvcc opened a file outside the include roots: its log (already withheld) could quote it.
+            v.policy = [_outside_finding(compiled.outside_files)]
+            self._finish("compile", StageState.FAILED, t, v.policy[0].message)
+            v.status = OverallStatus.POLICY_REJECTED
+            self._skip_rest("compile", "rejected by policy")
+            msg = f"rejected by policy while compiling: {v.policy[0].message}"
+            v.workloads = [self._workload_result(w, Status.COMPILE_ERROR, msg) for w in self.workloads]
+            return
         if compiled.result.ok and compiled.preprocessed is not None:
             # Policy again on the macro-expanded source: token pasting cannot hide dlopen or cuBLAS.
             v.policy = check_preprocessed(compiled.preprocessed)
@@ -918,3 +928,10 @@ def _fast_tmp() -> str | None:
         return str(shm) if shm.is_dir() and shutil.disk_usage(shm).free > 8 * 1024**3 else None
     except OSError:
         return None
+
+
+def _outside_finding(paths: list[str]) -> PolicyFinding:
+    """The finding for files nvcc opened outside the include roots, naming them as nvcc did (the path the
+    source wrote, not where a link leads), never their content."""
+    named = ", ".join(f"'{p[:120]}'" for p in paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+    return PolicyFinding("include-path", f"the compiler opened files outside the allowed include roots: {named}")

@@ -110,7 +110,8 @@ def run_document(run: ModelRun) -> dict[str, Any]:
                 "trajectories": m.trajectories,
                 "correct": m.correct,
                 "correct_arch": m.correct_arch,
-                "best_speedup": m.best_speedup,
+                "speedup": m.best_speedup,  # the name every board uses (the best on the task)
+                "best_speedup": m.best_speedup,  # deprecated alias of speedup, for one release
                 "tokens": m.tokens,
                 "complete": m.complete,
             }

@@ -104,3 +104,12 @@ def api_endpoint(*, methods: tuple[str, ...], auth: bool) -> Callable:
         return wrapper
 
     return decorate
+
+
+def json_refusal(body: dict, status: int, retry_after: int | None = None) -> JsonResponse:
+    """An {"error": ...} answer that may say when to try again (429: the Retry-After header and the body's
+    `retry_after`, see portal/submissions/quotas.py)."""
+    response = JsonResponse(body, status=status)
+    if retry_after is not None:
+        response["Retry-After"] = str(int(retry_after))
+    return response

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.db.models import Model
 
+from portal.core import serializers
 from portal.leaderboard.downloads import BundleFile, build_bundle, checked, environment_of, to_jsonl, trace_lines
 from portal.submissions import artifacts as artifact_store
 from portal.submissions.models import Artifact, Evaluation, Submission
@@ -66,13 +67,7 @@ def _evaluation_meta(evaluation: Evaluation) -> dict[str, Any]:
     return {
         "id": str(evaluation.id),
         "state": evaluation.state,
-        "status": evaluation.status,
-        "arch_status": evaluation.arch_status,
-        "arch_full": evaluation.arch_full,
-        "speedup": evaluation.speedup,
-        "speedup_ci95": [evaluation.speedup_ci_low, evaluation.speedup_ci_high],
-        "tflops": evaluation.tflops,
-        "peak_fraction": evaluation.peak_fraction,
+        **serializers.measurement(evaluation, arch=evaluation.submission.arch),
         "review_state": evaluation.review_state,
         "finished_at": evaluation.finished_at,
         "evaluator_version": evaluation.evaluator_version,

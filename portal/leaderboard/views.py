@@ -95,11 +95,8 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
         return _render(request, "leaderboard/models.html", context, gen, status=400)
     context = _filters(gen, query)
     context["models_available"] = selectors.models_available()
-    if query.task:
-        context["rows"] = selectors.model_board(gen, query)
-    else:
-        context["summary_rows"] = selectors.model_summary(gen, query)
-        context["task_count"] = len(context["tasks"])
+    context["groups"] = selectors.model_groups(gen, query)
+    context["task_count"] = len(context["tasks"])
     context["sort_links"] = _sort_links(query)
     context["charts"] = _chart_blocks(gen, query, MODEL_CHARTS)
     context["query_string"] = _query_string(query)
@@ -121,10 +118,19 @@ def kernel_leaderboard(request: HttpRequest) -> HttpResponse:
     except BadQuery as exc:
         context = {**_filters(gen, _fallback_query(request)), "error": str(exc)}
         return _render(request, "leaderboard/kernels.html", context, gen, status=400)
+    try:
+        show_all = selectors.parse_show(request.GET)
+    except BadQuery as exc:
+        context = {**_filters(gen, query), "error": str(exc)}
+        return _render(request, "leaderboard/kernels.html", context, gen, status=400)
     context = _filters(gen, query)
-    context["rows"] = selectors.kernel_board(gen, task=query.task, arch=query.arch, gpu=query.gpu)
+    rows = selectors.kernel_board(gen, task=query.task, arch=query.arch, gpu=query.gpu)
+    context["verified"], context["sections"] = ranking.board_sections(rows, show_all=show_all)
+    context["show_all"] = show_all
+    context["others_count"] = sum(1 for r in rows if r.group != ranking.RANKED_STATE)
     context["charts"] = _chart_blocks(gen, query, ("distribution",))
     context["query_string"] = _query_string(query, sort="", k="")
+    context["show_query_string"] = _query_string(query, sort="", k="", show="all")
     return _render(request, "leaderboard/kernels.html", context, gen)
 
 
@@ -140,6 +146,9 @@ def evaluation_detail(request: HttpRequest, evaluation_id) -> HttpResponse:
         "submission": evaluation.submission,
         "artifacts": list(evaluation.artifacts.all()),
         "badge": ranking.arch_badge(evaluation.arch_status, evaluation.arch_full),
+        "phrase": ranking.verdict_phrase(
+            evaluation.status, evaluation.arch_status, evaluation.arch_full, evaluation.submission.arch
+        ),
         "compile_output": ((evaluation.verdict or {}).get("compile") or {}).get("output") or "",
     }
     return render(request, "leaderboard/evaluation.html", context)

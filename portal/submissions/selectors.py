@@ -11,6 +11,7 @@ from django.db.models import Prefetch, QuerySet
 from django.utils import timezone
 
 from evaluator.verdict import STAGES
+from portal.core import serializers
 from portal.submissions import queueing
 from portal.submissions.models import Evaluation, GpuWorker, Submission
 
@@ -125,22 +126,7 @@ def evaluation_status(evaluation: Evaluation) -> dict[str, Any]:
         "error": evaluation.infra_error or None,
     }
     if evaluation.state == Evaluation.State.DONE:
-        data["result"] = {
-            "status": evaluation.status,
-            "arch_status": evaluation.arch_status,
-            "arch_full": evaluation.arch_full,
-            "ptxbench_verified": evaluation.ptxbench_verified,
-            "tensor_core_share": evaluation.tensor_core_share,
-            "speedup": evaluation.speedup,
-            "speedup_ci95": [evaluation.speedup_ci_low, evaluation.speedup_ci_high],
-            "latency_ms": evaluation.latency_ms,
-            "baseline_latency_ms": evaluation.baseline_latency_ms,
-            "tflops": evaluation.tflops,
-            "fraction_of_peak": evaluation.peak_fraction,
-            "gpu": evaluation.gpu_name,
-            "review": evaluation.review_state or None,
-            "review_reason": evaluation.review_reason or None,
-        }
+        data["result"] = serializers.evaluation_result(evaluation)  # the one evaluation shape
     return data
 
 

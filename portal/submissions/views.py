@@ -7,8 +7,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from portal.catalog.models import Task
-from portal.core import visibility
-from portal.core.api import api_endpoint, check_text, json_error, read_json
+from portal.core import schema, visibility
+from portal.core.api import api_endpoint, check_text, json_error, json_refusal, read_json
 from portal.submissions import selectors
 from portal.submissions.forms import SubmissionForm
 from portal.submissions.models import Submission
@@ -91,6 +91,17 @@ def workers(request: HttpRequest) -> HttpResponse:
 # --------------------------------------------------------------------------- JSON API
 
 
+# The JSON body of POST /api/v1/submissions (docs/api.md); multipart forms carry the same fields.
+SUBMISSION_INPUT = (
+    schema.Field("task", (str,), required=True, max_length=200),
+    schema.Field("arch", (str,), required=True, max_length=16),
+    schema.Field("source", (str,), required=True),
+    schema.Field("name", (str,), max_length=200),
+    schema.Field("note", (str,), max_length=10_000),
+    schema.Field("force", (bool,)),
+)
+
+
 @api_endpoint(methods=("POST",), auth=True)
 def api_submit(request: HttpRequest) -> JsonResponse:
     """POST /api/v1/submissions — JSON {task, arch, source, name?, note?, force?}, or multipart with a `file`."""
@@ -112,8 +123,8 @@ def api_submit(request: HttpRequest) -> JsonResponse:
             data["name"] = upload.name
     else:
         try:
-            data = read_json(request)
-        except ValueError as exc:
+            data = schema.validate(read_json(request), SUBMISSION_INPUT)
+        except ValueError as exc:  # SchemaError is a ValueError
             return json_error(str(exc))
     for key in ("task", "arch", "source"):
         if not isinstance(data.get(key), str) or not data[key]:
@@ -133,7 +144,7 @@ def api_submit(request: HttpRequest) -> JsonResponse:
             force=bool(data.get("force")),
         )
     except SubmissionRefused as exc:
-        return json_error(exc.message, exc.status)
+        return json_refusal(exc.body(), exc.status, exc.retry_after)
     body = _submission_json(result.submission)
     body["duplicate"] = result.duplicate
     return JsonResponse(body, status=200 if result.duplicate else 201)
