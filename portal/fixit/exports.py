@@ -47,6 +47,8 @@ REPAIR_SCHEMA = pa.schema(
         ("fixed_sha256", pa.string()),
         ("reasoning_by", pa.string()),
         ("source", pa.string()),
+        ("repair_run", pa.int64()),
+        ("teacher", pa.string()),
     ]
 )
 GENERATION_SCHEMA = pa.schema(

@@ -53,6 +53,12 @@ class TrajectoryRecord:
     system: str  # the system message the model was sent
     prompt: str  # the first user message: the task
     turns: tuple[TurnRecord, ...]  # only the turns that may be used, in order
+    # Repair runs: the stored failing turn the teacher was asked to repair (`turns` are its attempts), the
+    # run and trajectory it came from, and the teacher model. `model` is then the model that wrote the failure.
+    repair_of: TurnRecord | None = None
+    repair_source_run: int = 0
+    repair_source_trajectory: int = 0
+    teacher: str = ""
 
 
 @dataclass(frozen=True)
@@ -178,6 +184,8 @@ class RepairRow:
     reasoning: str = ""  # from failure to repair; model-written when present
     reasoning_by: str = ""  # the model that wrote `reasoning` ("" when there is none)
     source: str = "trajectory"  # "trajectory" (the same trajectory repaired itself) or "repair_run"
+    repair_run: int | None = None  # the repair run whose teacher wrote the fix (`run` is where the failure came from)
+    teacher: str = ""  # the teacher model of that repair run
 
     @property
     def id(self) -> str:
@@ -219,6 +227,8 @@ class RepairRow:
             "fixed_sha256": self.fixed_sha256,
             "reasoning_by": self.reasoning_by,
             "source": self.source,
+            "repair_run": self.repair_run,
+            "teacher": self.teacher,
         }
 
 
@@ -283,8 +293,51 @@ def _wrong(turn: TurnRecord) -> tuple[str, str]:
     return turn.reply, sha256_text(turn.reply)
 
 
+def _repair_run_pair(trajectory: TrajectoryRecord, pair_filter: PairFilter) -> list[RepairRow]:
+    """A repair-run trajectory: its stored failure paired with the teacher's first attempt that passes the filter;
+    the teacher's own failed attempts start no pair."""
+    failed = trajectory.repair_of
+    if failed is None or not pair_filter.admits_failure(failed):
+        return []
+    fixed = next((t for t in sorted(trajectory.turns, key=lambda t: t.index) if pair_filter.admits_pass(t)), None)
+    if fixed is None:
+        return []
+    wrong, wrong_sha = _wrong(failed)
+    return [
+        RepairRow(
+            run=trajectory.repair_source_run,
+            trajectory=trajectory.repair_source_trajectory,
+            model=trajectory.model,
+            arch=trajectory.arch,
+            task=trajectory.task,
+            failed_turn=failed.index,
+            fixed_turn=fixed.index,
+            failed_status=failed.status,
+            failed_evaluation=failed.evaluation_id,
+            fixed_evaluation=str(fixed.evaluation_id),
+            arch_status=fixed.arch_status,
+            speedup=fixed.speedup,
+            failed_evaluator_version=failed.evaluator_version,
+            evaluator_version=fixed.evaluator_version,
+            system=trajectory.system,
+            prompt=trajectory.prompt,
+            wrong=wrong,
+            error_log=failed.feedback,
+            fixed_kernel=fixed.kernel,
+            wrong_sha256=wrong_sha,
+            fixed_sha256=sha256_text(fixed.kernel),
+            source="repair_run",
+            repair_run=trajectory.run_id,
+            teacher=trajectory.teacher,
+        )
+    ]
+
+
 def repair_pairs(trajectory: TrajectoryRecord, pair_filter: PairFilter) -> list[RepairRow]:
-    """Each admitted failing turn paired with the first later turn of its trajectory that passes the filter."""
+    """Each admitted failing turn paired with the first later turn of its trajectory that passes the filter
+    (for a repair-run trajectory: its stored failure and the teacher's first passing attempt)."""
+    if trajectory.repair_of is not None:
+        return _repair_run_pair(trajectory, pair_filter)
     rows: list[RepairRow] = []
     turns = sorted(trajectory.turns, key=lambda t: t.index)
     for i, failed in enumerate(turns):
@@ -323,6 +376,9 @@ def repair_pairs(trajectory: TrajectoryRecord, pair_filter: PairFilter) -> list[
 
 
 def generation_rows(trajectory: TrajectoryRecord, pair_filter: PairFilter) -> list[GenerationRow]:
+    """Passing turns of model runs (a repair attempt had the failing kernel in its context: not a generation)."""
+    if trajectory.repair_of is not None:
+        return []
     return [
         GenerationRow(
             run=trajectory.run_id,

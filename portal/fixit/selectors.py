@@ -38,54 +38,75 @@ def _first(messages: list, role: str) -> str:
     return ""
 
 
-def trajectory_records(pair_filter: PairFilter) -> list[TrajectoryRecord]:
-    """Every public trajectory the filter's arch/task/model admit, with its usable turns."""
-    trajectories = Trajectory.objects.select_related("run", "task").filter(
-        run__in=visibility.public_runs(ModelRun.objects.all()).values("id")
+def _turn_record(turn: Turn) -> TurnRecord:
+    evaluation = turn.evaluation
+    return TurnRecord(
+        index=turn.index,
+        status=turn.status,
+        arch_status=turn.arch_status,
+        speedup=turn.speedup,
+        kernel=turn.kernel,
+        reply=turn.reply,
+        feedback=turn.feedback,
+        evaluation_id=str(evaluation.id) if evaluation else None,
+        evaluator_version=evaluation.evaluator_version if evaluation else "",
+        finish_reason=turn.finish_reason,
     )
+
+
+def trajectory_records(pair_filter: PairFilter) -> list[TrajectoryRecord]:
+    """Every public trajectory the filter's arch/task/model admit, with its usable turns. A repair run's
+    trajectory counts only while the failing turn it repairs is usable too; its model is that turn's model."""
+    public = visibility.public_runs(ModelRun.objects.all()).values("id")
+    trajectories = Trajectory.objects.select_related("run", "task", "repair_of__trajectory__run").filter(run__in=public)
     if pair_filter.arches:
         trajectories = trajectories.filter(run__arch__in=pair_filter.arches)
     if pair_filter.tasks:
         trajectories = trajectories.filter(task__slug__in=pair_filter.tasks)
     if pair_filter.models:
-        trajectories = trajectories.filter(run__model__in=pair_filter.models)
+        trajectories = trajectories.filter(
+            Q(run__kind=ModelRun.Kind.MODEL, run__model__in=pair_filter.models)
+            | Q(run__kind=ModelRun.Kind.REPAIR, repair_of__trajectory__run__model__in=pair_filter.models)
+        )
     trajectories = list(trajectories.order_by("run_id", "id"))
+    wanted = [t.id for t in trajectories]
+    sources = [t.repair_of_id for t in trajectories if t.repair_of_id]
     turns_by_trajectory: dict[int, list[TurnRecord]] = {}
-    turns = (
-        usable_turns()
-        .filter(trajectory__in=[t.id for t in trajectories])
+    for turn in (
+        usable_turns().filter(trajectory__in=wanted).select_related("evaluation").order_by("trajectory_id", "index")
+    ):
+        turns_by_trajectory.setdefault(turn.trajectory_id, []).append(_turn_record(turn))
+    usable_sources = {
+        turn.id: _turn_record(turn)
+        for turn in usable_turns()
+        .filter(id__in=sources, trajectory__run__in=public, trajectory__run__kind=ModelRun.Kind.MODEL)
         .select_related("evaluation")
-        .order_by("trajectory_id", "index")
-    )
-    for turn in turns:
-        evaluation = turn.evaluation
-        turns_by_trajectory.setdefault(turn.trajectory_id, []).append(
-            TurnRecord(
-                index=turn.index,
-                status=turn.status,
-                arch_status=turn.arch_status,
-                speedup=turn.speedup,
-                kernel=turn.kernel,
-                reply=turn.reply,
-                feedback=turn.feedback,
-                evaluation_id=str(evaluation.id) if evaluation else None,
-                evaluator_version=evaluation.evaluator_version if evaluation else "",
-                finish_reason=turn.finish_reason,
+    }
+    records = []
+    for t in trajectories:
+        repair_of = None
+        if t.run.kind == ModelRun.Kind.REPAIR:
+            repair_of = usable_sources.get(t.repair_of_id)
+            if repair_of is None:
+                continue  # the failure it repairs is gone, hidden or held
+        source = t.repair_of.trajectory if repair_of else None
+        records.append(
+            TrajectoryRecord(
+                run_id=t.run_id,
+                trajectory_id=t.id,
+                model=source.run.model if source else t.run.model,
+                arch=t.run.arch,
+                task=t.task.slug,
+                system=_first(source.messages if source else t.messages, "system"),
+                prompt=_first(source.messages if source else t.messages, "user"),
+                turns=tuple(turns_by_trajectory.get(t.id, ())),
+                repair_of=repair_of,
+                repair_source_run=source.run_id if source else 0,
+                repair_source_trajectory=source.id if source else 0,
+                teacher=t.run.model if source else "",
             )
         )
-    return [
-        TrajectoryRecord(
-            run_id=t.run_id,
-            trajectory_id=t.id,
-            model=t.run.model,
-            arch=t.run.arch,
-            task=t.task.slug,
-            system=_first(t.messages, "system"),
-            prompt=_first(t.messages, "user"),
-            turns=tuple(turns_by_trajectory.get(t.id, ())),
-        )
-        for t in trajectories
-    ]
+    return records
 
 
 def dataset_list() -> QuerySet[Dataset]:

@@ -116,7 +116,9 @@ def dataset_create(
                 repair_rows=len(repair),
                 generation_rows=len(generation),
                 manifest_sha256=exports.sha256_bytes(files["manifest.json"]),
-                source_runs=sorted({d["run"] for d in repair + generation}),
+                source_runs=sorted(
+                    {d["run"] for d in repair + generation} | {d["repair_run"] for d in repair if d["repair_run"]}
+                ),
                 source_evaluations=sorted(
                     {e for d in repair for e in (d["failed_evaluation"], d["fixed_evaluation"]) if e}
                     | {d["evaluation"] for d in generation}
