@@ -258,5 +258,6 @@ AGENT_JOB_STALE_SECONDS = env_int("AGENT_JOB_STALE_SECONDS", 300)  # a started j
 # --- Fixit repair datasets (docs/fixit.md)
 FIXIT_DIR = Path(env_str("FIXIT_DIR", str(DATA_DIR / "fixit")))  # one folder per dataset version, never rewritten
 FIXIT_DATASETS_PER_DAY = env_int("FIXIT_DATASETS_PER_DAY", 10)  # per user (staff and the command excepted)
+FIXIT_REPAIR_MAX_SOURCES = env_int("FIXIT_REPAIR_MAX_SOURCES", 64)  # failing turns one repair run may take
 # Written into every manifest and dataset card unless the creator names one (a Hugging Face licence id).
 FIXIT_DEFAULT_LICENCE = env_str("FIXIT_DEFAULT_LICENCE", "other")

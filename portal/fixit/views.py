@@ -5,8 +5,10 @@ import logging
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
-from portal.core.api import api_endpoint, json_error, read_json
-from portal.fixit import selectors, services
+from portal.agent import selectors as agent_selectors
+from portal.agent.services import RunRefused, RunRequest
+from portal.core.api import api_endpoint, json_error, json_refusal, read_json
+from portal.fixit import repairs, selectors, services
 from portal.fixit.services import DatasetRefused
 from portal.leaderboard.downloads import attachment
 
@@ -91,3 +93,62 @@ def api_dataset_file(request: HttpRequest, name: str, version: int, path: str) -
         return _download(selectors.dataset_detail(name, version), path)
     except Http404:
         return json_error("no such dataset or file", 404)
+
+
+_REPAIR_FIELDS = {
+    "base_url": str,
+    "model": str,
+    "arch": str,
+    "api_key": str,
+    "display_name": str,
+    "turns": list,
+    "attempts": int,
+    "temperature": (int, float),
+    "max_output_tokens": int,
+    "request_timeout": (int, float),
+    "max_retries": int,
+}
+
+
+def _repair_body(data: dict) -> tuple[RunRequest, list, int]:
+    unknown = sorted(set(data) - set(_REPAIR_FIELDS))
+    if unknown:
+        raise ValueError(f"unknown field {ascii(unknown[0])[1:-1][:60]!r}; known: {', '.join(sorted(_REPAIR_FIELDS))}")
+    for key in ("base_url", "model", "arch", "turns"):
+        if key not in data:
+            raise ValueError(f"field '{key}' is required")
+    for key, kind in _REPAIR_FIELDS.items():
+        if key in data and (isinstance(data[key], bool) or not isinstance(data[key], kind)):
+            raise ValueError(f"field '{key}' has the wrong type")
+    defaults = RunRequest(base_url="", model="", arch="", task_slugs=[])
+    request = RunRequest(
+        base_url=data["base_url"],
+        model=data["model"],
+        arch=data["arch"],
+        task_slugs=[],
+        display_name=data.get("display_name", ""),
+        api_key=data.get("api_key", ""),
+        temperature=float(data.get("temperature", defaults.temperature)),
+        max_output_tokens=data.get("max_output_tokens", defaults.max_output_tokens),
+        request_timeout=float(data.get("request_timeout", defaults.request_timeout)),
+        max_retries=data.get("max_retries", defaults.max_retries),
+    )
+    return request, data["turns"], data.get("attempts", 3)
+
+
+@api_endpoint(methods=("POST",), auth=True)
+def api_repair_runs(request: HttpRequest) -> JsonResponse:
+    """Start a repair run (docs/fixit.md); answers with the run's document like POST /api/v1/runs."""
+    try:
+        run_request, turn_ids, attempts = _repair_body(read_json(request))
+        run = repairs.repair_run_create(
+            user=request.api_user, request=run_request, turn_ids=turn_ids, attempts=attempts
+        )
+    except ValueError as exc:
+        return json_error(str(exc), 400)
+    except RunRefused as exc:
+        return json_refusal(exc.body(), exc.status, exc.retry_after)
+    document = agent_selectors.run_document(agent_selectors.run_detail(run.id, user=request.api_user))
+    response = JsonResponse(document, status=201)
+    response["Location"] = f"/api/v1/runs/{run.id}"
+    return response
