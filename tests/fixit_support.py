@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import hashlib
 
+import django_rq
 from django.utils import timezone
+from rq import SimpleWorker
 
 from portal.agent.models import ModelRun, Trajectory, Turn
 from portal.catalog.models import Task
+from portal.submissions import services as submission_services
 from portal.submissions.models import Evaluation, Submission
 from tests.agent_support import fenced
 from tests.factories import GEMM
@@ -62,3 +65,24 @@ def stored_trajectory(user, turns: list[dict], *, model: str = "stored-model") -
             feedback=f"Evaluation result: {spec['status']}.",
         )
     return trajectory
+
+
+def drain_with_gpu_stand_in(recorded: dict[str, dict]) -> None:
+    """Run the agent steps and CPU-stage evaluations in-process; an evaluation whose source has a recorded verdict
+    is taken off the GPU queue and finished with it through the same services a GPU worker uses."""
+    agent, gpu = django_rq.get_queue("agent"), django_rq.get_queue("gpu-sm90")
+    for _ in range(20):
+        SimpleWorker([agent], connection=agent.connection).work(burst=True)
+        ids = gpu.get_job_ids()
+        if not ids and not agent.get_job_ids():
+            return
+        for job_id in ids:
+            source = Evaluation.objects.get(id=job_id).submission.source
+            if source in recorded:
+                gpu.remove(job_id)
+                assert submission_services.evaluation_claim(evaluation_id=job_id, worker_name="h200-stand-in")
+                assert submission_services.evaluation_record_verdict(
+                    evaluation_id=job_id, worker_name="h200-stand-in", verdict=recorded[source], files={}
+                )
+        SimpleWorker([gpu], connection=gpu.connection).work(burst=True)
+    raise AssertionError("the queues did not drain")

@@ -9,21 +9,18 @@ import json
 import os
 import uuid
 
-import django_rq
 import pytest
 from django.core.management import call_command
 from django.test import override_settings
-from rq import SimpleWorker
 
 from portal.agent.models import ModelRun, Turn
 from portal.agent.services import run_hide
 from portal.fixit.models import Dataset
 from portal.fixit.services import DatasetRefused, dataset_create, dataset_folder
-from portal.submissions import services as submission_services
-from portal.submissions.models import Evaluation, Submission
+from portal.submissions.models import Submission
 from tests.agent_support import LOOP_SETTINGS, fenced
 from tests.factories import BROKEN_KERNEL, GEMM, make_user, starter_source, sync_catalog
-from tests.fixit_support import stored_trajectory
+from tests.fixit_support import drain_with_gpu_stand_in, stored_trajectory
 from tests.leaderboard_factories import verdict as verdict_document
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -36,27 +33,6 @@ def alice(settings, tmp_path):
     settings.ARTIFACTS_DIR = tmp_path / "artifacts"
     sync_catalog()
     return make_user("alice")
-
-
-def drain_with_gpu_stand_in(recorded: dict[str, dict]) -> None:
-    """Run the agent steps and CPU-stage evaluations in-process; an evaluation whose source has a recorded verdict
-    is taken off the GPU queue and finished with it through the same services a GPU worker uses."""
-    agent, gpu = django_rq.get_queue("agent"), django_rq.get_queue("gpu-sm90")
-    for _ in range(20):
-        SimpleWorker([agent], connection=agent.connection).work(burst=True)
-        ids = gpu.get_job_ids()
-        if not ids and not agent.get_job_ids():
-            return
-        for job_id in ids:
-            source = Evaluation.objects.get(id=job_id).submission.source
-            if source in recorded:
-                gpu.remove(job_id)
-                assert submission_services.evaluation_claim(evaluation_id=job_id, worker_name="h200-stand-in")
-                assert submission_services.evaluation_record_verdict(
-                    evaluation_id=job_id, worker_name="h200-stand-in", verdict=recorded[source], files={}
-                )
-        SimpleWorker([gpu], connection=gpu.connection).work(burst=True)
-    raise AssertionError("the queues did not drain")
 
 
 def import_trajectory(tmp_path, replies: list[str], model: str = "paper-model") -> ModelRun:

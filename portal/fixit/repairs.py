@@ -20,22 +20,26 @@ from portal.fixit.pairs import FAILURE_STATUSES, NO_KERNEL, fenced
 from portal.fixit.selectors import usable_turns
 
 REPAIR_REQUEST = (
-    "The kernel above was written by another model for this task and failed as the evaluation says. "
-    "Repair it: find what is wrong, fix it, and answer with the complete corrected file in one ```cuda block."
+    "The kernel above was written for this task by another model and failed as its evaluation says. Repair it: "
+    "find what is wrong, fix it, and answer with the complete corrected file in one ```cuda block."
 )
 
 
 def repair_opening(source: Turn) -> list[dict]:
-    """What the teacher is sent before its first attempt."""
+    """What the teacher is sent before its first attempt: the student's system prompt, then one user message with
+    the task, the failing kernel and the feedback it got. (The failing kernel is not put in an assistant message:
+    the teacher did not write it, and the loop counts a trajectory's assistant messages as its turns.)"""
     messages = source.trajectory.messages
     system = next((m.get("content", "") for m in messages if m.get("role") == "system"), "")
     prompt = next((m.get("content", "") for m in messages if m.get("role") == "user"), "")
     wrong = fenced(source.kernel) if source.kernel else source.reply
     return [
         {"role": "system", "content": system},
-        {"role": "user", "content": prompt},
-        {"role": "assistant", "content": wrong},
-        {"role": "user", "content": f"{source.feedback}\n\n{REPAIR_REQUEST}"},
+        {
+            "role": "user",
+            "content": f"{prompt}\n\n---\n\nA kernel for this task:\n\n{wrong}\n\nIts evaluation:\n\n"
+            f"{source.feedback}\n\n{REPAIR_REQUEST}",
+        },
     ]
 
 
