@@ -20,6 +20,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from evaluator import protocol
+
 
 def _save(tensor: Any, path: Path) -> dict[str, Any]:
     import torch
@@ -57,9 +59,23 @@ class Session:
             b = self.task.baselines[0]
             self.baseline = load_baseline(b.source, b.function, b.id)
         torch.empty(1, device=self.device)  # create the CUDA context before the candidate's code is loaded
+        # Before the candidate's code exists: the activity records (kernels, the functions every module defines)
+        # and the persisting-L2 limit as the context has it, so that what the candidate changes shows.
+        self.timer: Any = None
+        self.timer_fallback = ""
+        from evaluator.l2control import L2Guard
+        from evaluator.timing import HostTimer, make_timer
+
+        serving = job.get("mode") != "profile"
+        self.l2 = L2Guard(enabled=self.cuda and serving)
+        if serving:
+            self.timer, self.timer_fallback = make_timer() if self.cuda else (HostTimer(), "")
+        self.trial_windows: list[tuple[int, int]] = []
         import tvm_ffi
 
-        progress["stage"] = "load"  # from here on, failures are the candidate's (its static initialisers run now)
+        progress["stage"] = (
+            protocol.LOAD_STAGE
+        )  # from here on, failures are the candidate's (its static initialisers run now)
         self.module = tvm_ffi.load_module(job["library"])
         self.run = self.module["run"] if not hasattr(self.module, "run") else self.module.run
 
@@ -85,9 +101,13 @@ class Session:
             outputs = self._outputs()
             self.sync()
             start = time.monotonic()
+            t0 = self.timer.now() if self.timer is not None else 0
             self.run(*inputs, *outputs)
             self.sync()
+            t1 = self.timer.now() if self.timer is not None else 0
             seconds = time.monotonic() - start
+            if self.timer is not None:
+                self.trial_windows.append((t0, t1))
             modified = [
                 spec.name
                 for spec, before, after in zip(self.definition.inputs, saved, inputs, strict=True)
@@ -97,28 +117,51 @@ class Session:
                 {"name": spec.name, **_save(t, self.exchange / f"trial{index}_{spec.name}.bin")}
                 for spec, t in zip(self.definition.outputs, outputs, strict=True)
             ]
-            self.send(
-                {"event": "trial", "index": index, "outputs": files, "inputs_modified": modified, "seconds": seconds}
-            )
+            self.send(protocol.trial_event(index, files, modified, seconds))
 
-    def timing(self, seeds: list[int], warmup: int, iters: int, pre_seeds: list[int] | None = None) -> None:
+    def _save_outputs(self, outputs: list[Any], tag: str) -> list[dict[str, Any]]:
+        return [
+            {"name": spec.name, **_save(t, self.exchange / f"{tag}_{spec.name}.bin")}
+            for spec, t in zip(self.definition.outputs, outputs, strict=True)
+        ]
+
+    def _refill(self, inputs: list[Any], seed: int) -> None:
+        """Draw call inputs from `seed` into the existing tensors (same buffers, values never seen before)."""
+        for dst, src in zip(inputs, self._inputs(seed), strict=True):
+            if isinstance(dst, self.torch.Tensor):
+                dst.copy_(src)
+
+    def _answer(self, receive: Any, index: int, outputs: list[Any], tag: str) -> None:
+        """After a call returned: tell the parent, and save its outputs only if the parent asks for them."""
+        self.send(protocol.called_event(index))
+        command = receive()
+        if protocol.command_name(command) == protocol.SAVE and protocol.index_arg(command) == index:
+            self.send(protocol.saved_event(index, self._save_outputs(outputs, tag)))
+        elif protocol.command_name(command) != protocol.NEXT:
+            raise RuntimeError(f"unexpected command {protocol.command_name(command)!r} after call {index}")
+
+    def timing(
+        self, receive: Any, call_seeds: list[int], recheck_seed: int, warmup: int, iters: int, sets: int
+    ) -> None:
+        """Timed calls on freshly drawn inputs, the re-check call, then batches the parent times with its clock.
+
+        Every call draws its inputs from its own seed into input set i % sets outside the timed window, and its
+        outputs are poisoned first. After each timed call the parent decides whether to look at its outputs;
+        nothing here knows in advance which calls those are.
+        """
         from evaluator.inputs import poison
-        from evaluator.timing import l2_flusher, make_timer, time_interleaved
+        from evaluator.timing import l2_flusher, time_interleaved
 
-        # With pre_seeds the sets start with other values, and the final `seeds` values are copied into the same
-        # tensors just before the checked call: a result cached by pointer (or any state kept from earlier calls on
-        # the same buffers) is then stale, and the check sees it.
-        first = pre_seeds if pre_seeds and len(pre_seeds) == len(seeds) else seeds
-        torch = self.torch
-        sets = [(self._inputs(s), self._outputs()) for s in first]
-        refreshed: set[int] = set() if first is not seeds else set(range(len(seeds)))
-        flush = l2_flusher(self.device)
-        timer, fallback_reason = make_timer()
+        n = sets
         total = warmup + iters
-        n = len(sets)
+        if len(call_seeds) != total:
+            raise RuntimeError("timing command: one seed per call expected")
+        pool = [(self._inputs(s), self._outputs()) for s in call_seeds[:n]]
+        flush = l2_flusher(self.device) if self.cuda else (lambda: None)
+        timer = self.timer
 
         def candidate(i: int) -> None:
-            ins, outs = sets[i % n]
+            ins, outs = pool[i % n]
             self.run(*ins, *outs)
 
         calls = {"candidate": candidate}
@@ -126,42 +169,102 @@ class Session:
             baseline = self.baseline
 
             def reference(i: int) -> None:
-                baseline(*sets[i % n][0])
+                baseline(*pool[i % n][0])
 
             calls["baseline"] = reference
 
-        def before(name: str, i: int) -> None:
-            # The last call on each input set is the one whose output the parent checks: poison it first.
-            if i >= total - n and (i % n) not in refreshed:
-                refreshed.add(i % n)
-                for dst, src in zip(sets[i % n][0], self._inputs(seeds[i % n]), strict=True):
-                    if isinstance(dst, torch.Tensor):
-                        dst.copy_(src)
-            if name == "candidate" and i >= total - n:
-                for t in sets[i % n][1]:
-                    poison(t)
+        order: dict[int, str] = {}
 
-        series = time_interleaved(calls, warmup=warmup, iters=iters, flush_l2=flush, before_call=before, timer=timer)
-        if timer is not None:
-            timer.close()
-        files = [
-            [
-                {"name": spec.name, **_save(t, self.exchange / f"timing{k}_{spec.name}.bin")}
-                for spec, t in zip(self.definition.outputs, outs, strict=True)
-            ]
-            for k, (_, outs) in enumerate(sets)
-        ]
-        self.send(
-            {
-                "event": "timing",
-                "method": "cupti" if timer is not None else "cuda_events",
-                "fallback_reason": fallback_reason,
-                "series": {
-                    name: {"samples_ms": s.samples_ms, "activities": s.activities} for name, s in series.items()
-                },
-                "outputs": files,
-            }
+        def before(name: str, i: int) -> None:
+            if i not in order:  # the first of the two calls of round i: draw round i's inputs
+                order[i] = name
+                self._refill(pool[i % n][0], call_seeds[i])
+            if name == "candidate":
+                for t in pool[i % n][1]:
+                    poison(t)
+                self.l2.reset()
+
+        def after(name: str, i: int) -> None:
+            if name == "candidate" and i >= warmup:
+                self._answer(receive, i, pool[i % n][1], f"timed{i}")
+
+        series = time_interleaved(
+            calls,
+            warmup=warmup,
+            iters=iters,
+            flush_l2=flush,
+            before_call=before,
+            after_call=after,
+            timer=timer if self.cuda else timer,
+            sync=self.sync,
         )
+        # The re-check: one more call on fresh inputs after the timing loop, always compared by the parent.
+        ins, outs = pool[total % n]
+        self._refill(ins, recheck_seed)
+        for t in outs:
+            poison(t)
+        self.l2.reset()
+        flush()
+        self.sync()
+        self.run(*ins, *outs)
+        self.sync()
+        self._answer(receive, total, outs, "recheck")
+        batch_windows = self._batches(receive)
+        launches: dict[str, list[list[Any]]] = {"timed": [], "trials": [], "batch": []}
+        if timer is not None:
+            timer.flush()
+            launches["timed"] = [_wire(c) for c in series["candidate"].launches]
+            launches["trials"] = [_wire(timer.window(a, b)[2]) for a, b in self.trial_windows]
+            launches["batch"] = [_wire(timer.window(a, b)[2]) for a, b in batch_windows]
+        self.send(
+            protocol.timing_event(
+                timer.method if timer is not None else "cuda_events",
+                self.timer_fallback,
+                {name: {"samples_ms": s.samples_ms, "activities": s.activities} for name, s in series.items()},
+                launches,
+                [[m, name] for m, name in (timer.functions if timer is not None else [])],
+                {"changed_bytes": self.l2.changed_bytes, "error": self.l2.error},
+            )
+        )
+
+    def _batches(self, receive: Any) -> list[tuple[int, int]]:
+        """Serve the parent's batch rounds until it says finish; returns each batch's timer window."""
+        from evaluator.inputs import poison
+
+        windows: list[tuple[int, int]] = []
+        sets: list[tuple[list[Any], list[Any]]] = []
+        while True:
+            command = receive()
+            name = protocol.command_name(command)
+            if name == protocol.FINISH:
+                return windows
+            if name != protocol.BATCH:
+                raise RuntimeError(f"unexpected command {name!r} during batches")
+            round_, seeds = protocol.batch_args(command)
+            while len(sets) < len(seeds):
+                sets.append((self._inputs(seeds[len(sets)]), self._outputs()))
+            for (ins, outs), seed in zip(sets, seeds, strict=False):
+                self._refill(ins, seed)
+                for t in outs:
+                    poison(t)
+            self.l2.reset()
+            self.sync()
+            self.send(protocol.batch_ready_event(round_))
+            if protocol.command_name(receive()) != protocol.GO:
+                raise RuntimeError("expected go")
+            t0 = self.timer.now() if self.timer is not None else 0
+            for ins, outs in sets[: len(seeds)]:
+                self.run(*ins, *outs)
+            self.sync()
+            t1 = self.timer.now() if self.timer is not None else 0
+            windows.append((t0, t1))
+            self.send(protocol.batch_done_event(round_))
+            command = receive()
+            if protocol.command_name(command) == protocol.SAVE:
+                j = protocol.index_arg(command)
+                self.send(protocol.saved_event(j, self._save_outputs(sets[j][1], f"batch{round_}_{j}")))
+            elif protocol.command_name(command) != protocol.NEXT:
+                raise RuntimeError("expected save or next after a batch")
 
     def profile(self, seed: int) -> None:
         """One call inside the NVTX range that Nsight Compute is told to profile."""
@@ -172,6 +275,10 @@ class Session:
         self.run(*inputs, *outputs)
         torch.cuda.synchronize()
         torch.cuda.nvtx.range_pop()
+
+
+def _wire(launches: list[Any]) -> list[list[Any]]:
+    return [[name, list(grid), list(block)] for name, grid, block in launches]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -190,51 +297,50 @@ def main(argv: list[str] | None = None) -> int:
     def send(message: dict[str, Any]) -> None:
         sent[0] += 1
         if out is not None:
-            out.write((json.dumps(message) + "\n").encode())
+            out.write(protocol.encode(message))
         elif result_path:
-            with open(result_path, "a") as fh:
-                fh.write(json.dumps(message) + "\n")
+            with open(result_path, "ab") as fh:
+                fh.write(protocol.encode(message))
 
-    stage = "setup"
+    stage = protocol.SETUP_STAGE
     session = None
-    progress = {"stage": "setup"}  # Session.__init__ moves it to "load" once trusted setup is done
+    progress = {"stage": protocol.SETUP_STAGE}  # Session.__init__ moves it to "load" once trusted setup is done
     try:
         session = Session(job, send, progress)
         if job.get("mode") == "profile":
             stage = "profile"
             session.profile(int(job["profile_seed"]))
-            send({"event": "done"})
+            send(protocol.done_event())
             return 0
-        send({"event": "ready", "pid": os.getpid()})
+        send(protocol.ready_event(os.getpid()))
         stage = "command"
         commands = os.fdopen(args.fd_in, "rb")
-        for line in commands:
-            cmd = json.loads(line)
-            if cmd["cmd"] == "trials":
+
+        def receive() -> dict[str, Any]:
+            line = commands.readline()
+            if not line:
+                raise RuntimeError("the evaluator closed the command channel")
+            return protocol.decode(line)
+
+        while True:
+            cmd = receive()
+            name = protocol.command_name(cmd)
+            if name == protocol.TRIALS:
                 stage = "trials"
-                session.trials([int(s) for s in cmd["seeds"]])
-            elif cmd["cmd"] == "timing":
+                session.trials(protocol.trials_args(cmd))
+            elif name == protocol.TIMING:
                 stage = "timing"
-                pre = [int(s) for s in cmd.get("pre_seeds", [])]
-                session.timing([int(s) for s in cmd["seeds"]], int(cmd["warmup"]), int(cmd["iters"]), pre)
-            elif cmd["cmd"] == "exit":
+                session.timing(receive, *protocol.timing_args(cmd))
+            elif name == protocol.EXIT:
                 break
         # How many messages this side sent: the parent compares it with what it read, so a message that candidate
         # code wrote into the channel shows up.
-        send({"event": "bye", "sent": sent[0]})
+        send(protocol.bye_event(sent[0]))
         return 0
     except BaseException as exc:  # noqa: BLE001 - every failure of candidate code is reported, then we exit
         if session is None:
             stage = progress["stage"]
-        send(
-            {
-                "event": "error",
-                "stage": stage,
-                "type": type(exc).__name__,
-                "message": str(exc)[:4000],
-                "traceback": traceback.format_exc()[-4000:],
-            }
-        )
+        send(protocol.error_event(stage, type(exc).__name__, str(exc), traceback.format_exc()))
         sys.stderr.write(traceback.format_exc())
         return 1
 

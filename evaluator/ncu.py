@@ -16,7 +16,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evaluator.arches import FAMILY_OPCODES
+from evaluator.arches import FAMILY_OPCODES, get_arch
 from evaluator.sass import instruction_family, mma_flops_per_issue
 from evaluator.verdict import ArchCheck, ArchStatus, FamilyExecution, SassCounts
 
@@ -156,6 +156,31 @@ def parse_raw_metrics(csv_text: str, metric: str = "gpu__time_duration.sum") -> 
     return result
 
 
+def parse_launches(csv_text: str) -> list[tuple[str, tuple[int, ...], tuple[int, ...]]]:
+    """(kernel name, grid, block) of every profiled kernel, from the raw page's "Grid Size"/"Block Size"."""
+    rows = [r for r in _csv_rows(csv_text) if r]
+    start = next((i for i, r in enumerate(rows) if {"Kernel Name", "Grid Size", "Block Size"} <= set(r)), None)
+    if start is None:
+        raise NcuParseError("no raw page with kernel names, grid and block sizes")
+    header = rows[start]
+    name, grid, block = (header.index(c) for c in ("Kernel Name", "Grid Size", "Block Size"))
+    launches = []
+    for row in rows[start + 1 :]:
+        if len(row) <= max(name, grid, block):
+            raise NcuParseError("truncated raw page row")
+        if not row[0].strip():  # the units row
+            continue
+        launches.append((row[name], _dims(row[grid]), _dims(row[block])))
+    return launches
+
+
+def _dims(text: str) -> tuple[int, ...]:
+    numbers = re.findall(r"\d+", text.replace(",", " , "))
+    if len(numbers) != 3:
+        raise NcuParseError(f"launch dimensions {text!r} are not (x, y, z)")
+    return tuple(int(n) for n in numbers)
+
+
 def family_execution(kernels: list[SourceKernel]) -> dict[str, tuple[int, int]]:
     """Per family: (warp-level executed, predicated-on thread executions), summed over all kernels and rows."""
     sums = {f: [0, 0] for f in FAMILY_OPCODES}
@@ -224,7 +249,8 @@ def decide_arch(
     }
     ran = [f for f in targets if executed[f][1] > 0]
     check.ptxbench_verified = bool(ran)
-    check.full = arch == "sm_90a" and {"gmma", "tma"} <= set(ran)
+    target_arch = get_arch(arch)
+    check.full = target_arch.is_full(ran)
     if "gmma" in targets:
         tc = tensor_core_flops(kernels)
         check.tensor_core_flops = tc
@@ -242,7 +268,8 @@ def decide_arch(
         )
         return check
     check.status = ArchStatus.VERIFIED
-    check.reason = f"{'/'.join(ran)} executed" + (" (full: GMMA and TMA)" if check.full else "")
+    full = " and ".join(f.upper() for f in sorted(target_arch.full_families))
+    check.reason = f"{'/'.join(ran)} executed" + (f" (full: {full})" if check.full else "")
     if "gmma" in targets and check.tensor_core_share is None and "gmma" in ran:
         check.reason += "; tensor-core share unknown"
     return check
@@ -302,16 +329,20 @@ def ncu_profile_command(ncu: str, report: Path, target: list[str], kernel_names:
     ]
 
 
+# Kernel names as the SASS and CUPTI give them, so they can be compared with the submission's (evaluator/integrity.py).
+_MANGLED = ("--print-kernel-base", "mangled")
+
+
 def read_report(ncu: str, report: Path, timeout_s: float = 120.0) -> tuple[str, str]:
     """(source page CSV, raw page CSV with gpu__time_duration) of an exported report."""
     source = subprocess.run(
-        [ncu, "--import", str(report), "--page", "source", "--print-source", "sass", "--csv"],
+        [ncu, "--import", str(report), "--page", "source", "--print-source", "sass", "--csv", *_MANGLED],
         capture_output=True,
         text=True,
         timeout=timeout_s,
     )
     raw = subprocess.run(
-        [ncu, "--import", str(report), "--page", "raw", "--csv", "--metrics", "gpu__time_duration.sum"],
+        [ncu, "--import", str(report), "--page", "raw", "--csv", "--metrics", "gpu__time_duration.sum", *_MANGLED],
         capture_output=True,
         text=True,
         timeout=timeout_s,

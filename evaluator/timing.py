@@ -7,23 +7,37 @@ inside that window belongs to the call; the call's time is the length of the uni
 overlapping kernels on different streams are not counted twice. Candidate and baseline calls alternate
 (order swapped every iteration) so that drift in clocks or temperature hits both alike.
 
-Runs inside the candidate process; `cupti` is imported lazily because it needs a GPU driver.
+The same timer records which kernels ran in each call (name, grid, block) and which module defines each
+function, for the integrity checks (evaluator/integrity.py): only the submission's kernels may do the work.
+Everything here runs inside the candidate process, so the trusted parent also measures batches of calls with its
+own clock (evaluator/candidate.py); nothing ranked rests on this module's report alone.
+
+Runs inside the candidate process; `cupti` is imported lazily because it needs a GPU driver. On CPU-only test
+hosts (device_type "cpu") `HostTimer` stands in: the host clock, no kernels.
 """
 
 from __future__ import annotations
 
-import bisect
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from evaluator.stats import merge_intervals
 
+# One kernel launch as recorded: (mangled name, (grid x, y, z), (block x, y, z)).
+Launch = tuple[str, tuple[int, int, int], tuple[int, int, int]]
+
 
 @dataclass
 class TimedSeries:
     samples_ms: list[float] = field(default_factory=list)
     activities: list[int] = field(default_factory=list)  # GPU activities recorded per call
+    launches: list[list[Launch]] = field(default_factory=list)  # kernels of each timed call (CUPTI only)
+
+
+def _dims(a: Any, prefix: str) -> tuple[int, int, int]:
+    return tuple(int(getattr(a, f"{prefix}_{axis}", 0) or 0) for axis in "xyz")  # type: ignore[return-value]
 
 
 class CuptiTimer:
@@ -35,31 +49,53 @@ class CuptiTimer:
         from cupti import cupti  # lazy: importing needs libcupti and a driver
 
         self._cupti = cupti
-        self.records: list[tuple[int, int]] = []
-        self._kinds = [
-            cupti.ActivityKind.CONCURRENT_KERNEL,
-            cupti.ActivityKind.MEMCPY,
-            cupti.ActivityKind.MEMSET,
-        ]
+        # (start, end, launch or None for memcpy/memset)
+        self.records: list[tuple[int, int, Launch | None]] = []
+        self.functions: list[tuple[int, str]] = []  # (module id, function name) of every function loaded
+        kernel = cupti.ActivityKind.CONCURRENT_KERNEL
+        self._kinds = [kernel, cupti.ActivityKind.MEMCPY, cupti.ActivityKind.MEMSET]
+        function = getattr(cupti.ActivityKind, "FUNCTION", None)
 
         def requested() -> tuple[int, int]:
             return 8 * 1024 * 1024, 0
 
         def completed(activities: list[Any]) -> None:
             for a in activities:
+                kind = getattr(a, "kind", None)
+                if function is not None and kind == function:
+                    self.functions.append((int(getattr(a, "module_id", 0) or 0), str(getattr(a, "name", ""))))
+                    continue
                 start, end = getattr(a, "start", None), getattr(a, "end", None)
                 if start is not None and end is not None and end >= start:
-                    self.records.append((int(start), int(end)))
+                    launch = None
+                    if kind == kernel:
+                        launch = (str(getattr(a, "name", "")), _dims(a, "grid"), _dims(a, "block"))
+                    self.records.append((int(start), int(end), launch))
 
         cupti.activity_register_callbacks(requested, completed)
         for kind in self._kinds:
             cupti.activity_enable(kind)
+        if function is not None:
+            try:
+                cupti.activity_enable(function)
+                self._kinds.append(function)
+            except Exception:  # noqa: BLE001 - function records only sharpen the identity check
+                self.functions_unavailable = True
 
     def now(self) -> int:
         return int(self._cupti.get_timestamp())
 
     def flush(self) -> None:
         self._cupti.activity_flush_all(1)
+
+    def window(self, t0: int, t1: int) -> tuple[float, int, list[Launch]]:
+        """(ms of GPU activity, activities, kernel launches) inside [t0, t1]; call `flush` first."""
+        inside = [r for r in self.records if r[0] >= t0 and r[1] <= t1]
+        return (
+            merge_intervals([(r[0], r[1]) for r in inside]) / 1e6,
+            len(inside),
+            [r[2] for r in inside if r[2] is not None],
+        )
 
     def close(self) -> None:
         self.flush()
@@ -68,6 +104,26 @@ class CuptiTimer:
                 self._cupti.activity_disable(kind)
             except Exception:  # noqa: BLE001, S110 - teardown must not mask the measurement
                 pass
+
+
+class HostTimer:
+    """The host clock, for CPU-only test hosts (device_type "cpu"): no activity records, no kernels."""
+
+    method = "host_clock"
+    records: list[tuple[int, int, Launch | None]] = []
+    functions: list[tuple[int, str]] = []
+
+    def now(self) -> int:
+        return time.perf_counter_ns()
+
+    def flush(self) -> None:
+        pass
+
+    def window(self, t0: int, t1: int) -> tuple[float, int, list[Launch]]:
+        return (t1 - t0) / 1e6, 1, []
+
+    def close(self) -> None:
+        pass
 
 
 def make_timer() -> tuple[CuptiTimer | None, str]:
@@ -85,15 +141,19 @@ def time_interleaved(
     iters: int,
     flush_l2: Callable[[], Any],
     before_call: Callable[[str, int], Any] | None = None,
-    timer: CuptiTimer | None = None,
+    after_call: Callable[[str, int], Any] | None = None,
+    timer: CuptiTimer | HostTimer | None = None,
+    sync: Callable[[], Any] | None = None,
 ) -> dict[str, TimedSeries]:
     """Time each named call `iters` times after `warmup` untimed rounds, alternating between the names.
 
-    `calls[name](i)` makes call number i. `before_call(name, i)` runs outside the timed window (used to poison
-    outputs). With `timer=None`, CUDA events on the current stream plus a device synchronise are used.
+    `calls[name](i)` makes call number i. `before_call(name, i)` and `after_call(name, i)` run outside the timed
+    window (inputs refreshed and outputs poisoned before; the trusted parent's checks after). With `timer=None`,
+    CUDA events on the current stream plus a device synchronise are used.
     """
     import torch
 
+    synchronize = sync or torch.cuda.synchronize
     names = list(calls)
     windows: list[tuple[str, int, int]] = []
     series = {n: TimedSeries() for n in names}
@@ -103,11 +163,11 @@ def time_interleaved(
             if before_call is not None:
                 before_call(name, i)
             flush_l2()
-            torch.cuda.synchronize()
+            synchronize()
             if timer is not None:
                 t0 = timer.now()
                 calls[name](i)
-                torch.cuda.synchronize()
+                synchronize()
                 t1 = timer.now()
                 if i >= warmup:
                     windows.append((name, t0, t1))
@@ -116,20 +176,19 @@ def time_interleaved(
                 start.record()
                 calls[name](i)
                 end.record()
-                torch.cuda.synchronize()
+                synchronize()
                 if i >= warmup:
                     series[name].samples_ms.append(float(start.elapsed_time(end)))
                     series[name].activities.append(-1)
+            if after_call is not None:
+                after_call(name, i)
     if timer is not None:
         timer.flush()
-        records = sorted(timer.records)
-        starts = [r[0] for r in records]
         for name, t0, t1 in windows:
-            lo = bisect.bisect_left(starts, t0)
-            hi = bisect.bisect_right(starts, t1)
-            inside = [r for r in records[lo:hi] if r[1] <= t1]
-            series[name].samples_ms.append(merge_intervals(inside) / 1e6)
-            series[name].activities.append(len(inside))
+            ms, activities, launches = timer.window(t0, t1)
+            series[name].samples_ms.append(ms)
+            series[name].activities.append(activities)
+            series[name].launches.append(launches)
     return series
 
 

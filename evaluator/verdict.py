@@ -30,6 +30,8 @@ class Status(StrEnum):
     RUNTIME_ERROR = "RUNTIME_ERROR"
     COMPILE_ERROR = "COMPILE_ERROR"
     TIMEOUT = "TIMEOUT"
+    # A kernel not compiled from the submission (a library's, a module loaded at run time) ran in a candidate call.
+    FOREIGN_KERNEL = "FOREIGN_KERNEL"
 
 
 class OverallStatus(StrEnum):
@@ -42,6 +44,8 @@ class OverallStatus(StrEnum):
     RUNTIME_ERROR = "RUNTIME_ERROR"
     COMPILE_ERROR = "COMPILE_ERROR"
     TIMEOUT = "TIMEOUT"
+    # A kernel not compiled from the submission (a library's, a module loaded at run time) ran in a candidate call.
+    FOREIGN_KERNEL = "FOREIGN_KERNEL"
     # The source broke a policy rule; nothing was compiled or run.
     POLICY_REJECTED = "POLICY_REJECTED"
     # Only CPU stages were requested (policy, compile, sass): nothing is claimed about correctness or speed.
@@ -237,8 +241,9 @@ class SandboxInfo:
     network: bool = True  # whether candidate code could reach a network (False under bubblewrap)
     user: str = ""  # the identity inside, e.g. "root without capabilities"
     writable: list[str] = field(default_factory=list)  # the only places candidate code could write
-    limits: dict[str, str] = field(default_factory=dict)  # limit name -> value, or "not enforced: why"
-    limit_events: dict[str, int] = field(default_factory=dict)  # e.g. pids_max_hit, oom_kill, summed over runs
+    # limit name -> "value (how it was enforced)" or "not enforced: why", from what this evaluation's processes got
+    limits: dict[str, str] = field(default_factory=dict)
+    limit_events: dict[str, int] = field(default_factory=dict)  # e.g. pids_max_hit, oom_kill, summed over processes
 
 
 @dataclass
@@ -247,6 +252,33 @@ class StageRecord:
     state: StageState
     seconds: float = 0.0
     message: str = ""
+
+
+@dataclass
+class IntegrityHold:
+    """A reason the evaluation is held for review instead of ranked (evaluator/integrity.py)."""
+
+    code: str  # timer_disagreement | host_time | profile_mismatch | l2_persistence
+    message: str  # plain words, shown on the evaluation page, in the API and in the agent-loop feedback
+
+
+@dataclass
+class Integrity:
+    """What the integrity checks saw: independent of the candidate process's own report (docs/threat-model.md)."""
+
+    holds: list[IntegrityHold] = field(default_factory=list)  # any hold: never ranked
+    timed_calls: int = 0  # timed candidate calls, all workloads
+    checked_calls: int = 0  # outputs compared with the reference: timed calls chosen after they returned,
+    # the re-check after each timing loop, one call of every back-to-back batch
+    candidate_kernels: list[str] = field(default_factory=list)  # kernels compiled from the submission
+    foreign_kernels: list[str] = field(default_factory=list)  # other kernels seen in candidate calls
+    trusted_ms_per_call: dict[str, float] = field(default_factory=dict)  # workload uuid -> the parent's clock
+    l2_persisting_bytes: int = 0  # the largest persisting-L2 limit the candidate set (reset before every call)
+    notes: list[str] = field(default_factory=list)
+
+    def hold(self, hold: IntegrityHold | None) -> None:
+        if hold is not None and all((h.code, h.message) != (hold.code, hold.message) for h in self.holds):
+            self.holds.append(hold)
 
 
 @dataclass
@@ -271,6 +303,7 @@ class Verdict:
     sandbox: SandboxInfo | None = None  # None only when nothing was compiled or run (policy rejection, policy only)
     workload_set: str = "public"  # "public" (workloads.jsonl) or "hidden" (hidden_workloads.jsonl)
     redacted: bool = False  # shapes, errors, timings and outputs removed for the submitter (see redact())
+    integrity: Integrity | None = None  # None when no candidate call ran
     schema_version: int = SCHEMA_VERSION
 
     def stage(self, name: str) -> StageRecord | None:
@@ -290,6 +323,9 @@ def redact(verdict: Verdict) -> Verdict:
     v.wall_seconds = 0.0
     if v.compile is not None:
         v.compile = dataclasses.replace(v.compile, command=[], output="", output_truncated=False)
+    if verdict.integrity is not None:
+        # Hold codes only: their messages quote timings of the hidden workloads.
+        v.integrity = Integrity(holds=[IntegrityHold(h.code, "held for review") for h in verdict.integrity.holds])
     v.redacted = True
     return v
 

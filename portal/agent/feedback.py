@@ -157,6 +157,10 @@ def verdict_feedback(verdict: dict[str, Any], *, speedup: float | None, target_s
         if report:
             parts.append(f"Instructions for {verdict.get('arch', 'the target architecture')}:")
             parts.extend(report)
+    holds = [h for h in (verdict.get("integrity") or {}).get("holds") or [] if isinstance(h, dict)]
+    if holds:
+        parts.append("Held for review (not ranked), because the evaluator's own measurements disagreed:")
+        parts.extend(f"- {h.get('code', 'hold')}: {str(h.get('message', ''))[:500]}" for h in holds)
     arch_status = str((verdict.get("arch_check") or {}).get("status", ""))
     parts.append(closing_line(status, arch_status, speedup, target_speedup))
     return "\n".join(parts)

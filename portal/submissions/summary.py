@@ -60,8 +60,16 @@ def summarise_verdict(
             reasons.append(f"achieved {out['tflops']:.0f} TFLOP/s is above the GPU's measured peak")
         if out["speedup"] is not None and out["speedup"] > plausible_speedup_max:
             reasons.append(f"speedup {out['speedup']:.2f}x is above the plausibility bound {plausible_speedup_max:g}x")
-        if reasons:
-            out.update(review_state="held", review_reason="; ".join(reasons))
+    else:
+        reasons = []
+    # The evaluator's integrity holds (docs/threat-model.md): an outside measurement disagreed with the candidate
+    # process's own, or the profiled call was not the timed one. Never ranked until an admin decides.
+    if verdict.get("status") == "PASSED":
+        for hold in (verdict.get("integrity") or {}).get("holds") or []:
+            if isinstance(hold, dict) and hold.get("message"):
+                reasons.append(f"integrity ({hold.get('code', 'hold')}): {hold['message']}")
+    if reasons:
+        out.update(review_state="held", review_reason="; ".join(reasons))
     message = f"{out['status'] or 'no status'}"
     if out["arch_status"]:
         message += f", instructions: {out['arch_status']}"

@@ -8,6 +8,10 @@
 #include <cstdlib>
 #include <unistd.h>
 
+#if defined(VARIANT_PRINT_ENV)
+extern char** environ;
+#endif
+
 void run_impl(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorView c) {
   const int64_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[0];
   float* pa = static_cast<float*>(a.data_ptr());
@@ -26,6 +30,22 @@ void run_impl(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorVi
 #endif
 #if defined(VARIANT_UNWRITTEN)
   return;
+#endif
+#if defined(VARIANT_PRINT_ENV)
+  for (char** e = environ; *e; ++e) std::printf("ENV %s\n", *e);
+#endif
+#if defined(VARIANT_SKIP_SEEN_BUFFERS)
+  // Skips the work whenever the output buffer was seen before with the same input buffers.
+  static const void* seen[64][2];
+  static int nseen = 0;
+  for (int s = 0; s < nseen; ++s)
+    if (seen[s][0] == pa && seen[s][1] == pc) return;
+  if (nseen < 64) { seen[nseen][0] = pa; seen[nseen][1] = pc; ++nseen; }
+#endif
+#if defined(VARIANT_DRIFT)
+  // Correct for the first calls, then stale.
+  static int calls = 0;
+  if (++calls > 12) return;
 #endif
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {

@@ -1,0 +1,208 @@
+"""The arch stage: one profiled call under Nsight Compute, with its fallbacks and retries, to an `ArchCheck`.
+
+The profiled candidate process runs `evaluator.child` in profile mode inside the evaluation's jail and writes
+its events to a result file in the one folder it may write. Two retries, each noted in the verdict:
+- ERR_NVGPUCTRPERM inside bubblewrap (the driver restricts counters to CAP_SYS_ADMIN, which the sandbox drops):
+  rerun outside bubblewrap, limits, cgroup and clean environment kept, only when explicitly allowed;
+- "No kernels were profiled" (the NVTX range filter matched nothing on this host): rerun filtering on the kernel
+  names found in the SASS.
+Parsing the report and deciding the status are pure functions in evaluator/ncu.py.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evaluator import ncu as ncu_mod
+from evaluator import protocol
+from evaluator.candidate import CandidateSetup, axes_text, candidate_env, child_command, write_job
+from evaluator.integrity import foreign_kernels
+from evaluator.jail import Jail
+from evaluator.sandbox import GroupResult, run_group
+from evaluator.taskdata import Task, Workload
+from evaluator.verdict import ArchCheck, ArchStatus, SassCounts, StageState, WorkloadResult
+
+
+@dataclass
+class ArchOutcome:
+    check: ArchCheck
+    notes: list[str] = field(default_factory=list)
+    launches: list[tuple[str, tuple[int, ...], tuple[int, ...]]] = field(default_factory=list)  # of the profiled call
+    foreign_kernels: list[str] = field(default_factory=list)  # profiled kernels not compiled from the submission
+
+
+@dataclass
+class ArchStageResult:
+    state: StageState
+    message: str
+    seconds: float = 0.0
+    outcome: ArchOutcome | None = None  # None: the check decided from the static SASS stands
+
+
+def run_arch_stage(
+    setup: CandidateSetup,
+    *,
+    arch: str,
+    sass: SassCounts | None,
+    evaluated: list[WorkloadResult],
+    correctness_passed: bool,
+    profile_seed: Callable[[Workload], int],
+    timeout_s: float,
+    allow_unsandboxed_profile: bool,
+    report: Callable[[str, str], None],
+) -> ArchStageResult:
+    """The arch stage after correctness (and timing): skipped, answered by the static SASS, or profiled."""
+    if sass is None or sass.target_count == 0:
+        return ArchStageResult(StageState.PASSED, "absent: decided from static SASS")
+    if not correctness_passed:
+        check = ArchCheck(ArchStatus.NOT_REQUESTED, reason="correctness did not pass; not profiled")
+        return ArchStageResult(StageState.SKIPPED, "correctness did not pass", outcome=ArchOutcome(check))
+    t = time.monotonic()
+    workload = arch_workload(setup.task, setup.workloads, evaluated)
+    report("arch", f"Nsight Compute on {axes_text(workload)}")
+    outcome = profile_workload(
+        setup,
+        workload,
+        arch=arch,
+        sass=sass,
+        profile_seed=profile_seed(workload),
+        timeout_s=timeout_s,
+        allow_unsandboxed_profile=allow_unsandboxed_profile,
+    )
+    check = outcome.check
+    check.workload = workload.uuid
+    result = next(w for w in evaluated if w.uuid == workload.uuid)
+    median = result.performance.candidate.median_ms if result.performance and result.performance.candidate else None
+    ncu_mod.compare_timers(check, median)
+    check.seconds = round(time.monotonic() - t, 3)
+    state = StageState.PASSED if check.status == ArchStatus.VERIFIED else StageState.FAILED
+    message = f"{check.status.value}: {check.reason}"
+    report("arch", message)
+    return ArchStageResult(state, message, check.seconds, outcome)
+
+
+def arch_workload(task: Task, workloads: list[Workload], evaluated: list[WorkloadResult]) -> Workload:
+    """The headline workload if it was evaluated, else the evaluated one with the most FLOPs."""
+    done = {w.uuid for w in evaluated}
+    if task.headline_workload in done:
+        return task.workload(task.headline_workload)
+    return max((w for w in workloads if w.uuid in done), key=task.flops_for)
+
+
+def profile_workload(
+    setup: CandidateSetup,
+    workload: Workload,
+    *,
+    arch: str,
+    sass: SassCounts,
+    profile_seed: int,
+    timeout_s: float,
+    allow_unsandboxed_profile: bool,
+) -> ArchOutcome:
+    """Profile one call of the candidate on `workload` and decide the architecture check."""
+    flops = setup.task.flops_for(workload)
+    outcome = ArchOutcome(ArchCheck(ArchStatus.NOT_REQUESTED))
+    ncu = ncu_mod.find_ncu()
+
+    def error(reason: str, cmd: list[str] | None = None) -> ArchOutcome:
+        outcome.check = ncu_mod.decide_arch(arch=arch, sass=sass, kernels=None, task_flops=flops, error=reason)
+        if cmd is not None:
+            outcome.check.command = cmd
+        return outcome
+
+    if ncu is None:
+        return error("Nsight Compute (ncu) is not installed on this host")
+    workdir = setup.workdir
+    profile_dir = workdir / "profile"  # the one folder the profiled process may write (report, events)
+    profile_dir.mkdir(exist_ok=True)
+    report = profile_dir / "arch-profile.ncu-rep"
+    result_path = profile_dir / "arch-profile-result.jsonl"
+    result_path.unlink(missing_ok=True)
+    job = write_job(setup, workload, mode="profile", profile_seed=profile_seed, result_path=str(result_path))
+    target = child_command(job)
+    env = candidate_env(workdir)
+    logs = workdir / "logs"
+    logs.mkdir(exist_ok=True)
+    ncu_root = Path(ncu).resolve().parent
+
+    def profile(jail: Jail | None, log: str, kernel_names: list[str] | None = None) -> tuple[list[str], GroupResult]:
+        result_path.unlink(missing_ok=True)
+        cmd = ncu_mod.ncu_profile_command(ncu, report, target, kernel_names=kernel_names)
+        run = run_group(
+            cmd,
+            timeout_s=timeout_s,
+            env=env,
+            cwd=workdir,
+            jail=jail,
+            writable=[profile_dir],
+            readable=[workdir, ncu_root],
+            gpu=True,
+        )
+        (logs / log).write_text(run.output)
+        return cmd, run
+
+    jail = setup.jail
+    cmd, run = profile(jail, "ncu.log")
+    if (
+        jail is not None
+        and jail.mode == "bubblewrap"
+        and not run.timed_out
+        and "ERR_NVGPUCTRPERM" in run.output
+        and allow_unsandboxed_profile
+    ):
+        jail = Jail("unsandboxed", "profiling counters need CAP_SYS_ADMIN", jail.limits, ledger=jail.ledger)
+        outcome.notes.append(
+            "arch: Nsight Compute was refused counter access inside the sandbox (ERR_NVGPUCTRPERM); the profiled "
+            "run was repeated outside bubblewrap (limits, cgroup and clean environment kept), as allowed"
+        )
+        jail.ledger.overrides["profile"] = "outside bubblewrap: counters need CAP_SYS_ADMIN"
+        cmd, run = profile(jail, "ncu-unsandboxed.log")
+    if not run.timed_out and "No kernels were profiled" in run.output and sass.kernels:
+        outcome.notes.append("ncu: NVTX range filter profiled nothing; used a kernel-name filter instead")
+        cmd, run = profile(jail, "ncu-fallback.log", sass.kernels)
+    if run.timed_out:
+        return error(f"the Nsight Compute run exceeded {timeout_s:g} s and was killed", cmd)
+    reason = _failure_reason(run, result_path, report)
+    if reason is not None:
+        return error(reason, cmd)
+    source_csv, raw_csv = ncu_mod.read_report(ncu, report)
+    (logs / "ncu-source.csv").write_text(source_csv)
+    try:
+        kernels = ncu_mod.parse_source_page(source_csv)
+    except ncu_mod.NcuParseError as exc:
+        return error(f"unreadable source page: {exc}", cmd)
+    # Only the submission's kernels count: another library's kernel in the profiled call is reported, never summed.
+    outcome.foreign_kernels = foreign_kernels([k.name for k in kernels], sass.kernels)
+    own = [k for k in kernels if k.name not in outcome.foreign_kernels]
+    if not own:
+        return error("no kernel of the submission ran in the profiled call", cmd)
+    check = ncu_mod.decide_arch(arch=arch, sass=sass, kernels=own, task_flops=flops)
+    (logs / "ncu-raw.csv").write_text(raw_csv)
+    try:
+        outcome.launches = ncu_mod.parse_launches(raw_csv)
+    except ncu_mod.NcuParseError as exc:
+        outcome.notes.append(f"ncu launch sizes unreadable (profiled-vs-timed check not made): {exc}")
+    try:
+        times = ncu_mod.parse_raw_metrics(raw_csv)
+        check.ncu_gpu_time_ms = sum(t for _, t in times) if times else None
+    except ncu_mod.NcuParseError as exc:
+        outcome.notes.append(f"ncu gpu__time_duration unreadable: {exc}")
+    check.command = cmd
+    outcome.check = check
+    return outcome
+
+
+def _failure_reason(run: GroupResult, result_path: Path, report: Path) -> str | None:
+    """Why the profiled run gave nothing to read, or None."""
+    reason = ncu_mod.ncu_error_reason(run.output)
+    failed, done = protocol.profile_outcome(protocol.read_result_file(result_path))
+    if failed is not None:
+        reason = f"the profiled call failed: {protocol.describe_error(failed)}"
+    elif not done and reason is None:
+        reason = f"the profiled process did not finish (ncu exit status {run.returncode})"
+    if reason is None and not report.is_file():
+        reason = f"ncu wrote no report (exit status {run.returncode})"
+    return reason

@@ -1,0 +1,493 @@
+"""The parent side of one candidate process: start it for one workload, feed it commands, read and check its answers.
+
+Every workload gets a fresh candidate process (evaluator.child) in its own process group (evaluator.sandbox),
+inside the evaluation's jail, killed whole at the wall-clock limit. It sees a copy of the task folder without
+the hidden workloads that are not evaluated here, and writes outputs only to the exchange folder. Messages
+follow evaluator.protocol; outputs are compared here (evaluator.correctness), timings summarised by
+evaluator.performance.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import evaluator
+from evaluator import envinfo, protocol
+from evaluator.compare import Comparison, worst
+from evaluator.correctness import Checker, fill_correctness
+from evaluator.errors import EnvironmentProblem
+from evaluator.inputs import derive_seed
+from evaluator.integrity import (
+    CHECK_FRACTION,
+    CHECK_MEMORY_BYTES,
+    CheckChooser,
+    Launch,
+    describe_foreign,
+    foreign_kernels,
+    l2_hold,
+    trusted_clock_hold,
+)
+from evaluator.jail import Jail
+from evaluator.performance import performance_from_timing, use_trusted_latency
+from evaluator.protocol import CandidateError, ChannelViolation
+from evaluator.sandbox import CandidateProcess, ChildDied, child_env
+from evaluator.taskdata import HIDDEN_WORKLOADS_FILE, Task, Workload, parse_workloads
+from evaluator.verdict import Correctness, IntegrityHold, Status, WorkloadResult
+
+REPO_ROOT = Path(evaluator.__file__).resolve().parent.parent
+Report = Callable[[str, str], None]
+
+
+@dataclass
+class CandidateSetup:
+    """What every candidate process of one evaluation shares."""
+
+    task: Task
+    workloads: list[Workload]  # the workloads of this evaluation (their hidden ones are staged, no others)
+    library: Path  # the compiled candidate
+    workdir: Path  # the evaluation's folder: jobs, logs, the staged task
+    exchange: Path  # the one folder candidate processes write outputs to
+    jail: Jail | None
+    device: int = 0
+    device_type: str = "cuda"
+    kernels: list[str] | None = None  # the submission's kernels (static SASS); None: identity not checked
+
+    @property
+    def sandboxed(self) -> bool:
+        return self.jail is not None and self.jail.mode == "bubblewrap"
+
+
+@dataclass
+class Seeds:
+    """The per-call seeds of one workload (derived from the run seed, which stays in the pipeline)."""
+
+    trials: list[int]  # one correctness trial each
+    calls: list[int] = field(default_factory=list)  # every warm-up and timed call, in order
+    recheck: int = 0  # the call after the timing loop
+    batches: list[list[int]] = field(default_factory=list)  # the back-to-back batches the parent times
+
+
+@dataclass
+class TimingPlan:
+    """Which calls the parent compares, drawn here with the parent's own randomness and revealed to the candidate
+    process only after each call has returned."""
+
+    checked: set[int]  # indices into Seeds.calls (timed calls only)
+    batch_checked: list[int]  # per batch, the call whose outputs are compared
+
+    @classmethod
+    def draw(cls, warmup: int, iters: int, batches: list[list[int]], fraction: float, cap: int) -> TimingPlan:
+        chooser = CheckChooser(fraction)
+        chosen = [i for i in range(warmup, warmup + iters) if chooser.check()]
+        rng = random.SystemRandom()
+        if len(chosen) > cap:
+            chosen = rng.sample(chosen, cap)
+        return cls(set(chosen), [rng.randrange(len(b)) for b in batches])
+
+
+@dataclass
+class TimingRequest:
+    """How to time a workload, and what turning the timings into performance needs from this host."""
+
+    warmup: int
+    iters: int
+    peak_tflops: float | None = None  # measured bf16 dense peak
+    gpu_uuid: str | None = None  # for the SM clock before and after
+    sets: int = 3  # input sets the timed calls rotate over (each refilled from the call's own seed)
+    check_fraction: float = CHECK_FRACTION  # of timed calls, compared with the reference
+    max_checked: int = 32  # at most this many timed calls compared (their references are held in memory)
+
+
+@dataclass
+class WorkloadRun:
+    """One workload's candidate process, as the verdict needs it."""
+
+    result: WorkloadResult
+    timing_seconds: float = 0.0
+    limit_events: dict[str, int] = field(default_factory=dict)  # cgroup events of this process
+    notes: list[str] = field(default_factory=list)
+    sm_clock_mhz: tuple[int | None, int | None] | None = None  # (before, after) timing, when timed
+    holds: list[IntegrityHold] = field(default_factory=list)
+    timed_calls: int = 0
+    checked_calls: int = 0
+    foreign_kernels: list[str] = field(default_factory=list)
+    trusted_ms: float | None = None  # the parent's clock per call over back-to-back batches (the fastest batch)
+    timed_launches: list[list[Launch]] = field(default_factory=list)  # for the profiled-vs-timed comparison
+    l2_persisting_bytes: int = 0
+
+
+def derive_seeds(run_seed: bytes, workload: str, *, trials: int, calls: int, batches: int, batch_calls: int) -> Seeds:
+    """The per-call seeds of one workload, derived from the run seed (which never leaves the trusted parent)."""
+    return Seeds(
+        trials=[derive_seed(run_seed, workload, "trial", k) for k in range(trials)],
+        calls=[derive_seed(run_seed, workload, "call", k) for k in range(calls)],
+        recheck=derive_seed(run_seed, workload, "recheck"),
+        batches=[[derive_seed(run_seed, workload, f"batch{r}", k) for k in range(batch_calls)] for r in range(batches)],
+    )
+
+
+def stage_task(task: Task, workloads: list[Workload], workdir: Path) -> Path:
+    """The task folder as the candidate process may see it: hidden workloads other than those evaluated here
+    left out, so candidate code cannot read the shapes of the ranked run."""
+    staged = workdir / "task" / task.name
+    if staged.is_dir():
+        return staged
+    source = Path(task.directory).resolve()
+    shutil.copytree(source, staged, ignore=shutil.ignore_patterns(HIDDEN_WORKLOADS_FILE, "solutions", "__pycache__"))
+    chosen = {w.uuid for w in workloads}
+    hidden_file = source / HIDDEN_WORKLOADS_FILE
+    if hidden_file.is_file() and chosen & {w.uuid for w in task.hidden_workloads}:
+        keep = [
+            line
+            for line in hidden_file.read_text(encoding="utf-8").splitlines()
+            if line.strip() and parse_workloads(line, task.definition, hidden_file)[0].uuid in chosen
+        ]
+        (staged / HIDDEN_WORKLOADS_FILE).write_text("\n".join(keep) + "\n", encoding="utf-8")
+    return staged
+
+
+def write_job(setup: CandidateSetup, workload: Workload, **extra: Any) -> Path:
+    """The job file the candidate process reads first (evaluator.child.Session)."""
+    job = {
+        "library": str(setup.library),
+        "task_dir": str(stage_task(setup.task, setup.workloads, setup.workdir)),
+        "workload": workload.uuid,
+        "exchange_dir": str(setup.exchange),
+        "device": setup.device,
+        "device_type": setup.device_type,
+        **extra,
+    }
+    path = setup.workdir / f"job-{workload.uuid[:8]}-{extra.get('mode', 'serve')}.json"
+    path.write_text(json.dumps(job))
+    return path
+
+
+def child_command(job: Path) -> list[str]:
+    return [sys.executable, "-m", "evaluator.child", str(job)]
+
+
+def candidate_env(workdir: Path) -> dict[str, str]:
+    return child_env(workdir, [str(REPO_ROOT)])
+
+
+def start(setup: CandidateSetup, workload: Workload, *, baseline: bool) -> CandidateProcess:
+    """A fresh candidate process serving `workload` (with the library baseline loaded when `baseline`)."""
+    job = write_job(setup, workload, baseline=baseline)
+    return CandidateProcess(
+        child_command(job),
+        env=candidate_env(setup.workdir),
+        cwd=setup.workdir,
+        log_dir=setup.workdir / "logs",
+        name=f"candidate-{workload.uuid[:8]}",
+        jail=setup.jail,
+        writable=[setup.exchange],
+        readable=[setup.workdir],
+        gpu=setup.device_type == "cuda",
+    )
+
+
+def expect(child: CandidateProcess, deadline: float, event: str) -> dict[str, Any]:
+    """The next message, which must be `event`. A setup error in the child is this host's problem."""
+    msg = child.receive(deadline)
+    if protocol.is_setup_error(msg):
+        raise EnvironmentProblem(f"the candidate process could not start: {protocol.setup_error_text(msg)}")
+    return protocol.expect_event(msg, event)
+
+
+def run_workload(
+    setup: CandidateSetup,
+    checker: Checker,
+    workload: Workload,
+    *,
+    seeds: Seeds,
+    timing: TimingRequest | None,
+    timeout_s: float,
+    report: Report,
+) -> WorkloadRun:
+    """Correctness trials, then (when `timing`) the timed calls, in one candidate process; never raises for the
+    candidate's failures (only EnvironmentProblem for this host's)."""
+    result = WorkloadResult(uuid=workload.uuid, axes=dict(workload.axes), status=Status.PASSED)
+    result.correctness = Correctness(relative_norm_bound=checker.rel_norm_bound)
+    run = WorkloadRun(result)
+    started = time.monotonic()
+    # References first, before the candidate exists: a candidate that grabs all GPU memory cannot starve them.
+    refs = [checker.reference_outputs(workload, s) for s in seeds.trials]
+    timing_refs: dict[tuple[str, int], tuple[Any, ...]] = {}
+    plan = None
+    if timing is not None:
+        out_bytes = sum(t.numel() * t.element_size() for t in refs[0]) if refs else 0
+        cap = min(timing.max_checked, max(4, CHECK_MEMORY_BYTES // max(out_bytes, 1)))
+        plan = TimingPlan.draw(timing.warmup, timing.iters, seeds.batches, timing.check_fraction, cap)
+        timing_refs = _timing_references(checker, workload, seeds, plan)
+    deadline = time.monotonic() + timeout_s
+    child = start(setup, workload, baseline=timing is not None)
+    try:
+        expect(child, deadline, protocol.READY)
+        if _trials(child, checker, workload, seeds.trials, refs, result, deadline):
+            refs.clear()
+            if timing is not None:
+                t = time.monotonic()
+                report("timing", f"{axes_text(workload)}: {timing.warmup} warm-up + {timing.iters} timed calls")
+                assert plan is not None
+                _time(child, checker, workload, seeds, plan, timing_refs, timing, run, deadline, setup.kernels)
+                run.timing_seconds = time.monotonic() - t
+            child.send(protocol.exit_command())
+            if result.status == Status.PASSED:
+                bye = expect(child, deadline, protocol.BYE)
+                protocol.check_bye(bye, child.received)
+    except TimeoutError:
+        child.kill()
+        result.status = Status.TIMEOUT
+        result.message = (
+            f"the candidate process exceeded the {timeout_s:g} s wall-clock limit; its process group was killed"
+        )
+    except ChannelViolation as exc:
+        child.kill()
+        result.status = Status.RUNTIME_ERROR
+        result.message = f"forged or out-of-order message on the result channel: {exc}"
+    except CandidateError as exc:
+        result.status = Status.RUNTIME_ERROR
+        result.message = str(exc)
+    except ChildDied as exc:
+        code = child.wait(5)
+        result.status = Status.RUNTIME_ERROR
+        if child.flooded:
+            result.message = (
+                f"the candidate process was killed: it wrote more than {child.stdout.limit} bytes to {child.flooded}"
+            )
+        else:
+            result.message = f"the candidate process died ({exit_text(code, setup.sandboxed)}): {exc}"
+    finally:
+        child.close(grace_s=10.0)
+        run.limit_events = dict(child.limit_events)
+        if child.limit_events.get("pids_max_hit"):
+            _add_message(result, "the candidate hit the sandbox's process limit")
+        if child.limit_events.get("oom_kill"):
+            _add_message(result, "the sandbox's host-memory limit killed a candidate process")
+        result.stdout_tail, result.stderr_tail = child.tails()
+        result.seconds = round(time.monotonic() - started, 3)
+        for f in setup.exchange.glob("*.bin"):
+            f.unlink(missing_ok=True)
+        refs.clear()
+        timing_refs.clear()
+    return run
+
+
+def _trials(
+    child: CandidateProcess,
+    checker: Checker,
+    workload: Workload,
+    seeds: list[int],
+    refs: list[tuple[Any, ...]],
+    result: WorkloadResult,
+    deadline: float,
+) -> bool:
+    """Run the correctness trials; False when one failed (`result` says how)."""
+    correctness = result.correctness
+    assert correctness is not None
+    child.send(protocol.trials_command(seeds))
+    comparisons: list[Comparison] = []
+    for k in range(len(seeds)):
+        files, modified = protocol.check_trial(expect(child, deadline, protocol.TRIAL), k)
+        if modified:
+            correctness.inputs_modified = modified
+            result.status = Status.INCORRECT_NUMERICAL
+            result.message = f"run modified its input(s) {', '.join(modified)} (trial {k + 1})"
+            return False
+        comparison = checker.compare(workload, files, refs[k])
+        comparisons.append(comparison)
+        correctness.trials = k + 1
+        if not comparison.ok:
+            fill_correctness(correctness, comparison)
+            result.status, result.message = comparison.status, f"trial {k + 1}: {comparison.message}"
+            return False
+    fill_correctness(correctness, worst(comparisons))
+    return True
+
+
+def _timing_references(
+    checker: Checker, workload: Workload, seeds: Seeds, plan: TimingPlan
+) -> dict[tuple[str, int], tuple[Any, ...]]:
+    """References of every call the parent will compare, computed before the candidate process exists."""
+    refs = {("timed", i): checker.reference_outputs(workload, seeds.calls[i]) for i in sorted(plan.checked)}
+    refs[("recheck", 0)] = checker.reference_outputs(workload, seeds.recheck)
+    for r, (batch, j) in enumerate(zip(seeds.batches, plan.batch_checked, strict=True)):
+        refs[("batch", r)] = checker.reference_outputs(workload, batch[j])
+    return refs
+
+
+def _check_saved(
+    child: CandidateProcess,
+    checker: Checker,
+    workload: Workload,
+    index: int,
+    ref: tuple[Any, ...],
+    deadline: float,
+) -> Comparison:
+    child.send(protocol.save_command(index))
+    saved = protocol.check_index(expect(child, deadline, protocol.SAVED), index)
+    return checker.compare(workload, saved["outputs"], ref)
+
+
+def _time(
+    child: CandidateProcess,
+    checker: Checker,
+    workload: Workload,
+    seeds: Seeds,
+    plan: TimingPlan,
+    refs: dict[tuple[str, int], tuple[Any, ...]],
+    request: TimingRequest,
+    run: WorkloadRun,
+    deadline: float,
+    kernels: list[str] | None,
+) -> None:
+    """The timed calls with post-call checks, the re-check, the parent-timed batches; then performance and the
+    integrity observations of this workload into `run`."""
+    result = run.result
+    assert result.correctness is not None
+    before = envinfo.sm_clock_mhz(request.gpu_uuid)
+    total = request.warmup + request.iters
+    child.send(protocol.timing_command(seeds.calls, seeds.recheck, request.warmup, request.iters, request.sets))
+    for i in range(request.warmup, total + 1):
+        protocol.check_index(expect(child, deadline, protocol.CALLED), i)
+        key = ("recheck", 0) if i == total else ("timed", i)
+        if key not in refs:
+            child.send(protocol.next_command())
+            continue
+        comparison = _check_saved(child, checker, workload, i, refs[key], deadline)
+        run.checked_calls += 1
+        result.correctness.timed_outputs_checked = run.checked_calls
+        if not comparison.ok:
+            result.status = comparison.status
+            which = "the re-check call after the timing loop" if i == total else f"timed call {i - request.warmup + 1}"
+            result.message = (
+                f"output of {which} differs from the reference: {comparison.message}; every call gets new inputs "
+                "and its output may be checked, so results may not be reused between calls"
+            )
+            return
+    run.timed_calls = request.iters
+    batch_ms: list[float] = []
+    for r, batch in enumerate(seeds.batches):
+        child.send(protocol.batch_command(r, batch))
+        protocol.check_round(expect(child, deadline, protocol.BATCH_READY), r)
+        t0 = time.perf_counter()
+        child.send(protocol.go_command())
+        protocol.check_round(expect(child, deadline, protocol.BATCH_DONE), r)
+        batch_ms.append((time.perf_counter() - t0) * 1e3 / len(batch))
+        comparison = _check_saved(child, checker, workload, plan.batch_checked[r], refs[("batch", r)], deadline)
+        run.checked_calls += 1
+        if not comparison.ok:
+            result.status = comparison.status
+            result.message = (
+                f"output of call {plan.batch_checked[r] + 1} of a back-to-back batch differs from the reference: "
+                f"{comparison.message}; results may not be reused between calls"
+            )
+            return
+    child.send(protocol.finish_command())
+    msg = protocol.check_timing(expect(child, deadline, protocol.TIMED))
+    run.sm_clock_mhz = (before, envinfo.sm_clock_mhz(request.gpu_uuid))
+    if msg.get("fallback_reason"):
+        run.notes.append(str(msg["fallback_reason"]))
+    if _foreign_kernels(kernels, msg, run):
+        return
+    perf = performance_from_timing(
+        msg,
+        baseline=checker.task.baselines[0].id,
+        warmup=request.warmup,
+        flops=checker.task.flops_for(workload),
+        peak_tflops=request.peak_tflops,
+        workload=workload.uuid,
+    )
+    run.notes.extend(perf.notes)
+    result.performance = perf.performance
+    run.trusted_ms = min(batch_ms) if batch_ms else None
+    hold = trusted_clock_hold(reported_ms=perf.performance.latency_ms, trusted_ms=run.trusted_ms)
+    if hold is not None:
+        run.holds.append(hold)
+        use_trusted_latency(perf.performance, run.trusted_ms, checker.task.flops_for(workload), request.peak_tflops)
+    l2 = msg["l2"]
+    run.l2_persisting_bytes = int(l2.get("changed_bytes") or 0)
+    if l2.get("error"):
+        run.notes.append(str(l2["error"]))
+    l2 = l2_hold(run.l2_persisting_bytes)
+    if l2 is not None:
+        run.holds.append(l2)
+
+
+def _foreign_kernels(kernels: list[str] | None, msg: dict[str, Any], run: WorkloadRun) -> bool:
+    """Fail the workload when a kernel that is not the submission's ran in a trial, timed or batch call."""
+    launches = msg["launches"]
+    run.timed_launches = [protocol.launches_of(c) for c in launches.get("timed", [])]
+    if msg["method"] != "cupti":
+        if msg["method"] == "cuda_events":
+            run.notes.append("kernel identity not checked: no CUPTI activity records on this host")
+        return False
+    if kernels is None:
+        run.notes.append("kernel identity not checked: the submission's kernels are unknown (no static SASS)")
+        return False
+    calls = [protocol.launches_of(c) for part in ("trials", "timed", "batch") for c in launches.get(part, [])]
+    names = [name for call in calls for name, _, _ in call]
+    modules: dict[str, set[int]] = {}
+    for item in msg["functions"]:
+        if isinstance(item, list) and len(item) == 2:
+            modules.setdefault(str(item[1]), set()).add(int(item[0]))
+    foreign = foreign_kernels(names, kernels)
+    impostors = [n for n in dict.fromkeys(names) if n in kernels and len(modules.get(n, ())) > 1]
+    if not foreign and not impostors:
+        return False
+    run.foreign_kernels = foreign + [f"{n} (also defined by another module)" for n in impostors]
+    result = run.result
+    result.status = Status.FOREIGN_KERNEL
+    if foreign:
+        result.message = describe_foreign(foreign, where="a candidate call")
+    else:
+        result.message = (
+            f"a module loaded at run time defines the submission's kernel name {impostors[0]} too: kernels are "
+            "identified by the module that holds them, and only the compiled submission counts"
+        )
+    result.performance = None
+    return True
+
+
+def exit_text(code: int | None, sandboxed: bool = False) -> str:
+    """A process's exit status in words."""
+    if code is None:
+        return "still running, killed"
+    # bubblewrap's init reports a child killed by signal N as exit status 128 + N.
+    signum = -code if code < 0 else code - 128 if sandboxed and 128 < code < 160 else 0
+    if signum:
+        try:
+            return f"killed by {signal.Signals(signum).name}"
+        except ValueError:
+            return f"killed by signal {signum}"
+    return f"exit status {code}"
+
+
+def _add_message(result: WorkloadResult, note: str) -> None:
+    result.message = f"{result.message}; {note}" if result.message else note
+
+
+def axes_text(workload: Workload) -> str:
+    return ", ".join(f"{k}={v}" for k, v in workload.axes.items()) or workload.uuid[:8]
+
+
+def fast_tmp() -> str | None:
+    """The shared-memory tmpfs when it has room: outputs pass through it, hundreds of MB for large workloads.
+
+    Containers often mount a 64 MiB /dev/shm; then the default temporary folder (disk) is used instead, since a
+    full exchange folder would look like a candidate failure.
+    """
+    shm = Path("/dev/shm")  # noqa: S108 - mkdtemp makes a private 0700 folder inside it
+    try:
+        return str(shm) if shm.is_dir() and shutil.disk_usage(shm).free > 8 * 1024**3 else None
+    except OSError:
+        return None

@@ -1,0 +1,61 @@
+"""What this host must offer before GPU stages run, and the device the trusted parent computes references on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evaluator import envinfo
+from evaluator.arches import get_arch
+from evaluator.errors import EnvironmentProblem
+from evaluator.verdict import Environment
+
+
+def check_gpu(arch: str, stages: list[str], *, device_type: str, device: int) -> None:
+    """Raise EnvironmentProblem unless this host can run the GPU stages in `stages` for `arch`."""
+    if device_type == "cpu":
+        # Timing on CPU tensors uses the host clock: only for tests of the timing and integrity machinery.
+        if "arch" in stages:
+            raise EnvironmentProblem("the arch stage needs a CUDA device")
+        return
+    try:
+        import torch
+    except ImportError:
+        raise EnvironmentProblem("GPU stages need PyTorch with CUDA; torch is not importable") from None
+    if not torch.cuda.is_available():
+        raise EnvironmentProblem(
+            "GPU stages were requested but no CUDA GPU is visible; run with --stages policy,compile,sass "
+            "on machines without a GPU"
+        )
+    cc = torch.cuda.get_device_capability(device)
+    want = get_arch(arch).compute_capability
+    if tuple(cc) != want:
+        raise EnvironmentProblem(
+            f"this GPU is compute capability {cc[0]}.{cc[1]}, but {arch} needs {want[0]}.{want[1]}"
+        )
+    try:
+        import tvm_ffi  # noqa: F401
+    except ImportError as exc:
+        raise EnvironmentProblem(f"the candidate process needs tvm_ffi: {exc}") from None
+
+
+def prepare_device(*, device_type: str, device: int, nvcc_version: str | None, timing: bool) -> tuple[Any, Environment]:
+    """The torch device for references (true fp32, no TF32) and the environment record of this host."""
+    import torch
+
+    from evaluator.ncu import find_ncu, ncu_version
+
+    cuda = device_type == "cuda"
+    dev = torch.device("cuda", device) if cuda else torch.device("cpu")
+    if cuda:
+        torch.cuda.set_device(dev)
+    # References in true fp32: TF32 would add error of the same size as the tolerance.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    environment = envinfo.collect(dev if cuda else None)
+    ncu = find_ncu()
+    environment.ncu_version = ncu_version(ncu) if ncu else None
+    if nvcc_version is not None:
+        environment.nvcc_version = nvcc_version
+    if timing and cuda:
+        environment.peak_bf16_tflops = round(envinfo.measure_bf16_peak(dev), 1)
+    return dev, environment

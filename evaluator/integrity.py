@@ -1,0 +1,241 @@
+"""Integrity decisions over what the trusted side observed: pure functions, no GPU, no processes.
+
+The candidate's library runs inside the process that times it, so anything that process reports can be forged.
+These functions turn independent observations into holds (the evaluation is not ranked; the reason is shown)
+or failures (the verdict fails with the reason):
+
+- which kernels ran in a candidate call, against the kernels compiled from the submission (class 2);
+- the trusted parent's clock over batches of calls, against the candidate process's GPU timer (classes 3, 4);
+- Nsight Compute's time of the profiled call, against the same timer (class 4);
+- the launches of the profiled call, against those of the timed calls (class 5);
+- L2 persistence the candidate left set (class 6).
+
+`docs/threat-model.md` says which attack each one answers and what stays undefended.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from evaluator.verdict import IntegrityHold as Hold
+
+# Hold codes (the verdict's integrity.holds[].code; the portal shows the message).
+TIMER_DISAGREEMENT = "timer_disagreement"
+HOST_TIME = "host_time"
+PROFILE_MISMATCH = "profile_mismatch"
+L2_PERSISTENCE = "l2_persistence"
+HOLD_CODES: tuple[str, ...] = (TIMER_DISAGREEMENT, HOST_TIME, PROFILE_MISMATCH, L2_PERSISTENCE)
+
+# The candidate-process timer may read lower than an outside clock by launch and synchronisation overhead, never by
+# a factor: the outside per-call time may exceed the GPU time by this factor plus HOST_SLACK_MS before it holds.
+CLOCK_MARGIN = 1.5
+HOST_SLACK_MS = 0.05
+# Nsight Compute's gpu__time_duration of the profiled call against the candidate's median (clocks are not locked,
+# so a profiled call may run somewhat slower or faster; a forged timer is off by a factor).
+NCU_MARGIN = 0.5
+# Share of timed calls whose output the trusted side compares with the reference, chosen after each call returned:
+# with 50 timed calls, a kernel that skips a fifth of them (10) escapes with probability 0.5**10 < 0.1%.
+CHECK_FRACTION = 0.5
+# References of the checked calls are computed before the candidate process starts and held on the device.
+CHECK_MEMORY_BYTES = 4 << 30
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel launch as a profiler or an activity record saw it."""
+
+    name: str  # mangled name
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+
+
+# --------------------------------------------------------------------------- class 1: which calls are checked
+
+
+class CheckChooser:
+    """Decides, after each timed call has returned, whether its output is compared with the reference.
+
+    Lives in the trusted parent with its own random source, so nothing in the candidate's process can know in
+    advance which calls will be looked at. At least one call per input set is always checked at the end (the
+    re-check after the timing loop)."""
+
+    def __init__(self, fraction: float = CHECK_FRACTION, rng: random.Random | None = None) -> None:
+        if not 0.0 < fraction <= 1.0:
+            raise ValueError("fraction must be in (0, 1]")
+        self.fraction = fraction
+        self._rng = rng or random.SystemRandom()
+
+    def check(self) -> bool:
+        return self._rng.random() < self.fraction
+
+
+def miss_probability(calls: int, skipped_share: float, fraction: float = CHECK_FRACTION) -> float:
+    """Chance that a kernel skipping `skipped_share` of `calls` timed calls has none of its skipped calls checked."""
+    skipped = math.floor(calls * skipped_share)
+    return (1.0 - fraction) ** skipped
+
+
+# --------------------------------------------------------------------------- class 2: only the submission's kernels
+
+
+def matches_submission(name: str, candidate_kernels: Iterable[str]) -> bool:
+    """Whether a kernel name as a tool printed it is one of the submission's (mangled names from the SASS).
+
+    CUPTI and Nsight Compute (with --print-kernel-base mangled) print mangled names; a demangled one
+    ("void ns::k<8>(int, float*)") is matched by its function identifier inside a mangled name, so that a tool
+    printing the other form cannot fail an honest kernel."""
+    own = set(candidate_kernels)
+    if name in own:
+        return True
+    base = _identifier(name)
+    if not base or base == name:
+        return False
+    token = f"{len(base)}{base}"
+    return any(token in k or k == base for k in own)
+
+
+def _identifier(demangled: str) -> str:
+    head = demangled.split("(", 1)[0].strip()
+    depth, cut = 0, []
+    for ch in head:  # drop template arguments
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif depth == 0:
+            cut.append(ch)
+    words = "".join(cut).split()
+    return words[-1].split("::")[-1] if words else ""
+
+
+def foreign_kernels(launched: Iterable[str], candidate_kernels: Iterable[str]) -> list[str]:
+    """Names of kernels that ran in a candidate call but are not functions of the submission's cubin."""
+    own = list(candidate_kernels)
+    seen: list[str] = []
+    for name in launched:
+        if name not in seen and not matches_submission(name, own):
+            seen.append(name)
+    return seen
+
+
+def impostor_modules(
+    modules: Iterable[tuple[str, Iterable[str]]], candidate_cubin_sha256: str | None, candidate_kernels: Iterable[str]
+) -> list[str]:
+    """Kernel names of the submission that another loaded module defines too.
+
+    `modules` are (sha256 of the module's cubin, its function names) for every module the process loaded. A module
+    whose contents differ from the submission's cubin but which defines one of its kernel names could launch under
+    that name: identity is the module's contents, not the name."""
+    own = set(candidate_kernels)
+    clashes: list[str] = []
+    for sha, names in modules:
+        if candidate_cubin_sha256 is not None and sha == candidate_cubin_sha256:
+            continue
+        for name in names:
+            if name in own and name not in clashes:
+                clashes.append(name)
+    return clashes
+
+
+def describe_foreign(names: Sequence[str], *, where: str) -> str:
+    shown = ", ".join(_short(n) for n in names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return (
+        f"{where} ran {'a kernel' if len(names) == 1 else 'kernels'} not compiled from the submission ({shown}); "
+        "only the submission's own kernels may do the work (memcpy and memset are allowed)"
+    )
+
+
+# --------------------------------------------------------------------------- classes 3 and 4: an outside clock
+
+
+def trusted_clock_hold(
+    *,
+    reported_ms: float | None,
+    trusted_ms: float | None,
+    margin: float = CLOCK_MARGIN,
+    slack_ms: float = HOST_SLACK_MS,
+) -> Hold | None:
+    """Hold when the outside clock's time per call is well above what the candidate process reported.
+
+    `trusted_ms` is the parent's wall clock over a batch of calls divided by the calls, so it includes host work,
+    helper threads joined before the batch ended, and launch overhead; it can only be larger than honest GPU time
+    by overhead, which `margin` and `slack_ms` allow. The code is `host_time` whatever the cause (host work or a
+    forged timer look the same from outside); Nsight Compute's own GPU time tells them apart (`ncu_hold`)."""
+    if reported_ms is None or trusted_ms is None or reported_ms <= 0:
+        return None
+    if trusted_ms <= reported_ms * margin + slack_ms:
+        return None
+    ratio = trusted_ms / reported_ms
+    return Hold(
+        HOST_TIME,
+        f"the evaluator's own clock measured {trusted_ms:.4g} ms per call, {ratio:.1f}x the {reported_ms:.4g} ms the "
+        "GPU timer in the candidate's process reported: work done outside the timed kernels (on the CPU, in another "
+        "thread or after run returned) or a tampered timer; the slower figure is used and the result is held",
+    )
+
+
+def ncu_hold(*, reported_ms: float | None, ncu_ms: float | None, margin: float = NCU_MARGIN) -> Hold | None:
+    """Hold when Nsight Compute's time of the profiled call and the candidate-process timer disagree by a factor."""
+    if not reported_ms or not ncu_ms:
+        return None
+    ratio = ncu_ms / reported_ms
+    if abs(ratio - 1.0) <= margin:
+        return None
+    return Hold(
+        TIMER_DISAGREEMENT,
+        f"Nsight Compute timed the profiled call at {ncu_ms:.4g} ms, {ratio:.2f}x the {reported_ms:.4g} ms median "
+        "the candidate process reported (allowed: within "
+        f"{margin:.0%}); the timing cannot be trusted and the result is held",
+    )
+
+
+# --------------------------------------------------------------------------- class 5: profiled = timed
+
+
+def launch_mismatch(profiled: Sequence[Launch], timed: Sequence[Sequence[Launch]]) -> Hold | None:
+    """Hold when the profiled call's launches (kernel, grid, block) differ from those of any timed call."""
+    if not profiled or not timed:
+        return None
+    want = Counter(profiled)
+    for index, call in enumerate(timed):
+        got = Counter(call)
+        if got != want:
+            extra = sorted(got - want, key=str)
+            missing = sorted(want - got, key=str)
+            parts = []
+            if missing:
+                parts.append("profiled but not timed: " + _launches(missing))
+            if extra:
+                parts.append("timed but not profiled: " + _launches(extra))
+            return Hold(
+                PROFILE_MISMATCH,
+                f"the kernels launched under the profiler differ from those of timed call {index + 1} "
+                f"({'; '.join(parts)}): the instruction check does not describe the timed code, so it is not "
+                "verified and the result is held",
+            )
+    return None
+
+
+# --------------------------------------------------------------------------- class 6: L2 persistence
+
+
+def l2_hold(persisting_bytes: int) -> Hold | None:
+    if persisting_bytes <= 0:
+        return None
+    return Hold(
+        L2_PERSISTENCE,
+        f"the candidate set a persisting-L2 limit of {persisting_bytes} bytes; it was reset before every timed call "
+        "(inputs may not be kept in L2 across calls) and the result is held for review",
+    )
+
+
+def _short(name: str, limit: int = 80) -> str:
+    return name if len(name) <= limit else name[: limit - 1] + "…"
+
+
+def _launches(items: Sequence[Launch]) -> str:
+    return ", ".join(f"{_short(x.name, 60)} grid {x.grid} block {x.block}" for x in items[:3])

@@ -1,0 +1,58 @@
+"""The verdict's integrity record, filled from what one workload's candidate process and the profiled call showed.
+
+The decisions themselves are pure functions in evaluator/integrity.py; this module only applies them to the
+verdict: holds collected once, foreign kernels of the profiled call failing its workload, the profiled launches
+compared with the timed ones, and Nsight Compute's time with the candidate process's timer.
+"""
+
+from __future__ import annotations
+
+from evaluator.arch_stage import ArchOutcome
+from evaluator.candidate import WorkloadRun
+from evaluator.integrity import Launch, describe_foreign, launch_mismatch, matches_submission, ncu_hold
+from evaluator.verdict import ArchStatus, Integrity, Status, Verdict
+
+
+def absorb_workload(record: Integrity, run: WorkloadRun) -> None:
+    """One workload run's integrity observations into the verdict's record."""
+    for hold in run.holds:
+        record.hold(hold)
+    record.timed_calls += run.timed_calls
+    record.checked_calls += run.checked_calls
+    record.foreign_kernels.extend(k for k in run.foreign_kernels if k not in record.foreign_kernels)
+    if run.trusted_ms is not None:
+        record.trusted_ms_per_call[run.result.uuid] = round(run.trusted_ms, 6)
+    record.l2_persisting_bytes = max(record.l2_persisting_bytes, run.l2_persisting_bytes)
+
+
+def absorb_profile(v: Verdict, outcome: ArchOutcome, timed_launches: dict[str, list]) -> None:
+    """The profiled call against the timed ones: the same kernels, only the submission's, the same time."""
+    check, record = outcome.check, v.integrity
+    assert record is not None
+    if outcome.foreign_kernels:
+        record.foreign_kernels.extend(k for k in outcome.foreign_kernels if k not in record.foreign_kernels)
+        message = describe_foreign(outcome.foreign_kernels, where="the profiled call")
+        for w in v.workloads:
+            if w.uuid == check.workload and w.status == Status.PASSED:
+                w.status, w.message = Status.FOREIGN_KERNEL, message
+        check.status, check.reason = ArchStatus.NOT_REQUESTED, message
+        return
+    timed = [[Launch(n, tuple(g), tuple(b)) for n, g, b in call] for call in timed_launches.get(check.workload, [])]
+    profiled = [Launch(n, tuple(g), tuple(b)) for n, g, b in outcome.launches]
+    mismatch = launch_mismatch(_named_as_timed(profiled, timed), timed)
+    if mismatch is not None:
+        record.hold(mismatch)
+        if check.status == ArchStatus.VERIFIED:
+            check.status = ArchStatus.PROFILE_ERROR
+            check.reason = f"not verified: {mismatch.message}"
+    record.hold(ncu_hold(reported_ms=check.cupti_median_ms, ncu_ms=check.ncu_gpu_time_ms))
+
+
+def _named_as_timed(profiled: list[Launch], timed: list[list[Launch]]) -> list[Launch]:
+    """Profiled launches named as the timed ones are (Nsight Compute may print names demangled, CUPTI mangled)."""
+    names = {x.name for call in timed for x in call}
+    out = []
+    for launch in profiled:
+        same = next((n for n in names if n == launch.name or matches_submission(launch.name, [n])), launch.name)
+        out.append(Launch(same, launch.grid, launch.block))
+    return out

@@ -1,0 +1,341 @@
+"""The messages between the trusted parent (evaluator.candidate) and the candidate process (evaluator.child).
+
+One JSON object per line over two private pipes (in profile mode, lines appended to a result file). The
+parent sends commands (`{"cmd": ...}`); the child answers with events (`{"event": ...}`). Both sides build
+and read messages only through this module, so the names below are the whole protocol:
+
+    parent                         child
+    ------                         -----
+                                   ready {pid}
+    trials {seeds}           ->    trial {index, outputs, inputs_modified, seconds}   (one per seed)
+    timing {call_seeds, recheck_seed, warmup, iters, sets}
+                             ->    called {index}           (after each timed call and the re-check call)
+    save {index} | next      ->    saved {index, outputs}   (only when the parent chose to check that call)
+    batch {round, seeds}     ->    batch_ready {round}      (inputs drawn, outputs poisoned, device idle)
+    go                       ->    batch_done {round}       (the calls ran back to back; the parent's clock)
+    save {index} | next      ->    saved {index, outputs}
+    finish                   ->    timing {method, fallback_reason, series, launches, functions, l2}
+    exit                     ->    bye {sent}
+    (any time)                     error {stage, type, message, traceback}
+    (profile mode, no pipes)       done
+
+Candidate code shares the child process and can write to the channel, so the parent checks every message it
+reads (`expect_event`, `check_trial`, `check_timing`): anything it did not ask for is a `ChannelViolation`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+# Commands (parent -> child).
+CMD = "cmd"
+TRIALS = "trials"
+TIMING = "timing"
+SAVE = "save"
+NEXT = "next"
+BATCH = "batch"
+GO = "go"
+FINISH = "finish"
+EXIT = "exit"
+
+# Events (child -> parent).
+EVENT = "event"
+READY = "ready"
+TRIAL = "trial"
+TIMED = "timing"
+CALLED = "called"
+SAVED = "saved"
+BATCH_READY = "batch_ready"
+BATCH_DONE = "batch_done"
+BYE = "bye"
+ERROR = "error"
+DONE = "done"
+
+# The child's stage when an error happened; "setup" is the evaluator's own code, before the candidate loads.
+SETUP_STAGE = "setup"
+LOAD_STAGE = "load"
+
+
+class CandidateError(RuntimeError):
+    """The candidate process reported a failure of the candidate's code (load, call or synchronise)."""
+
+
+class ChannelViolation(CandidateError):
+    """A message that the evaluator's side of the candidate process did not send: out of order, extra, or
+    pointing outside the exchange folder. Candidate code shares that process and can write to the channel."""
+
+
+# --------------------------------------------------------------------------- wire format
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    return (json.dumps(message) + "\n").encode()
+
+
+def decode(line: bytes | str) -> Any:
+    """One line as JSON (raises json.JSONDecodeError); the caller checks that it is a dict."""
+    return json.loads(line)
+
+
+def read_result_file(path: Path) -> list[dict[str, Any]]:
+    """The events a profiled child appended to its result file; unreadable lines are skipped."""
+    if not path.is_file():
+        return []
+    events = []
+    for line in path.read_text().splitlines():
+        try:
+            message = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(message, dict):
+            events.append(message)
+    return events
+
+
+# --------------------------------------------------------------------------- commands (built by the parent)
+
+
+def trials_command(seeds: list[int]) -> dict[str, Any]:
+    return {CMD: TRIALS, "seeds": list(seeds)}
+
+
+def timing_command(call_seeds: list[int], recheck_seed: int, warmup: int, iters: int, sets: int) -> dict[str, Any]:
+    """Every call (warm-up and timed) gets its own seed: the inputs of call i are drawn from call_seeds[i] into
+    input set i % sets just before the call, so no call sees values its buffers held before."""
+    return {
+        CMD: TIMING,
+        "call_seeds": list(call_seeds),
+        "recheck_seed": recheck_seed,
+        "warmup": warmup,
+        "iters": iters,
+        "sets": sets,
+    }
+
+
+def save_command(index: int) -> dict[str, Any]:
+    return {CMD: SAVE, "index": index}
+
+
+def next_command() -> dict[str, Any]:
+    return {CMD: NEXT}
+
+
+def batch_command(round_: int, seeds: list[int]) -> dict[str, Any]:
+    return {CMD: BATCH, "round": round_, "seeds": list(seeds)}
+
+
+def go_command() -> dict[str, Any]:
+    return {CMD: GO}
+
+
+def finish_command() -> dict[str, Any]:
+    return {CMD: FINISH}
+
+
+def exit_command() -> dict[str, Any]:
+    return {CMD: EXIT}
+
+
+def command_name(command: dict[str, Any]) -> str:
+    return str(command.get(CMD, ""))
+
+
+def trials_args(command: dict[str, Any]) -> list[int]:
+    return [int(s) for s in command["seeds"]]
+
+
+def timing_args(command: dict[str, Any]) -> tuple[list[int], int, int, int, int]:
+    """(call_seeds, recheck_seed, warmup, iters, sets) of a timing command."""
+    return (
+        [int(s) for s in command["call_seeds"]],
+        int(command["recheck_seed"]),
+        int(command["warmup"]),
+        int(command["iters"]),
+        max(1, int(command["sets"])),
+    )
+
+
+def index_arg(command: dict[str, Any]) -> int:
+    return int(command["index"])
+
+
+def batch_args(command: dict[str, Any]) -> tuple[int, list[int]]:
+    return int(command["round"]), [int(s) for s in command["seeds"]]
+
+
+# --------------------------------------------------------------------------- events (built by the child)
+
+
+def ready_event(pid: int) -> dict[str, Any]:
+    return {EVENT: READY, "pid": pid}
+
+
+def trial_event(
+    index: int, outputs: list[dict[str, Any]], inputs_modified: list[str], seconds: float
+) -> dict[str, Any]:
+    return {EVENT: TRIAL, "index": index, "outputs": outputs, "inputs_modified": inputs_modified, "seconds": seconds}
+
+
+def timing_event(
+    method: str,
+    fallback_reason: str | None,
+    series: dict[str, dict[str, Any]],
+    launches: dict[str, list[list[Any]]],
+    functions: list[list[Any]],
+    l2: dict[str, Any],
+) -> dict[str, Any]:
+    """`series`: call name ("candidate", "baseline") -> {"samples_ms": [...], "activities": [...]};
+    `launches`: "timed", "trials", "batch" -> per call, its kernels as [name, [grid], [block]];
+    `functions`: [module id, name] of every function loaded; `l2`: {"changed_bytes", "error"}."""
+    return {
+        EVENT: TIMED,
+        "method": method,
+        "fallback_reason": fallback_reason,
+        "series": series,
+        "launches": launches,
+        "functions": functions,
+        "l2": l2,
+    }
+
+
+def called_event(index: int) -> dict[str, Any]:
+    return {EVENT: CALLED, "index": index}
+
+
+def saved_event(index: int, outputs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {EVENT: SAVED, "index": index, "outputs": outputs}
+
+
+def batch_ready_event(round_: int) -> dict[str, Any]:
+    return {EVENT: BATCH_READY, "round": round_}
+
+
+def batch_done_event(round_: int) -> dict[str, Any]:
+    return {EVENT: BATCH_DONE, "round": round_}
+
+
+def bye_event(sent: int) -> dict[str, Any]:
+    return {EVENT: BYE, "sent": sent}
+
+
+def error_event(stage: str, kind: str, message: str, traceback: str) -> dict[str, Any]:
+    return {EVENT: ERROR, "stage": stage, "type": kind, "message": message[:4000], "traceback": traceback[-4000:]}
+
+
+def done_event() -> dict[str, Any]:
+    return {EVENT: DONE}
+
+
+# --------------------------------------------------------------------------- reading events (the parent)
+
+
+def event_name(message: dict[str, Any]) -> str:
+    return str(message.get(EVENT, ""))
+
+
+def is_error(message: dict[str, Any]) -> bool:
+    return message.get(EVENT) == ERROR
+
+
+def is_setup_error(message: dict[str, Any]) -> bool:
+    """An error of the evaluator's own code in the child, before the candidate was loaded."""
+    return is_error(message) and message.get("stage") == SETUP_STAGE
+
+
+def describe_error(message: dict[str, Any]) -> str:
+    """An error event in words, for the verdict."""
+    text = str(message.get("message", "")).strip()
+    stage = message.get("stage", "")
+    lowered = text.lower()
+    if "out of memory" in lowered or "cudaerrormemoryallocation" in lowered:
+        prefix = "GPU out of memory"
+    elif stage == LOAD_STAGE:
+        prefix = "the library failed to load"
+    else:
+        prefix = "the candidate failed"
+    return f"{prefix} ({message.get('type', 'error')}): {text[:2000]}"
+
+
+def setup_error_text(message: dict[str, Any]) -> str:
+    return f"{message.get('type')}: {message.get('message')}"
+
+
+def expect_event(message: dict[str, Any], event: str) -> dict[str, Any]:
+    """`message` if it is the `event` asked for; CandidateError for an error event, ChannelViolation otherwise.
+
+    A setup error is not checked here: the caller turns it into an environment problem first.
+    """
+    if is_error(message):
+        raise CandidateError(describe_error(message))
+    if message.get(EVENT) != event:
+        raise ChannelViolation(f"expected '{event}' from the candidate process, got {str(message)[:200]}")
+    return message
+
+
+def check_trial(message: dict[str, Any], index: int) -> tuple[list[Any], list[str]]:
+    """(output files, names of modified inputs) of the trial event for trial `index`."""
+    if message.get("index") != index:
+        raise ChannelViolation(f"expected trial {index + 1}, got a message for trial {message.get('index')!r}")
+    modified = message.get("inputs_modified")
+    if not isinstance(modified, list):
+        raise ChannelViolation("a trial message without its list of modified inputs")
+    return message.get("outputs"), [str(m) for m in modified]
+
+
+def check_timing(message: dict[str, Any]) -> dict[str, Any]:
+    """The timing event with its fields present and of the right kinds."""
+    series = message.get("series")
+    if not isinstance(series, dict) or not isinstance(series.get("candidate"), dict):
+        raise ChannelViolation("a timing message without the candidate's series")
+    for s in series.values():
+        if (
+            not isinstance(s, dict)
+            or not isinstance(s.get("samples_ms"), list)
+            or not isinstance(s.get("activities"), list)
+        ):
+            raise ChannelViolation("a timing series without its samples and activity counts")
+    launches = message.get("launches")
+    if not isinstance(launches, dict) or not all(isinstance(v, list) for v in launches.values()):
+        raise ChannelViolation("a timing message without its kernel launches")
+    if not isinstance(message.get("functions"), list) or not isinstance(message.get("l2"), dict):
+        raise ChannelViolation("a timing message without its loaded functions or L2 state")
+    return message
+
+
+def check_index(message: dict[str, Any], index: int) -> dict[str, Any]:
+    """A called/saved event for call `index` and no other."""
+    if message.get("index") != index:
+        raise ChannelViolation(f"expected a message for call {index}, got one for {message.get('index')!r}")
+    return message
+
+
+def check_round(message: dict[str, Any], round_: int) -> dict[str, Any]:
+    if message.get("round") != round_:
+        raise ChannelViolation(f"expected a message for batch {round_}, got one for {message.get('round')!r}")
+    return message
+
+
+def launches_of(raw: Any) -> list[tuple[str, tuple[int, ...], tuple[int, ...]]]:
+    """One call's launches from the wire, checked: [[name, [gx, gy, gz], [bx, by, bz]], ...]."""
+    if not isinstance(raw, list):
+        raise ChannelViolation("a call's launches are not a list")
+    out = []
+    for item in raw:
+        if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str)):
+            raise ChannelViolation("a malformed kernel launch record")
+        out.append((item[0], tuple(int(x) for x in item[1]), tuple(int(x) for x in item[2])))
+    return out
+
+
+def check_bye(message: dict[str, Any], received: int) -> None:
+    """The child's count of sent messages must match what arrived before the bye."""
+    if message.get("sent") != received - 1:
+        raise ChannelViolation(f"{received - 1} messages arrived but the evaluator's side sent {message.get('sent')}")
+
+
+def profile_outcome(events: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, bool]:
+    """(the error event if any, whether the done event came) from a profiled child's result file."""
+    failed = next((e for e in events if is_error(e)), None)
+    return failed, any(e.get(EVENT) == DONE for e in events)

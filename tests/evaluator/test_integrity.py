@@ -1,0 +1,131 @@
+"""The integrity decisions (evaluator/integrity.py) on synthetic observations: no GPU needed."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from evaluator import integrity as ig
+
+
+def test_foreign_kernels_are_names_outside_the_submissions_cubin():
+    own = ["_Z4gemmPKfS0_Pf", "_Z6reduceP6float4"]
+    launched = ["_Z4gemmPKfS0_Pf", "nvjet_sm90_tst_128x256", "_Z4gemmPKfS0_Pf", "nvjet_sm90_tst_128x256"]
+    assert ig.foreign_kernels(launched, own) == ["nvjet_sm90_tst_128x256"]
+    assert ig.foreign_kernels(own, own) == []
+
+
+def test_a_module_with_other_contents_defining_a_submission_name_is_an_impostor():
+    own = ["_Z4gemmv", "_Z4helpv"]
+    modules = [("aaa", ["_Z4gemmv", "_Z4helpv"]), ("bbb", ["_Z4gemmv", "_Z5otherv"]), ("ccc", ["_Z5otherv"])]
+    assert ig.impostor_modules(modules, "aaa", own) == ["_Z4gemmv"]
+    assert ig.impostor_modules(modules[:1] + modules[2:], "aaa", own) == []
+
+
+def test_describe_foreign_names_the_kernel_and_says_what_is_allowed():
+    text = ig.describe_foreign(["nvjet_sm90_tst_128x256"], where="timed call 3")
+    assert "nvjet_sm90_tst_128x256" in text and "timed call 3" in text and "memset" in text
+
+
+def test_trusted_clock_allows_overhead_but_holds_a_factor():
+    assert ig.trusted_clock_hold(reported_ms=0.80, trusted_ms=0.95) is None
+    assert ig.trusted_clock_hold(reported_ms=0.01, trusted_ms=0.05) is None  # launch overhead of a tiny kernel
+    hold = ig.trusted_clock_hold(reported_ms=0.008, trusted_ms=0.80)
+    assert hold is not None and hold.code == ig.HOST_TIME and "100.0x" in hold.message
+    assert ig.trusted_clock_hold(reported_ms=None, trusted_ms=0.8) is None
+
+
+def test_ncu_disagreement_by_a_factor_holds_and_small_drift_does_not():
+    assert ig.ncu_hold(reported_ms=0.80, ncu_ms=0.86) is None
+    hold = ig.ncu_hold(reported_ms=0.008, ncu_ms=0.80)
+    assert hold is not None and hold.code == ig.TIMER_DISAGREEMENT and "100.00x" in hold.message
+
+
+def test_profiled_launches_must_match_every_timed_call():
+    a = ig.Launch("_Z4wgmmav", (132, 1, 1), (384, 1, 1))
+    b = ig.Launch("_Z4simtv", (1024, 1, 1), (256, 1, 1))
+    assert ig.launch_mismatch([a], [[a], [a]]) is None
+    hold = ig.launch_mismatch([a], [[a], [b]])
+    assert hold is not None and hold.code == ig.PROFILE_MISMATCH and "timed call 2" in hold.message
+    assert "_Z4simtv" in hold.message and "_Z4wgmmav" in hold.message
+    # the same kernel with another grid is another launch
+    assert ig.launch_mismatch([a], [[ig.Launch("_Z4wgmmav", (66, 1, 1), (384, 1, 1))]]) is not None
+
+
+def test_l2_persistence_is_reported():
+    assert ig.l2_hold(0) is None
+    hold = ig.l2_hold(32 << 20)
+    assert hold is not None and hold.code == ig.L2_PERSISTENCE
+
+
+def test_integrity_record_keeps_each_hold_once():
+    from evaluator.verdict import Integrity
+
+    record = Integrity()
+    hold = ig.l2_hold(1024)
+    record.hold(hold)
+    record.hold(ig.l2_hold(1024))
+    record.hold(None)
+    assert len(record.holds) == 1
+
+
+def test_check_chooser_rate_and_miss_probability():
+    chooser = ig.CheckChooser(0.25, rng=random.Random(7))
+    picks = sum(chooser.check() for _ in range(10_000))
+    assert 2300 < picks < 2700
+    # a kernel that skips a fifth of 50 timed calls escapes the default check rate with probability < 0.1%
+    assert ig.miss_probability(50, 0.2) < 0.001
+    with pytest.raises(ValueError):
+        ig.CheckChooser(0.0)
+
+
+def test_demangled_names_match_their_mangled_kernel_and_nothing_else():
+    own = ["_Z21gemm_tma_wgmma_kernel14CUtensorMap_stS_P13__nv_bfloat16iii", "_ZN2ns6reduceILi8EEEvPf"]
+    assert ig.matches_submission(
+        "gemm_tma_wgmma_kernel(CUtensorMap_st, CUtensorMap_st, __nv_bfloat16 *, int, int, int)", own
+    )
+    assert ig.matches_submission("void ns::reduce<8>(float *)", own)
+    assert not ig.matches_submission("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", own)
+    assert not ig.matches_submission(
+        "void at::vectorized_elementwise_kernel<8, at::CUDAFunctorOnSelf_add<c10::BFloat16>>(int, T2, T3)", own
+    )
+
+
+def _verdict_with_profile(status):
+    from evaluator.verdict import ArchCheck, Integrity, OverallStatus, Status, Verdict, WorkloadResult
+
+    v = Verdict("t", "gemm", "sm_90a", OverallStatus.PASSED, "now", "0" * 64, 1, ["arch"])
+    v.workloads = [WorkloadResult(uuid="w1", axes={}, status=Status.PASSED)]
+    v.integrity = Integrity()
+    check = ArchCheck(status, workload="w1", cupti_median_ms=0.8, ncu_gpu_time_ms=0.82)
+    return v, check
+
+
+def test_profiled_call_with_other_launches_is_held_and_not_verified():
+    from evaluator.arch_stage import ArchOutcome
+    from evaluator.integrity_record import absorb_profile
+    from evaluator.verdict import ArchStatus
+
+    v, check = _verdict_with_profile(ArchStatus.VERIFIED)
+    outcome = ArchOutcome(check, launches=[("wgmma_kernel(float *)", (132, 1, 1), (384, 1, 1))])
+    absorb_profile(v, outcome, {"w1": [[["_Z11simt_kernelPf", [1024, 1, 1], [256, 1, 1]]]]})
+    assert [h.code for h in v.integrity.holds] == ["profile_mismatch"]
+    assert check.status == ArchStatus.PROFILE_ERROR and "not verified" in check.reason
+
+    v, check = _verdict_with_profile(ArchStatus.VERIFIED)
+    same = ArchOutcome(check, launches=[("wgmma_kernel(float *)", (132, 1, 1), (384, 1, 1))])
+    absorb_profile(v, same, {"w1": [[["_Z12wgmma_kernelPf", [132, 1, 1], [384, 1, 1]]]] * 3})
+    assert v.integrity.holds == [] and check.status == ArchStatus.VERIFIED
+
+
+def test_a_foreign_kernel_in_the_profiled_call_fails_its_workload():
+    from evaluator.arch_stage import ArchOutcome
+    from evaluator.integrity_record import absorb_profile
+    from evaluator.verdict import ArchStatus, Status
+
+    v, check = _verdict_with_profile(ArchStatus.VERIFIED)
+    outcome = ArchOutcome(check, foreign_kernels=["nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"])
+    absorb_profile(v, outcome, {})
+    assert v.workloads[0].status == Status.FOREIGN_KERNEL and "nvjet_sm90" in v.workloads[0].message
+    assert check.status != ArchStatus.VERIFIED
