@@ -14,14 +14,13 @@ from django.core.management import call_command
 from django.test import override_settings
 
 from portal.agent.models import ModelRun, Turn
-from portal.agent.services import run_hide
 from portal.fixit.models import Dataset
 from portal.fixit.services import DatasetRefused, dataset_create, dataset_folder
 from portal.submissions.models import Submission
-from tests.agent_support import LOOP_SETTINGS, fenced
-from tests.factories import BROKEN_KERNEL, GEMM, make_user, starter_source, sync_catalog
-from tests.fixit_support import drain_with_gpu_stand_in, stored_trajectory
-from tests.leaderboard_factories import verdict as verdict_document
+from tests.support.agent_support import LOOP_SETTINGS, fenced
+from tests.support.factories import BROKEN_KERNEL, GEMM, make_user, starter_source, sync_catalog
+from tests.support.fixit_support import drain_with_gpu_stand_in, stored_trajectory
+from tests.support.leaderboard_factories import verdict as verdict_document
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 FIXED = starter_source().rstrip() + "\n// fixed\n"
@@ -110,7 +109,7 @@ def test_held_hidden_ranked_check_and_banned_sources_never_appear(alice):
         [{"status": "COMPILE_ERROR", "kernel": "// e\n"}, {"status": "PASSED", "kernel": "// E\n"}],
         model="hidden",
     )
-    run_hide(run=hidden.run, reason="test")
+    ModelRun.objects.filter(id=hidden.run.id).update(is_hidden=True, hidden_reason="test")
     mallory = make_user("mallory")
     stored_trajectory(
         mallory,
@@ -124,6 +123,10 @@ def test_held_hidden_ranked_check_and_banned_sources_never_appear(alice):
         model="hidden-sub",
     )
     Submission.objects.filter(evaluations__id=hidden_submission.turns.get(index=1).evaluation_id).update(is_hidden=True)
+    synthetic = stored_trajectory(
+        alice, [{"status": "COMPILE_ERROR", "kernel": "// s\n"}, {"status": "PASSED", "kernel": "// S\n"}], model="demo"
+    )
+    ModelRun.objects.filter(id=synthetic.run_id).update(is_synthetic=True)
     del held, rejected, ranked
 
     dataset = dataset_create(user=alice, name="everything", filters={})
@@ -131,7 +134,22 @@ def test_held_hidden_ranked_check_and_banned_sources_never_appear(alice):
     text = "".join(p.read_text() for p in folder.rglob("*.jsonl"))
     assert {json.loads(line)["model"] for line in text.splitlines()} == {"kept"}
     assert (dataset.repair_rows, dataset.generation_rows) == (1, 1)
-    for marker in ("// b", "// B", "// c", "// C", "// d", "// D", "// e", "// E", "// f", "// F", "// g", "// G"):
+    for marker in (
+        "// b",
+        "// B",
+        "// c",
+        "// C",
+        "// d",
+        "// D",
+        "// e",
+        "// E",
+        "// f",
+        "// F",
+        "// g",
+        "// G",
+        "// s",
+        "// S",
+    ):
         assert marker not in text
 
 

@@ -10,14 +10,14 @@ import pytest
 from django.test import Client, override_settings
 
 from portal.agent.models import ModelRun, Trajectory, Turn
-from portal.agent.services import RunRefused, RunRequest, run_create, run_hide
+from portal.agent.services import RunRefused, RunRequest, run_create
 from portal.fixit.repairs import REPAIR_REQUEST, repair_run_create
 from portal.fixit.services import dataset_create, dataset_folder
 from portal.leaderboard.selectors import _model_rows
-from tests.agent_support import API_KEY, LOOP_SETTINGS, broken_reply, fenced, replay  # noqa: F401
-from tests.factories import GEMM, make_token, make_user, starter_source, sync_catalog
-from tests.fixit_support import drain_with_gpu_stand_in, stored_trajectory
-from tests.leaderboard_factories import verdict as verdict_document
+from tests.support.agent_support import API_KEY, LOOP_SETTINGS, broken_reply, fenced, replay  # noqa: F401
+from tests.support.factories import GEMM, make_token, make_user, starter_source, sync_catalog
+from tests.support.fixit_support import drain_with_gpu_stand_in, stored_trajectory
+from tests.support.leaderboard_factories import verdict as verdict_document
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 OTHER = "gemm_n2048_k4096"
@@ -122,7 +122,7 @@ def test_repair_sources_and_endpoints_are_checked_like_model_runs(alice, setting
         alice, [{"status": "COMPILE_ERROR", "kernel": "// a\n"}, {"status": "PASSED", "kernel": "// A\n"}]
     )
     hidden = stored_trajectory(alice, [{"status": "COMPILE_ERROR", "kernel": "// h\n"}], model="hidden")
-    run_hide(run=hidden.run, reason="test")
+    ModelRun.objects.filter(id=hidden.run.id).update(is_hidden=True, hidden_reason="test")
     failing, passing = ok.turns.order_by("index")
     request = RunRequest(base_url="http://127.0.0.1:9/v1", model="t", arch="sm_90a", task_slugs=[], api_key=API_KEY)
     for turn_ids, message in (

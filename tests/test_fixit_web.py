@@ -9,9 +9,9 @@ import json
 import pytest
 from django.test import Client
 
-from portal.agent.services import run_hide
-from tests.factories import make_token, make_user, sync_catalog
-from tests.fixit_support import stored_trajectory
+from portal.agent.models import ModelRun
+from tests.support.factories import make_token, make_user, sync_catalog
+from tests.support.fixit_support import stored_trajectory
 
 pytestmark = [pytest.mark.django_db]
 HOSTILE = '// </pre><script>alert("x")</script>\n'
@@ -89,7 +89,7 @@ def test_pages_escape_hostile_rows_and_a_hidden_source_withdraws_the_version(ali
     assert "<b>bold</b>" not in page and "carries the loss" in page
     assert client.get("/fixit/page-set/v1/files/repair/train.jsonl").status_code == 200
 
-    run_hide(run=trajectory.run, reason="cheating")
+    ModelRun.objects.filter(id=trajectory.run.id).update(is_hidden=True, hidden_reason="cheating")
     page = client.get("/fixit/page-set/v1/").content.decode()
     assert "Withdrawn" in page and "&lt;script&gt;" not in page
     assert client.get("/fixit/page-set/v1/files/repair/train.jsonl").status_code == 404

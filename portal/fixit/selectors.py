@@ -3,7 +3,7 @@
 What may be used at all is decided here, in `usable_turns`, and nowhere else: turns of public runs (not hidden,
 not by a banned user, per `portal.core.visibility`) whose evaluation is a public one (never a ranked check with
 its secret seed and hidden workloads), finished with a verdict, not held or rejected in review, of a submission
-that is not hidden. Turns that never reached the evaluator count only when they had no kernel (NO_KERNEL)."""
+that is not hidden; never synthetic demo rows. Turns that never reached the evaluator count only when they had no kernel (NO_KERNEL)."""
 
 from __future__ import annotations
 
@@ -17,13 +17,19 @@ from portal.fixit.pairs import NO_KERNEL, PairFilter, TrajectoryRecord, TurnReco
 from portal.submissions.models import Evaluation
 
 
+def _source_runs() -> QuerySet[ModelRun]:
+    """Runs whose turns may become rows: public ones, never the made-up demo data (`seed_leaderboard`)."""
+    return visibility.public_runs(ModelRun.objects.filter(is_synthetic=False))
+
+
 def usable_turns() -> QuerySet[Turn]:
-    public_runs = visibility.public_runs(ModelRun.objects.all())
+    public_runs = _source_runs()
     evaluated = Q(
         evaluation__purpose=Evaluation.Purpose.PUBLIC,
         evaluation__state=Evaluation.State.DONE,
         evaluation__verdict__isnull=False,
         evaluation__submission__is_hidden=False,
+        evaluation__submission__is_synthetic=False,
     ) & ~Q(evaluation__review_state__in=[Evaluation.ReviewState.HELD, Evaluation.ReviewState.REJECTED])
     no_kernel = Q(status=NO_KERNEL, evaluation__isnull=True)
     return Turn.objects.filter(state=Turn.State.DONE, trajectory__run__in=public_runs.values("id")).filter(
@@ -57,7 +63,7 @@ def _turn_record(turn: Turn) -> TurnRecord:
 def trajectory_records(pair_filter: PairFilter) -> list[TrajectoryRecord]:
     """Every public trajectory the filter's arch/task/model admit, with its usable turns. A repair run's
     trajectory counts only while the failing turn it repairs is usable too; its model is that turn's model."""
-    public = visibility.public_runs(ModelRun.objects.all()).values("id")
+    public = _source_runs().values("id")
     trajectories = Trajectory.objects.select_related("run", "task", "repair_of__trajectory__run").filter(run__in=public)
     if pair_filter.arches:
         trajectories = trajectories.filter(run__arch__in=pair_filter.arches)
@@ -124,7 +130,7 @@ def dataset_withdrawn(dataset: Dataset) -> bool:
     """True once anything its rows came from is no longer usable (run hidden, user banned, evaluation held,
     rejected or its submission hidden): the version is then listed as withdrawn and its files are not served."""
     if dataset.source_runs:
-        public = visibility.public_runs(ModelRun.objects.filter(id__in=dataset.source_runs)).count()
+        public = _source_runs().filter(id__in=dataset.source_runs).count()
         if public != len(dataset.source_runs):
             return True
     if dataset.source_evaluations:

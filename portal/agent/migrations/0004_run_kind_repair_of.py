@@ -5,20 +5,27 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('agent', '0003_is_synthetic'),
+        ("agent", "0003_is_synthetic"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='modelrun',
-            name='kind',
-            field=models.CharField(choices=[('model', 'Model run'), ('repair', 'Repair run')], db_index=True, default='model', max_length=8),
+            model_name="modelrun",
+            name="kind",
+            field=models.CharField(
+                choices=[("model", "Model run"), ("repair", "Repair run")], db_index=True, default="model", max_length=8
+            ),
         ),
         migrations.AddField(
-            model_name='trajectory',
-            name='repair_of',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='repairs', to='agent.turn'),
+            model_name="trajectory",
+            name="repair_of",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="repairs",
+                to="agent.turn",
+            ),
         ),
     ]

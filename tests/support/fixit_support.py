@@ -12,8 +12,8 @@ from portal.agent.models import ModelRun, Trajectory, Turn
 from portal.catalog.models import Task
 from portal.submissions import services as submission_services
 from portal.submissions.models import Evaluation, Submission
-from tests.agent_support import fenced
-from tests.factories import GEMM
+from tests.support.agent_support import fenced
+from tests.support.factories import GEMM
 
 
 def stored_trajectory(user, turns: list[dict], *, model: str = "stored-model") -> Trajectory:
