@@ -57,6 +57,7 @@ def test_create_list_detail_and_download_through_the_api(alice):
         ({"name": "x", "filters": {"colour": 1}}, 400, "unknown filter"),
         ({"name": "Bad Name", "filters": {}}, 400, "name must be"),
         ({"name": 7}, 400, "'name' must be a string"),
+        ({"name": "x", "owner": "bob"}, 400, "unknown field"),
         ({"name": "x", "filters": {"min_speedup": "fast"}}, 400, "min_speedup"),
         ('{"name": "x\\u0000"}', 400, "NUL"),
         ("[1, 2]", 400, "JSON object"),

@@ -57,6 +57,9 @@ def api_datasets(request: HttpRequest) -> JsonResponse:
         return json_error("an API token is required (Authorization: Bearer <token>)", 401)
     try:
         body = read_json(request)
+        unknown = sorted(set(body) - {"name", "filters", "licence", "attribution", "description"})
+        if unknown:
+            raise ValueError(f"unknown field {ascii(unknown[0])[1:-1][:60]!r}")
         for key in ("name", "licence", "attribution", "description"):
             if key in body and not isinstance(body[key], str):
                 raise ValueError(f"'{key}' must be a string")
