@@ -14,6 +14,7 @@ from portal.agent.services import RunRefused, RunRequest, run_create
 from portal.fixit.repairs import REPAIR_REQUEST, repair_run_create
 from portal.fixit.services import dataset_create, dataset_folder
 from portal.leaderboard.selectors import _model_rows
+from portal.leaderboard.turns import _trajectories
 from tests.support.agent_support import API_KEY, LOOP_SETTINGS, broken_reply, fenced, replay  # noqa: F401
 from tests.support.factories import GEMM, make_token, make_user, starter_source, sync_catalog
 from tests.support.fixit_support import drain_with_gpu_stand_in, stored_trajectory
@@ -114,6 +115,7 @@ def test_a_repair_run_adds_pairs_only_for_attempts_that_passed(alice, replay):  
     assert row["messages"][4]["content"] == fenced(TEACHER_FIX.rstrip())
     assert dataset.generation_rows == 0  # a repair attempt is not a generation row
     assert all(r.run_id != repair_run.id for rows in _model_rows(arch="sm_90a", k=1).values() for r in rows)
+    assert {t.run_id for t in _trajectories("sm_90a")} == {student_run.id}  # per-turn curves: the student only
 
 
 @override_settings(**LOOP_SETTINGS)
