@@ -4,7 +4,7 @@
 # agent loop and GPU queue, the dataset built from it). The dataset's files land in $OUT/fixit-example
 # (commit them as docs/examples/fixit-h200/), the log in $OUT/fixit-gpu.log.
 # Usage: bash scripts/gpu_fixit.sh [BUNDLE_DIR]  (default .gpu-bundle, made by scripts/fetch_gpu_bundle.sh;
-# it must carry pyarrow).
+# it must carry pyarrow). FIXIT_GPU_REHEARSAL=1 rehearses it without a GPU (CPU stages, no pair expected).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUNDLE=${1:-${BUNDLE:-.gpu-bundle}}
