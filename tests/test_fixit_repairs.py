@@ -173,3 +173,47 @@ def test_the_repair_run_api_answers_json(alice):
     assert document["turns"] == 2 and API_KEY not in created.content.decode()
     assert ModelRun.objects.get(id=document["id"]).kind == "repair"
     assert client.post("/api/v1/fixit/repair-runs", data="{}", content_type="application/json").status_code == 401
+
+
+@override_settings(**LOOP_SETTINGS)
+def test_the_reasoning_teacher_explains_each_repair_and_the_row_names_it(alice, replay):  # noqa: F811
+    stored_trajectory(alice, [{"status": "COMPILE_ERROR", "kernel": "// broken\n"}], model="student-model")
+    failing = Turn.objects.get(trajectory__run__model="student-model")
+    explanation = (
+        "<think>scratch work</think>The first kernel never closed its brace. ```cuda\nx\n``` Closing it fixes it."
+    )
+    teacher = replay({"turns": [{"content": fenced(TEACHER_FIX)}, {"content": "unused"}, {"content": explanation}]})
+    request = _request(teacher, "teacher-model")
+    repair_run = repair_run_create(user=alice, request=request, turn_ids=[failing.id], attempts=1)
+    drain_with_gpu_stand_in({TEACHER_FIX: verdict_document(source=TEACHER_FIX, status="PASSED", speedup=1.0)})
+    assert Turn.objects.get(trajectory__run=repair_run).status == "PASSED"
+
+    client, token = Client(), make_token(alice)
+    url = f"/api/v1/fixit/repair-runs/{repair_run.id}/explanations"
+    other = client.post(
+        url, data="{}", content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {make_token(make_user('bob'))}"
+    )
+    assert other.status_code == 403 and "owner" in other.json()["error"]
+    queued = client.post(url, data="{}", content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert queued.status_code == 202 and queued.json()["queued"] == [
+        {"trajectory": repair_run.trajectories.get().id, "turn": 0, "teacher": "teacher-model"}
+    ]
+    again = client.post(url, data="{}", content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert again.json()["queued"] == []  # one explanation per repair
+    drain_with_gpu_stand_in({})
+    assert teacher.requests[-1]["turn"] == 2  # task, failing kernel, feedback, fix, then the question
+
+    dataset = dataset_create(user=alice, name="explained", filters={})
+    row = json.loads((dataset_folder(dataset.id) / "repair/train.jsonl").read_text().splitlines()[0])
+    assert row["reasoning_by"] == "teacher-model" and row["teacher"] == "teacher-model"
+    final = row["messages"][4]
+    assert final["loss"] and final["content"].startswith("The first kernel never closed its brace.")
+    assert "scratch work" not in final["content"] and final["content"].endswith(fenced(TEACHER_FIX))
+    student_run = failing.trajectory.run
+    refused = client.post(
+        f"/api/v1/fixit/repair-runs/{student_run.id}/explanations",
+        data="{}",
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
+    assert refused.status_code == 400 and "repair runs only" in refused.json()["error"]

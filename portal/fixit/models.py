@@ -47,3 +47,25 @@ class DatasetFile(models.Model):
 
     def __str__(self) -> str:
         return f"{self.dataset} {self.path}"
+
+
+class RepairExplanation(models.Model):
+    """The reasoning teacher's account of one repair (failure → fix), written by a model and always shown as
+    such: `teacher` names it. One per repair-run trajectory; its text becomes the repair row's reasoning."""
+
+    class State(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"  # `error` says why (endpoint refused, no reply)
+
+    trajectory = models.OneToOneField("agent.Trajectory", on_delete=models.CASCADE, related_name="explanation")
+    fixed_turn = models.ForeignKey("agent.Turn", on_delete=models.CASCADE, related_name="+")
+    teacher = models.CharField(max_length=200)  # model id exactly as sent to the endpoint
+    state = models.CharField(max_length=8, choices=State.choices, default=State.QUEUED)
+    text = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"explanation of trajectory {self.trajectory_id} by {self.teacher}"

@@ -59,6 +59,10 @@ class TrajectoryRecord:
     repair_source_run: int = 0
     repair_source_trajectory: int = 0
     teacher: str = ""
+    # The reasoning teacher's explanation of the repair at turn `reasoning_turn` (model-written, named).
+    reasoning: str = ""
+    reasoning_by: str = ""
+    reasoning_turn: int | None = None
 
 
 @dataclass(frozen=True)
@@ -329,6 +333,8 @@ def _repair_run_pair(trajectory: TrajectoryRecord, pair_filter: PairFilter) -> l
             source="repair_run",
             repair_run=trajectory.run_id,
             teacher=trajectory.teacher,
+            reasoning=trajectory.reasoning if trajectory.reasoning_turn == fixed.index else "",
+            reasoning_by=trajectory.reasoning_by if trajectory.reasoning_turn == fixed.index else "",
         )
     ]
 

@@ -12,7 +12,7 @@ from django.http import Http404
 
 from portal.agent.models import ModelRun, Trajectory, Turn
 from portal.core import visibility
-from portal.fixit.models import Dataset, DatasetFile
+from portal.fixit.models import Dataset, DatasetFile, RepairExplanation
 from portal.fixit.pairs import NO_KERNEL, PairFilter, TrajectoryRecord, TurnRecord
 from portal.submissions.models import Evaluation
 
@@ -88,6 +88,12 @@ def trajectory_records(pair_filter: PairFilter) -> list[TrajectoryRecord]:
         .filter(id__in=sources, trajectory__run__in=public, trajectory__run__kind=ModelRun.Kind.MODEL)
         .select_related("evaluation")
     }
+    explanations = {
+        e.trajectory_id: e
+        for e in RepairExplanation.objects.filter(
+            trajectory__in=wanted, state=RepairExplanation.State.DONE
+        ).select_related("fixed_turn")
+    }
     records = []
     for t in trajectories:
         repair_of = None
@@ -110,6 +116,9 @@ def trajectory_records(pair_filter: PairFilter) -> list[TrajectoryRecord]:
                 repair_source_run=source.run_id if source else 0,
                 repair_source_trajectory=source.id if source else 0,
                 teacher=t.run.model if source else "",
+                reasoning=explanations[t.id].text if t.id in explanations else "",
+                reasoning_by=explanations[t.id].teacher if t.id in explanations else "",
+                reasoning_turn=explanations[t.id].fixed_turn.index if t.id in explanations else None,
             )
         )
     return records

@@ -9,6 +9,11 @@ urlpatterns = [
     path("fixit/<slug:name>/v<int:version>/", views.dataset_detail, name="dataset_detail"),
     path("fixit/<slug:name>/v<int:version>/files/<path:path>", views.dataset_file, name="dataset_file"),
     path("api/v1/fixit/repair-runs", views.api_repair_runs, name="api_repair_runs"),
+    path(
+        "api/v1/fixit/repair-runs/<int:run_id>/explanations",
+        views.api_repair_run_explanations,
+        name="api_repair_run_explanations",
+    ),
     path("api/v1/datasets", views.api_datasets, name="api_datasets"),
     path("api/v1/datasets/<slug:name>/<int:version>", views.api_dataset, name="api_dataset"),
     path(

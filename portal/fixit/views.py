@@ -8,7 +8,7 @@ from django.shortcuts import render
 from portal.agent import selectors as agent_selectors
 from portal.agent.services import RunRefused, RunRequest
 from portal.core.api import api_endpoint, json_error, json_refusal, read_json
-from portal.fixit import repairs, selectors, services
+from portal.fixit import reasoning, repairs, selectors, services
 from portal.fixit.services import DatasetRefused
 from portal.leaderboard.downloads import attachment
 
@@ -155,3 +155,30 @@ def api_repair_runs(request: HttpRequest) -> JsonResponse:
     response = JsonResponse(document, status=201)
     response["Location"] = f"/api/v1/runs/{run.id}"
     return response
+
+
+@api_endpoint(methods=("POST",), auth=True)
+def api_repair_run_explanations(request: HttpRequest, run_id: int) -> JsonResponse:
+    """Ask the reasoning teacher (`{"teacher"?: model id on the run's endpoint}`) to explain each repair found."""
+    from portal.agent.models import ModelRun
+
+    run = ModelRun.objects.filter(id=run_id).first()
+    if run is None:
+        return json_error("no such run", 404)
+    try:
+        body = read_json(request)
+        if set(body) - {"teacher"} or not isinstance(body.get("teacher", ""), str):
+            raise ValueError("the only field is 'teacher', a model id")
+        created = reasoning.explanations_request(run=run, user=request.api_user, teacher=body.get("teacher", ""))
+    except ValueError as exc:
+        return json_error(str(exc), 400)
+    except RunRefused as exc:
+        return json_refusal(exc.body(), exc.status, exc.retry_after)
+    return JsonResponse(
+        {
+            "queued": [
+                {"trajectory": e.trajectory_id, "turn": e.fixed_turn.index, "teacher": e.teacher} for e in created
+            ]
+        },
+        status=202,
+    )
