@@ -96,3 +96,31 @@ def test_pages_escape_hostile_rows_and_a_hidden_source_withdraws_the_version(ali
     assert client.get("/fixit/page-set/v1/files/repair/train.jsonl").status_code == 404
     assert client.get("/api/v1/datasets/page-set/1").json()["withdrawn"] is True
     assert client.get("/api/v1/datasets/page-set/1/files/repair/train.jsonl").status_code == 404
+
+
+def test_a_run_names_the_dataset_its_model_was_tuned_on(alice):
+    trajectory = stored_trajectory(
+        alice, [{"status": "COMPILE_ERROR", "kernel": "// a\n"}, {"status": "PASSED", "kernel": "// A\n"}]
+    )
+    client, token = Client(), make_token(alice)
+    _post(client, {"name": "base-fixit"}, token)
+    tuned = stored_trajectory(alice, [{"status": "PASSED", "kernel": "// tuned\n"}], model="tuned-model").run
+    url = f"/api/v1/fixit/runs/{tuned.id}/tuned-on"
+
+    def post(body, who):
+        return client.post(
+            url, data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {who}"
+        )
+
+    assert post({"dataset": "base-fixit", "version": 1}, make_token(make_user("bob"))).status_code == 404
+    assert "version" in post({"dataset": "base-fixit", "version": "1"}, token).json()["error"]
+    assert post({"dataset": "nope", "version": 1}, token).json() == {"error": "no such dataset"}
+    assert post({"dataset": "base-fixit", "version": 1}, token).json() == {
+        "run": tuned.id,
+        "dataset": "base-fixit",
+        "version": 1,
+    }
+    page = client.get(f"/runs/{tuned.id}/").content.decode()
+    assert "Tuned on" in page and "/fixit/base-fixit/v1/" in page
+    assert "Tuned on" not in client.get(f"/runs/{trajectory.run_id}/").content.decode()
+    assert client.get("/api/v1/datasets/base-fixit/1").json()["tuned_runs"] == [tuned.id]

@@ -69,3 +69,15 @@ class RepairExplanation(models.Model):
 
     def __str__(self) -> str:
         return f"explanation of trajectory {self.trajectory_id} by {self.teacher}"
+
+
+class TunedRun(models.Model):
+    """Closing the loop: the owner of a model run says its model was fine-tuned on this dataset version, so the
+    run page names it and the dataset page lists the runs of models tuned on it."""
+
+    run = models.OneToOneField("agent.ModelRun", on_delete=models.CASCADE, related_name="fixit_tuning")
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="tuned_runs")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} tuned on {self.dataset}"

@@ -195,6 +195,9 @@ def dataset_document(dataset: Dataset) -> dict:
         "evaluator_versions": dataset.evaluator_versions,
         "manifest_sha256": dataset.manifest_sha256,
         "withdrawn": dataset_withdrawn(dataset),
+        "tuned_runs": sorted(
+            visibility.public_runs(ModelRun.objects.filter(fixit_tuning__dataset=dataset)).values_list("id", flat=True)
+        ),
         "url": base,
         "files": [
             {"path": f.path, "sha256": f.sha256, "bytes": f.size, "url": f"{base}/files/{f.path}"}

@@ -13,7 +13,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from portal.fixit import exports, selectors
-from portal.fixit.models import Dataset, DatasetFile
+from portal.fixit.models import Dataset, DatasetFile, TunedRun
 from portal.fixit.pairs import PairFilter, build_rows
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
@@ -143,3 +143,19 @@ def dataset_create(
     except IntegrityError:
         raise DatasetRefused(f"another version of {name!r} was being built at the same time; try again", 409)
     return dataset
+
+
+def run_tuned_on_set(*, user: User, run_id: int, name: str, version: int) -> TunedRun:
+    """Record that run `run_id`'s model was tuned on dataset `name` v`version` (the run's owner only)."""
+    from portal.agent.models import ModelRun
+
+    run = ModelRun.objects.filter(id=run_id).first()
+    if run is None or (run.user_id != user.id and not user.is_staff):
+        raise DatasetRefused("no such run of yours", 404)
+    if run.kind != ModelRun.Kind.MODEL:
+        raise DatasetRefused("only a model run can name the dataset its model was tuned on")
+    dataset = Dataset.objects.filter(name=name, version=version).first()
+    if dataset is None:
+        raise DatasetRefused("no such dataset", 404)
+    tuned, _ = TunedRun.objects.update_or_create(run=run, defaults={"dataset": dataset})
+    return tuned

@@ -14,6 +14,7 @@ urlpatterns = [
         views.api_repair_run_explanations,
         name="api_repair_run_explanations",
     ),
+    path("api/v1/fixit/runs/<int:run_id>/tuned-on", views.api_run_tuned_on, name="api_run_tuned_on"),
     path("api/v1/datasets", views.api_datasets, name="api_datasets"),
     path("api/v1/datasets/<slug:name>/<int:version>", views.api_dataset, name="api_dataset"),
     path(

@@ -182,3 +182,21 @@ def api_repair_run_explanations(request: HttpRequest, run_id: int) -> JsonRespon
         },
         status=202,
     )
+
+
+@api_endpoint(methods=("POST",), auth=True)
+def api_run_tuned_on(request: HttpRequest, run_id: int) -> JsonResponse:
+    """`{"dataset": name, "version": N}`: the run's model was fine-tuned on that dataset version (owner only)."""
+    try:
+        body = read_json(request)
+        name, version = body.get("dataset"), body.get("version")
+        if set(body) - {"dataset", "version"} or not isinstance(name, str):
+            raise ValueError('the body is {"dataset": name, "version": number}')
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise ValueError("field 'version' must be a whole number")
+        tuned = services.run_tuned_on_set(user=request.api_user, run_id=run_id, name=name, version=version)
+    except ValueError as exc:
+        return json_error(str(exc), 400)
+    except DatasetRefused as exc:
+        return json_error(exc.message, exc.status)
+    return JsonResponse({"run": tuned.run_id, "dataset": tuned.dataset.name, "version": tuned.dataset.version})
