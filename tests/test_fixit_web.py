@@ -124,3 +124,15 @@ def test_a_run_names_the_dataset_its_model_was_tuned_on(alice):
     assert "Tuned on" in page and "/fixit/base-fixit/v1/" in page
     assert "Tuned on" not in client.get(f"/runs/{trajectory.run_id}/").content.decode()
     assert client.get("/api/v1/datasets/base-fixit/1").json()["tuned_runs"] == [tuned.id]
+
+
+def test_writes_on_a_run_the_caller_may_not_see_answer_404(alice):
+    hidden = stored_trajectory(alice, [{"status": "PASSED", "kernel": "// h\n"}], model="hidden-model").run
+    ModelRun.objects.filter(id=hidden.id).update(is_hidden=True)
+    bob = make_token(make_user("bob"))
+    for pattern in ("/api/v1/fixit/runs/{}/tuned-on", "/api/v1/fixit/repair-runs/{}/explanations"):
+        for run_url in (pattern.format(hidden.id), pattern.format(999999)):
+            response = Client().post(
+                run_url, data="{}", content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {bob}"
+            )
+            assert response.status_code == 404 and response.json() == {"error": "no such run"}

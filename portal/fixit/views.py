@@ -7,6 +7,7 @@ from django.shortcuts import render
 
 from portal.agent import selectors as agent_selectors
 from portal.agent.services import RunRefused, RunRequest
+from portal.core import visibility
 from portal.core.api import api_endpoint, json_error, json_refusal, read_json
 from portal.fixit import reasoning, repairs, selectors, services
 from portal.fixit.services import DatasetRefused
@@ -160,10 +161,9 @@ def api_repair_runs(request: HttpRequest) -> JsonResponse:
 @api_endpoint(methods=("POST",), auth=True)
 def api_repair_run_explanations(request: HttpRequest, run_id: int) -> JsonResponse:
     """Ask the reasoning teacher (`{"teacher"?: model id on the run's endpoint}`) to explain each repair found."""
-    from portal.agent.models import ModelRun
-
-    run = ModelRun.objects.filter(id=run_id).first()
-    if run is None:
+    try:
+        run = visibility.visible_run(request.api_user, run_id)  # a run the caller may not see: 404, as a read
+    except Http404:
         return json_error("no such run", 404)
     try:
         body = read_json(request)
@@ -187,6 +187,10 @@ def api_repair_run_explanations(request: HttpRequest, run_id: int) -> JsonRespon
 @api_endpoint(methods=("POST",), auth=True)
 def api_run_tuned_on(request: HttpRequest, run_id: int) -> JsonResponse:
     """`{"dataset": name, "version": N}`: the run's model was fine-tuned on that dataset version (owner only)."""
+    try:
+        visibility.visible_run(request.api_user, run_id)  # a run the caller may not see: 404, as a read
+    except Http404:
+        return json_error("no such run", 404)
     try:
         body = read_json(request)
         name, version = body.get("dataset"), body.get("version")
