@@ -45,7 +45,7 @@ def test_create_list_detail_and_download_through_the_api(alice):
     for entry in document["files"]:
         download = client.get(entry["url"])
         assert download.status_code == 200 and download["X-Content-SHA256"] == entry["sha256"]
-        assert hashlib.sha256(download.content).hexdigest() == entry["sha256"]
+        assert hashlib.sha256(b"".join(download.streaming_content)).hexdigest() == entry["sha256"]
         assert "attachment" in download["Content-Disposition"]
     missing = client.get("/api/v1/datasets/api-set/1/files/../../settings.py")
     assert missing.status_code == 404 and "error" in missing.json()
@@ -136,3 +136,17 @@ def test_writes_on_a_run_the_caller_may_not_see_answer_404(alice):
                 run_url, data="{}", content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {bob}"
             )
             assert response.status_code == 404 and response.json() == {"error": "no such run"}
+
+
+def test_a_file_changed_on_disk_is_not_served(alice):
+    from portal.fixit.models import Dataset
+    from portal.fixit.services import dataset_folder
+
+    stored_trajectory(
+        alice, [{"status": "COMPILE_ERROR", "kernel": "// a\n"}, {"status": "PASSED", "kernel": "// A\n"}]
+    )
+    _post(Client(), {"name": "tampered"}, make_token(alice))
+    target = dataset_folder(Dataset.objects.get(name="tampered").id) / "repair/train.jsonl"
+    target.write_bytes(target.read_bytes().replace(b"// a", b"// b"))
+    response = Client().get("/fixit/tampered/v1/files/repair/train.jsonl")
+    assert response.status_code == 500 and b"sha256" in response.content

@@ -7,6 +7,10 @@ that is not hidden; never synthetic demo rows. Turns that never reached the eval
 
 from __future__ import annotations
 
+import hashlib
+import json
+from pathlib import Path
+
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
@@ -149,31 +153,33 @@ def dataset_withdrawn(dataset: Dataset) -> bool:
     return False
 
 
-def dataset_file_bytes(dataset: Dataset, path: str) -> tuple[DatasetFile, bytes]:
-    """A file of a dataset version, read from disk and checked against its stored sha256. Raises Http404 for a
-    path the dataset does not list, ValueError when the bytes on disk no longer match."""
-    from portal.fixit.exports import sha256_bytes
+def dataset_file_path(dataset: Dataset, path: str) -> tuple[DatasetFile, Path]:
+    """A file of a dataset version on disk, checked against its stored sha256 (read in chunks). Raises Http404
+    for a path the dataset does not list (or a withdrawn version), ValueError when the bytes no longer match."""
     from portal.fixit.services import dataset_folder
 
     row = next((f for f in dataset.files.all() if f.path == path), None)
     if row is None or dataset_withdrawn(dataset):
         raise Http404("no such file")
-    data = (dataset_folder(dataset.id) / row.path).read_bytes()
-    if sha256_bytes(data) != row.sha256:
+    target = dataset_folder(dataset.id) / row.path
+    digest = hashlib.sha256()
+    with target.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    if digest.hexdigest() != row.sha256:
         raise ValueError(f"{dataset} {row.path}: the file on disk does not match its sha256")
-    return row, data
+    return row, target
 
 
 def dataset_sample(dataset: Dataset) -> dict | None:
     """The first repair row (or, when there is none, the first generation row), for the dataset page."""
-    import json
-
     for path in ("repair/train.jsonl", "generation/train.jsonl"):
         try:
-            _, data = dataset_file_bytes(dataset, path)
+            _, target = dataset_file_path(dataset, path)
+            with target.open("rb") as handle:
+                first = handle.readline()
         except (Http404, OSError, ValueError):
             continue
-        first = data.split(b"\n", 1)[0]
         if first.strip():
             return json.loads(first)
     return None

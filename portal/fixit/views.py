@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import logging
 
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from portal.agent import selectors as agent_selectors
@@ -11,7 +11,6 @@ from portal.core import visibility
 from portal.core.api import api_endpoint, json_error, json_refusal, read_json
 from portal.fixit import reasoning, repairs, selectors, services
 from portal.fixit.services import DatasetRefused
-from portal.leaderboard.downloads import attachment
 
 log = logging.getLogger(__name__)
 
@@ -34,13 +33,17 @@ def dataset_detail(request: HttpRequest, name: str, version: int) -> HttpRespons
 
 
 def _download(dataset, path: str) -> HttpResponse:
+    """The file streamed from disk as an attachment, after its sha256 was checked (also sent as a header)."""
     try:
-        row, data = selectors.dataset_file_bytes(dataset, path)
+        row, target = selectors.dataset_file_path(dataset, path)
     except ValueError:
         log.error("fixit dataset %s v%s: %s does not match its sha256", dataset.name, dataset.version, path)
         return HttpResponse("this file no longer matches its recorded sha256", status=500, content_type="text/plain")
     filename = f"{dataset.name}-v{dataset.version}-{path.replace('/', '-')}"
-    return attachment(data, filename=filename, content_type=row.content_type)
+    response = FileResponse(target.open("rb"), as_attachment=True, filename=filename, content_type=row.content_type)
+    response["X-Content-SHA256"] = row.sha256
+    response["Content-Length"] = str(row.size)
+    return response
 
 
 def dataset_file(request: HttpRequest, name: str, version: int, path: str) -> HttpResponse:
