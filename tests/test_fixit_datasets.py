@@ -15,7 +15,8 @@ from django.test import override_settings
 
 from portal.agent.models import ModelRun, Turn
 from portal.fixit.models import Dataset
-from portal.fixit.services import DatasetRefused, dataset_create, dataset_folder
+from portal.fixit.services import DatasetRefused, dataset_create
+from portal.fixit.storage import dataset_folder
 from portal.submissions.models import Submission
 from tests.support.agent_support import LOOP_SETTINGS, fenced
 from tests.support.factories import BROKEN_KERNEL, GEMM, make_user, starter_source, sync_catalog

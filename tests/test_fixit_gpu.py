@@ -29,7 +29,8 @@ from portal.agent import services  # noqa: E402
 from portal.agent.models import Turn  # noqa: E402
 from portal.agent.services import RunRequest  # noqa: E402
 from portal.fixit.repairs import repair_run_create  # noqa: E402
-from portal.fixit.services import dataset_create, dataset_folder  # noqa: E402
+from portal.fixit.services import dataset_create  # noqa: E402
+from portal.fixit.storage import dataset_folder  # noqa: E402
 from tests.support.agent_support import API_KEY, LOOP_SETTINGS, drain, fenced, replay  # noqa: E402, F401
 from tests.support.factories import BROKEN_KERNEL, GEMM, REPO, make_user, sync_catalog  # noqa: E402
 

@@ -12,7 +12,8 @@ from django.test import Client, override_settings
 from portal.agent.models import ModelRun, Trajectory, Turn
 from portal.agent.services import RunRefused, RunRequest, run_create
 from portal.fixit.repairs import REPAIR_REQUEST, repair_run_create
-from portal.fixit.services import dataset_create, dataset_folder
+from portal.fixit.services import dataset_create
+from portal.fixit.storage import dataset_folder
 from portal.leaderboard.selectors import _model_rows
 from portal.leaderboard.turns import _trajectories
 from tests.support.agent_support import API_KEY, LOOP_SETTINGS, broken_reply, fenced, replay  # noqa: F401

@@ -140,7 +140,7 @@ def test_writes_on_a_run_the_caller_may_not_see_answer_404(alice):
 
 def test_a_file_changed_on_disk_is_not_served(alice):
     from portal.fixit.models import Dataset
-    from portal.fixit.services import dataset_folder
+    from portal.fixit.storage import dataset_folder
 
     stored_trajectory(
         alice, [{"status": "COMPILE_ERROR", "kernel": "// a\n"}, {"status": "PASSED", "kernel": "// A\n"}]

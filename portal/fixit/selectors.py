@@ -18,6 +18,7 @@ from portal.agent.models import ModelRun, Trajectory, Turn
 from portal.core import visibility
 from portal.fixit.models import Dataset, DatasetFile, RepairExplanation
 from portal.fixit.pairs import NO_KERNEL, PairFilter, TrajectoryRecord, TurnRecord
+from portal.fixit.storage import dataset_folder
 from portal.submissions.models import Evaluation
 
 
@@ -156,8 +157,6 @@ def dataset_withdrawn(dataset: Dataset) -> bool:
 def dataset_file_path(dataset: Dataset, path: str) -> tuple[DatasetFile, Path]:
     """A file of a dataset version on disk, checked against its stored sha256 (read in chunks). Raises Http404
     for a path the dataset does not list (or a withdrawn version), ValueError when the bytes no longer match."""
-    from portal.fixit.services import dataset_folder
-
     row = next((f for f in dataset.files.all() if f.path == path), None)
     if row is None or dataset_withdrawn(dataset):
         raise Http404("no such file")

@@ -15,6 +15,7 @@ from django.utils import timezone
 from portal.fixit import exports, selectors
 from portal.fixit.models import Dataset, DatasetFile, TunedRun
 from portal.fixit.pairs import PairFilter, build_rows
+from portal.fixit.storage import dataset_folder
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 CONTENT_TYPES = {
@@ -34,10 +35,6 @@ class DatasetRefused(Exception):
         super().__init__(message)
         self.message = message
         self.status = status
-
-
-def dataset_folder(dataset_id: int) -> Path:
-    return Path(settings.FIXIT_DIR) / str(dataset_id)
 
 
 def _check_limits(user: User) -> None:

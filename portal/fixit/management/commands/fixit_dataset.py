@@ -8,7 +8,8 @@ from pathlib import Path
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError
 
-from portal.fixit.services import DatasetRefused, dataset_create, dataset_folder
+from portal.fixit.services import DatasetRefused, dataset_create
+from portal.fixit.storage import dataset_folder
 
 
 class Command(BaseCommand):
