@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "portal.submissions",
     "portal.leaderboard",
     "portal.agent",
+    "portal.fixit",
 ]
 
 MIDDLEWARE = [
@@ -265,3 +266,10 @@ AGENT_RETRY_BACKOFF_S = float(env_str("AGENT_RETRY_BACKOFF_S", "2.0"))  # first 
 AGENT_RETRY_BACKOFF_CAP_S = float(env_str("AGENT_RETRY_BACKOFF_CAP_S", "60.0"))
 AGENT_STEP_MAX_ATTEMPTS = env_int("AGENT_STEP_MAX_ATTEMPTS", 3)  # model-call step restarts after worker deaths
 AGENT_JOB_STALE_SECONDS = env_int("AGENT_JOB_STALE_SECONDS", 300)  # a started job without heartbeat this long is dead
+
+# --- Fixit repair datasets (docs/fixit.md)
+FIXIT_DIR = Path(env_str("FIXIT_DIR", str(DATA_DIR / "fixit")))  # one folder per dataset version, never rewritten
+FIXIT_DATASETS_PER_DAY = env_int("FIXIT_DATASETS_PER_DAY", 10)  # per user (staff and the command excepted)
+FIXIT_REPAIR_MAX_SOURCES = env_int("FIXIT_REPAIR_MAX_SOURCES", 64)  # failing turns one repair run may take
+# Written into every manifest and dataset card unless the creator names one (a Hugging Face licence id).
+FIXIT_DEFAULT_LICENCE = env_str("FIXIT_DEFAULT_LICENCE", "other")

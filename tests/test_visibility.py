@@ -25,6 +25,15 @@ ID_ARGUMENTS = {"submission_id", "evaluation_id", "run_id", "trajectory_id", "na
 # Routes with ids that name no submission, evaluation or run, and why they are outside this walk.
 NOT_SUBMISSION_DATA = {
     "accounts:token_revoke": "a token id, looked up among the logged-in user's own tokens only",
+    # Fixit (tests/test_fixit_web.py): a dataset version is public by construction (rows only from public
+    # evaluations, withdrawn once a source is hidden or held); its `name` is the dataset's, not an artifact's.
+    "fixit:dataset_detail": "a dataset version (public by construction)",
+    "fixit:dataset_file": "a dataset version's file (public by construction)",
+    "fixit:api_dataset": "a dataset version (public by construction)",
+    "fixit:api_dataset_file": "a dataset version's file (public by construction)",
+    # Token-only writes on a run: 404 for a run the caller may not see, like a read (tests/test_fixit_*.py).
+    "fixit:api_repair_run_explanations": "a write on a repair run (token only; 404 when not visible)",
+    "fixit:api_run_tuned_on": "a write on a model run (token only; 404 when not visible)",
 }
 # The artifact every factory evaluation stores, for the artifact route.
 ARTIFACT = "kernel.cu"

@@ -27,11 +27,17 @@ class ModelRun(models.Model):
 
     ACTIVE_STATES = (State.QUEUED, State.RUNNING)
 
+    class Kind(models.TextChoices):
+        MODEL = "model", "Model run"
+        # Fixit: a teacher repairs stored failing kernels (each trajectory's `repair_of`); never on the boards.
+        REPAIR = "repair", "Repair run"
+
     class PackVariant(models.TextChoices):
         ARCH = "arch", "Architecture knowledge pack"
         NONE = "none", "No knowledge (ablation)"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="model_runs")
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.MODEL, db_index=True)
     model = models.CharField(max_length=200)  # model id exactly as sent to the endpoint
     display_name = models.CharField(max_length=200)
     base_url = models.CharField(max_length=500)  # stored whole, shown only as its host
@@ -113,6 +119,8 @@ class Trajectory(models.Model):
     stop_reason = models.CharField(max_length=32, choices=StopReason.choices, default="", blank=True)
     stop_message = models.TextField(blank=True)  # the explanation shown with the stop reason
     messages = models.JSONField(default=list)  # [{role, content}], exactly what the model was sent and said
+    # Repair runs: the stored failing turn this trajectory's teacher was asked to repair.
+    repair_of = models.ForeignKey("Turn", null=True, blank=True, on_delete=models.SET_NULL, related_name="repairs")
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -76,8 +76,12 @@ def _bounded(name: str, value, low, high):
 # --------------------------------------------------------------------------- creating and cancelling runs
 
 
-def run_create(*, user: User, request: RunRequest, check_limits: bool = True) -> ModelRun:
-    """Validate a run request (endpoint against SSRF, tasks, bounds, the user's limits) and start it."""
+def run_create(
+    *, user: User, request: RunRequest, check_limits: bool = True, repairs: list[tuple[Turn, list[dict]]] | None = None
+) -> ModelRun:
+    """Validate a run request (endpoint against SSRF, tasks, bounds, the user's limits) and start it.
+    `repairs` (Fixit, `portal.fixit.repairs`): a repair run, one trajectory per (failing turn, opening
+    messages) instead of `trajectories_per_task` per task; same checks, limits, budget and fairness."""
     if not user.is_active or user_is_banned(user):
         raise RunRefused("this account may not start runs", 403)
     if request.arch not in ARCHES:
@@ -112,7 +116,7 @@ def run_create(*, user: User, request: RunRequest, check_limits: bool = True) ->
     missing = sorted(set(slugs) - {t.slug for t in tasks})
     if missing:
         raise RunRefused(f"unknown, retired or not targeting {request.arch}: {', '.join(missing)}")
-    needed = len(tasks) * request.trajectories_per_task
+    needed = len(repairs) if repairs is not None else len(tasks) * request.trajectories_per_task
     if check_limits and needed > settings.AGENT_RUN_EVALUATION_BUDGET:
         raise RunRefused(
             f"{len(tasks)} tasks × {request.trajectories_per_task} trajectories need at least {needed} evaluations; "
@@ -139,14 +143,23 @@ def run_create(*, user: User, request: RunRequest, check_limits: bool = True) ->
             trajectories_per_task=request.trajectories_per_task,
             target_speedup=request.target_speedup,
             evaluation_budget=settings.AGENT_RUN_EVALUATION_BUDGET if check_limits else None,
+            kind=ModelRun.Kind.REPAIR if repairs is not None else ModelRun.Kind.MODEL,
         )
         run.tasks.set(tasks)
         first_turns = []
-        for task in tasks:
+        by_slug = {t.slug: t for t in tasks}
+        for source, opening in repairs or []:
+            task = by_slug[source.trajectory.task.slug]
+            index = Trajectory.objects.filter(run=run, task=task).count()
+            trajectory = Trajectory.objects.create(run=run, task=task, index=index, messages=opening, repair_of=source)
+            first_turns.append(Turn.objects.create(trajectory=trajectory, index=0))
+        for task in tasks if repairs is None else []:
             opening = opening_messages(run=run, task=task)
             for index in range(run.trajectories_per_task):
                 trajectory = Trajectory.objects.create(run=run, task=task, index=index, messages=opening)
                 first_turns.append(Turn.objects.create(trajectory=trajectory, index=0))
+            metrics_refresh(run=run, task=task)
+        for task in tasks if repairs is not None else []:
             metrics_refresh(run=run, task=task)
         scheduling.model_steps_schedule(user_id=user.id, turns=first_turns)
     log.info("run %s created: %s on %s, %d tasks", run.id, run.display_name, run.arch, len(tasks))

@@ -238,6 +238,7 @@ def _model_rows(*, arch: str, k: int) -> dict[str, list[ModelRow]]:
     values = (
         RunTaskMetrics.objects.filter(k=k, arch=arch, run__is_hidden=False, task__is_active=True)
         .exclude(Q(run__user__profile__is_banned=True))
+        .exclude(run__kind="repair")  # Fixit repair runs had the failing kernel in context: not comparable
         .values(
             "run_id",
             "run__model",

@@ -50,6 +50,7 @@ def _trajectories(arch: str) -> list[TrajectoryTurns]:
             state__in=[Turn.State.DONE, Turn.State.FAILED],  # a failed turn was still a turn used
         )
         .exclude(Q(trajectory__run__user__profile__is_banned=True))
+        .exclude(trajectory__run__kind="repair")  # Fixit repair runs: not a model's own trajectories
         .values_list(
             "trajectory_id",
             "trajectory__run_id",
