@@ -40,7 +40,7 @@ run: deps-run system-run
 test: deps-test system-test
 	$(RUFF) check .
 	$(RUFF) format --check .
-	$(PY) manage.py makemigrations --check --dry-run
+	DEBUG=1 $(PY) manage.py makemigrations --check --dry-run
 	$(PY) -m pytest -m "not gpu" -q
 
 ## On a GPU host (H100/H200, carry .gpu-bundle/ from scripts/fetch_gpu_bundle.sh): GPU tests, the adversarial
@@ -55,7 +55,7 @@ format: venv
 	$(RUFF) format . && $(RUFF) check --fix .
 
 migrations-check: venv
-	$(PY) manage.py makemigrations --check --dry-run
+	DEBUG=1 $(PY) manage.py makemigrations --check --dry-run
 
 clean:
 	rm -rf staticfiles .pytest_cache .ruff_cache

@@ -3,9 +3,9 @@
 leaderboard store) is started unless --redis-url is given.
 
 Run on a seeded database (never production):
-    PORTAL_DATA_DIR=/tmp/lbseed .venv/bin/python manage.py migrate
-    PORTAL_DATA_DIR=/tmp/lbseed .venv/bin/python manage.py seed_leaderboard
-    PORTAL_DATA_DIR=/tmp/lbseed .venv/bin/python bench/leaderboard_bench.py --out /tmp/bench.json
+    DEBUG=1 PORTAL_DATA_DIR=/tmp/lbseed .venv/bin/python manage.py migrate
+    DEBUG=1 PORTAL_DATA_DIR=/tmp/lbseed .venv/bin/python manage.py seed_leaderboard
+    DEBUG=1 PORTAL_DATA_DIR=/tmp/lbseed .venv/bin/python bench/leaderboard_bench.py --out /tmp/bench.json
 (or DATABASE_URL=postgres://... for PostgreSQL). Needs `wrk` (Debian: apt-get install -y wrk).
 """
 

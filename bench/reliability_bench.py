@@ -258,7 +258,7 @@ def run(args: argparse.Namespace, root: Path) -> dict:
         from django.db import connections
 
         result["config"]["limits"] = {
-            "SUBMISSIONS_PER_HOUR": settings.SUBMISSIONS_PER_HOUR,
+            "EVALUATIONS_PER_HOUR": settings.EVALUATIONS_PER_HOUR,
             "MAX_ACTIVE_EVALUATIONS": settings.MAX_ACTIVE_EVALUATIONS,
             "EVALUATION_MAX_ATTEMPTS": settings.EVALUATION_MAX_ATTEMPTS,
         }

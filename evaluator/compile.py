@@ -4,7 +4,9 @@ The nvcc and cuobjdump calls are thin; `parse_ptxas_resources` is a pure parser 
 With a `Jail` (evaluator/jail.py) the compiler runs sandboxed like the candidate: no network, a clean
 environment, only the build folder writable, a time limit, and its output read with a cap as it comes
 (a template bomb's error flood costs neither memory nor disk). The source is also preprocessed (`nvcc -E`)
-so that the policy can be checked again after macro expansion.
+so that the policy can be checked again after macro expansion. The compile log is public, so nvcc writes the
+files it opened (`-MD -MF kernel.d`): one outside the include roots withholds the log and rejects the kernel,
+and diagnostics naming files outside them are cut from the log (evaluator/includes.py).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evaluator import compile_cache
+from evaluator import compile_cache, includes
 from evaluator.arches import get_arch
 from evaluator.errors import EnvironmentProblem
 from evaluator.sandbox import child_env, run_group
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
 OUTPUT_CAP = 64 * 1024
 DEFAULT_COMPILE_TIMEOUT_S = 120.0
 BASE_FLAGS = ("-shared", "-Xcompiler", "-fPIC", "-O3", "-lineinfo", "-std=c++17", "-Xptxas", "-v")
+DEPENDENCY_FLAGS = ("-MD", "-MF")  # followed by the dependency file: what nvcc opened, host and device passes
 
 
 @dataclass
@@ -43,6 +46,7 @@ class CompiledKernel:
     library: Path | None  # the .so to load with tvm_ffi.load_module (Triton: the .py file)
     cubin: Path | None  # the device code extracted from the library
     preprocessed: str | None = None  # `nvcc -E` output (host pass), for the policy after macro expansion
+    outside_files: list[str] | None = None  # files nvcc opened outside the include roots (log withheld)
     cubins: list[Path] = field(default_factory=list)  # Triton: one cubin per compiled kernel (all counted)
 
 
@@ -67,11 +71,12 @@ def tvm_ffi_paths() -> tuple[list[str], str]:
 
 def nvcc_command(source: Path, library: Path, arch: str, nvcc: str | None = None) -> list[str]:
     """The exact nvcc argument vector for one candidate (see docs/kernel-abi.md)."""
-    includes, libtvm = tvm_ffi_paths()
+    include_dirs, libtvm = tvm_ffi_paths()
     lib_dir = str(Path(libtvm).parent)
     cmd = [nvcc or find_nvcc(), *BASE_FLAGS, "-gencode", get_arch(arch).gencode]
-    cmd += [f"-I{p}" for p in includes]
+    cmd += [f"-I{p}" for p in include_dirs]
     cmd += [str(source), "-o", str(library), f"-L{lib_dir}", "-ltvm_ffi", f"-Xlinker=-rpath,{lib_dir}"]
+    cmd += [*DEPENDENCY_FLAGS, str(library.with_suffix(".d"))]
     return cmd
 
 
@@ -94,6 +99,8 @@ def compile_kernel(
     src.write_text(source, encoding="utf-8")
     library = workdir / "kernel.so"
     library.unlink(missing_ok=True)
+    deps_file = library.with_suffix(".d")
+    deps_file.unlink(missing_ok=True)
     nvcc = nvcc or find_nvcc()
     cmd = nvcc_command(src, library, arch, nvcc)
     cache_dir = cache_dir if cache_dir is not None else compile_cache.cache_dir_from_env()
@@ -101,27 +108,42 @@ def compile_kernel(
         cache_dir = None  # unsandboxed candidates could write into the cache folder: do not trust or fill it
     key = None
     if cache_dir is not None:
-        flags = [*BASE_FLAGS, "-gencode", get_arch(arch).gencode]
+        flags = [*BASE_FLAGS, *DEPENDENCY_FLAGS, "-gencode", get_arch(arch).gencode]  # kept only when checked
         key = compile_cache.cache_key(source, flags, nvcc_version(nvcc), tvm_ffi_paths())
         hit = compile_cache.load(cache_dir, key, workdir)
         if hit is not None:
             return CompiledKernel(hit.result, hit.library, hit.cubin, hit.preprocessed)
-    # The toolkit folder (nvcc's parent's parent) must be visible inside the sandbox wherever it is installed.
     toolkit = Path(nvcc).resolve().parent.parent
     env = child_env(workdir)
+    roots = includes.include_roots(nvcc, tvm_ffi_paths()[0], env)
+    # The compile sandbox shows the toolchain alone: the toolkit (nvcc's parent's parent) wherever it is
+    # installed, the include roots, tvm-ffi's library.
+    readable = [toolkit, *roots, Path(tvm_ffi_paths()[1]).parent, *host_compiler_dirs(env)]
     start = time.monotonic()
     # The preprocessor pass (for the policy after macro expansion) runs beside the compiler: it needs only the
     # source, and running the two one after the other cost ~4 s of every verdict.
     with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(preprocess, src, arch, nvcc, jail=jail, timeout_s=timeout_s)
+        pending = pool.submit(preprocess, src, arch, nvcc, jail=jail, timeout_s=timeout_s, readable=readable)
         run = run_group(
-            cmd, timeout_s=timeout_s, env=env, cwd=workdir, jail=jail, writable=[workdir], readable=[toolkit]
+            cmd,
+            timeout_s=timeout_s,
+            env=env,
+            cwd=workdir,
+            jail=jail,
+            writable=[workdir],
+            readable=readable,
+            toolchain=True,
         )
         seconds = time.monotonic() - start
         preprocessed = pending.result()
     output, truncated = cap_text(run.output, OUTPUT_CAP)
     truncated = truncated or run.output_bytes > len(run.output.encode("utf-8", errors="replace"))
     ok = not run.timed_out and run.returncode == 0 and library.is_file()
+    outside = includes.outside_roots(includes.read_dependencies(deps_file) or [], [*roots, workdir], workdir)
+    if outside:
+        output, truncated, ok = includes.WITHHELD, False, False
+    else:
+        output, _ = includes.redact_output(output, includes.quotable_roots(roots, toolkit), workdir)
     if run.timed_out:
         output += f"\n[evaluator] nvcc killed after {timeout_s:.0f} s"
     elif run.returncode is not None and run.returncode < 0:
@@ -137,7 +159,7 @@ def compile_kernel(
         output_truncated=truncated,
         timed_out=run.timed_out,
         nvcc_version=nvcc_version(nvcc),
-        resources=parse_ptxas_resources(run.output),
+        resources=parse_ptxas_resources(output),
     )
     cubin = None
     if ok:
@@ -146,15 +168,34 @@ def compile_kernel(
         result.cubin_sha256 = sha256_file(cubin) if cubin else None
         if cache_dir is not None and key is not None and preprocessed is not None:
             compile_cache.store(cache_dir, key, result, library, cubin, preprocessed)
-    return CompiledKernel(result, library if ok else None, cubin, preprocessed if ok else None)
+    return CompiledKernel(result, library if ok else None, cubin, preprocessed if ok else None, outside or None)
 
 
-def preprocess(src: Path, arch: str, nvcc: str, *, jail: Jail | None = None, timeout_s: float = 60.0) -> str | None:
+def host_compiler_dirs(env: dict[str, str]) -> list[Path]:
+    """The installation folders of the host compiler nvcc calls (`gcc`/`g++` on the child's PATH), for toolchains
+    outside /usr (a devtoolset under /opt, say): its binaries and cc1plus must be visible in the sandbox."""
+    found = []
+    for name in ("gcc", "g++"):
+        path = shutil.which(name, path=env.get("PATH"))
+        if path:
+            found.append(Path(path).resolve().parent.parent)
+    return found
+
+
+def preprocess(
+    src: Path,
+    arch: str,
+    nvcc: str,
+    *,
+    jail: Jail | None = None,
+    timeout_s: float = 60.0,
+    readable: list[Path] | None = None,
+) -> str | None:
     """`nvcc -E` of the host pass with line markers; None when it fails (the compile itself succeeded)."""
-    includes, _ = tvm_ffi_paths()
+    include_dirs, _ = tvm_ffi_paths()
     out = src.with_suffix(".ii")
-    cmd = [nvcc, "-E", "-std=c++17", "-gencode", get_arch(arch).gencode, *(f"-I{p}" for p in includes), str(src)]
-    cmd += ["-o", str(out)]
+    cmd = [nvcc, "-E", "-std=c++17", "-gencode", get_arch(arch).gencode, *(f"-I{p}" for p in include_dirs)]
+    cmd += [str(src), "-o", str(out)]
     toolkit = Path(nvcc).resolve().parent.parent
     run = run_group(
         cmd,
@@ -163,7 +204,8 @@ def preprocess(src: Path, arch: str, nvcc: str, *, jail: Jail | None = None, tim
         cwd=src.parent,
         jail=jail,
         writable=[src.parent],
-        readable=[toolkit],
+        readable=readable if readable is not None else [toolkit],
+        toolchain=True,
     )
     if run.timed_out or run.returncode != 0 or not out.is_file():
         return None
@@ -244,6 +286,7 @@ def extract_cubin(library: Path, workdir: Path, *, jail: Jail | None = None) -> 
         jail=jail,
         writable=[out_dir],
         readable=[Path(workdir).resolve(), Path(tool).resolve().parent],
+        toolchain=True,
     )
     cubins = sorted(out_dir.glob("*.cubin"))
     if run.returncode != 0 or not cubins:

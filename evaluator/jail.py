@@ -5,7 +5,9 @@ A `Jail` turns an argument vector into one that runs inside bubblewrap (`bwrap`)
   capabilities, a new session, and death when the evaluator dies;
 - a narrow read-only view of the host: the system directories, the Python installation and its import path,
   the evaluator package (not the rest of the repository), the task folder, the tool folders it needs;
-  /etc/shadow and /etc/gshadow are masked, /root, /home and /var are not there at all;
+  /etc/shadow and /etc/gshadow are masked, /root, /home and /var are not there at all; the compiler's sandbox
+  (`toolchain=True`) is narrower still: /usr, /bin, /lib*, of /etc only TOOLCHAIN_ETC, and the folders the
+  caller names (toolkit, include roots, build folder), no /opt, /sys or Python folders;
 - a size-capped private tmpfs at /tmp (HOME and TMPDIR point there) and a small one at /dev/shm: the only
   writable places besides the folders the caller names (the output exchange, the build folder);
 - the NVIDIA device nodes bound in when GPU work is asked for.
@@ -45,6 +47,10 @@ MiB = 1024**2
 # System folders shown read-only. /usr/local holds CUDA; /opt holds Nsight Compute and, on some GPU images,
 # the Python installation.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/sys")
+# The compile sandbox (`toolchain=True`) shows only these of the system: no /etc beyond the dynamic loader's
+# cache and the alternatives links (Debian's cc/c++), no /opt, no /sys. Measured with nvcc 13.0 + GCC 12.
+TOOLCHAIN_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+TOOLCHAIN_ETC = ("/etc/ld.so.cache", "/etc/alternatives")
 MASKED_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-")
 MASKED_DIRS = ("/etc/ssl/private",)
 SANDBOX_TMP = "/tmp"  # noqa: S108 - inside the sandbox this is a private, size-capped tmpfs
@@ -249,12 +255,15 @@ class Jail:
         readable: Iterable[Path] = (),
         gpu: bool = False,
         chdir: Path | None = None,
+        toolchain: bool = False,
     ) -> list[str]:
-        """`argv` run inside the sandbox (unchanged in unsandboxed mode)."""
+        """`argv` run inside the sandbox (unchanged in unsandboxed mode); `toolchain`: the compile sandbox."""
         if self.mode != "bubblewrap":
             return list(argv)
         assert self.bwrap is not None
-        options = bwrap_args(self.limits, writable=writable, readable=readable, gpu=gpu, chdir=chdir)
+        options = bwrap_args(
+            self.limits, writable=writable, readable=readable, gpu=gpu, chdir=chdir, toolchain=toolchain
+        )
         return [self.bwrap, *options, "--", *argv]
 
     def env(self, env: dict[str, str]) -> dict[str, str]:
@@ -333,8 +342,12 @@ def bwrap_args(
     readable: Iterable[Path] = (),
     gpu: bool = False,
     chdir: Path | None = None,
+    toolchain: bool = False,
 ) -> list[str]:
-    """bubblewrap options (without the program) for the sandbox described in the module docstring."""
+    """bubblewrap options (without the program) for the sandbox described in the module docstring.
+
+    `toolchain=True` is the compiler's sandbox: only TOOLCHAIN_DIRS and TOOLCHAIN_ETC of the system, and of the
+    rest only `readable` (the toolkit, tvm-ffi, the build folder), not Python's folders."""
     args = [
         "--die-with-parent",
         "--new-session",
@@ -348,19 +361,23 @@ def bwrap_args(
         "--hostname",
         "sandbox",
     ]
-    for d in SYSTEM_DIRS:
+    for d in TOOLCHAIN_DIRS if toolchain else SYSTEM_DIRS:
         if os.path.islink(d):
             args += ["--symlink", os.readlink(d), d]
         elif os.path.isdir(d):
             args += ["--ro-bind", d, d]
-    shown = visible_paths([Path(p) for p in readable])
+    if toolchain:
+        args += [a for f in TOOLCHAIN_ETC if os.path.exists(f) for a in ("--ro-bind", f, f)]
+        shown = _outside(TOOLCHAIN_DIRS, [Path(p) for p in readable])
+    else:
+        shown = visible_paths([Path(p) for p in readable])
     for p in shown:
         if not _under_tmp(p):
             args += ["--ro-bind", str(p), str(p)]
-    for f in MASKED_FILES:
+    for f in () if toolchain else MASKED_FILES:
         if os.path.isfile(f):
             args += ["--ro-bind", "/dev/null", f]
-    for d in MASKED_DIRS:
+    for d in () if toolchain else MASKED_DIRS:
         if os.path.isdir(d):
             args += ["--tmpfs", d]
     args += ["--dev", "/dev"]
@@ -378,6 +395,17 @@ def bwrap_args(
         args += ["--bind", str(p), str(p)]
     args += ["--remount-ro", "/", "--chdir", str(chdir or SANDBOX_TMP)]
     return args
+
+
+def _outside(dirs: Iterable[str], paths: Iterable[Path]) -> list[Path]:
+    """`paths` resolved, without those under `dirs` (already shown) or under another path of the list."""
+    out = []
+    for p in sorted({Path(os.path.realpath(p)) for p in paths if os.path.exists(p)}, key=lambda p: len(p.parts)):
+        if any(str(p) == d or str(p).startswith(d + "/") for d in dirs) or p == Path("/"):
+            continue
+        if not any(k in p.parents for k in out):
+            out.append(p)
+    return out
 
 
 def _under_tmp(p: Path) -> bool:

@@ -50,6 +50,7 @@ from evaluator.verdict import (
     Environment,
     Integrity,
     OverallStatus,
+    PolicyFinding,
     SassCounts,
     StageState,
     Status,
@@ -253,6 +254,13 @@ def _run_stages(
     else:
         compiled = compile_kernel(source, arch, workdir / "build", timeout_s=opts.compile_timeout_s, jail=jail)
     v.compile = compiled.result
+    if compiled.outside_files:
+        # nvcc opened a file outside the include roots: its log (already withheld) could quote it.
+        v.policy = [_outside_finding(compiled.outside_files)]
+        book.finish("compile", StageState.FAILED, t, v.policy[0].message)
+        msg = f"rejected by policy while compiling: {v.policy[0].message}"
+        book.stop("compile", OverallStatus.POLICY_REJECTED, "rejected by policy", chosen, msg)
+        return
     if compiled.result.ok and compiled.preprocessed is not None:
         # Policy again on the macro-expanded source: token pasting cannot hide dlopen or cuBLAS.
         v.policy = check_preprocessed(compiled.preprocessed)
@@ -421,6 +429,13 @@ def _absorb_run(v: Verdict, run: WorkloadRun) -> None:
         if v.environment.sm_clock_mhz_before is None:
             v.environment.sm_clock_mhz_before = before
         v.environment.sm_clock_mhz_after = after
+
+
+def _outside_finding(paths: list[str]) -> PolicyFinding:
+    """The finding for files nvcc opened outside the include roots, naming them as nvcc did (the path the
+    source wrote, not where a link leads), never their content."""
+    named = ", ".join(f"'{p[:120]}'" for p in paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+    return PolicyFinding("include-path", f"the compiler opened files outside the allowed include roots: {named}")
 
 
 def _last_evaluator_line(output: str) -> str:

@@ -2,7 +2,8 @@
 
 The benchmark measures the candidate's own kernels, so the source may not hand the work to a vendor library
 (cuBLAS, cuBLASLt, cuDNN), load code at run time (dlopen/dlsym), or read files outside the compiler's
-include path (absolute or parent-relative #include). Comments are blanked out before the checks, so a
+include path (absolute or parent-relative #include, and every other directive that names a file: see
+evaluator/includes.py). Comments are blanked out before the checks, so a
 library named in a comment is fine; string literals are blanked for the identifier rules too, so a message
 that mentions cuBLAS is fine. CUTLASS and CuTe headers are allowed.
 """
@@ -11,15 +12,13 @@ from __future__ import annotations
 
 import re
 
+from evaluator.includes import directive_findings, preprocessed_findings
 from evaluator.verdict import PolicyFinding
 
 MAX_SOURCE_BYTES = 1024 * 1024
 _QUOTE_CAP = 200
 
 _RUN_EXPORT = re.compile(r"\bTVM_FFI_DLL_EXPORT_TYPED_FUNC\s*\(\s*run\s*,")
-_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include\b[ \t]*(.*)$", re.MULTILINE)
-_INCLUDE_TARGET = re.compile(r'^(<([^>\n]*)>|"([^"\n]*)")')
-_FORBIDDEN_HEADER = re.compile(r"(^|/)(cublas\w*|cudnn\w*)(\.h|\.hpp)?$", re.IGNORECASE)
 # Identifiers of the vendor libraries' APIs, types and constants (cublasGemmEx, cublasLtHandle_t, CUDNN_STATUS_...).
 _FORBIDDEN_IDENTIFIER = re.compile(r"\b(cublas\w*|cudnn\w*|CUBLAS\w*|CUDNN\w*)\b")
 _DYNAMIC_LOADING = re.compile(
@@ -50,9 +49,8 @@ def check_source(source: str | bytes) -> list[PolicyFinding]:
     code_no_strings = strip_comments(source, blank_strings=True)
     findings: list[PolicyFinding] = []
 
-    for match in _INCLUDE.finditer(code):
-        line_no = code.count("\n", 0, match.start()) + 1
-        findings.extend(_check_include(match.group(1).strip(), line_no, lines))
+    # Every directive that reads a file, read as the preprocessor reads it (evaluator/includes.py).
+    findings.extend(directive_findings(source))
 
     seen: set[tuple[str, int]] = set()
     for pattern, rule, what in (
@@ -116,22 +114,7 @@ def check_preprocessed(text: str, source_name: str = "kernel.cu") -> list[Policy
             text_line = raw.strip()
             quote = text_line if len(text_line) <= _QUOTE_CAP else text_line[: _QUOTE_CAP - 1] + "…"
             findings.append(PolicyFinding(rule, f"{message} after macro expansion: '{what}'", number, quote))
-    return findings
-
-
-def _check_include(target_text: str, line_no: int, lines: list[str]) -> list[PolicyFinding]:
-    quote = _quote(lines, line_no)
-    target = _INCLUDE_TARGET.match(target_text)
-    if target is None:
-        return [PolicyFinding("include-path", '#include must name a header in <...> or "..."', line_no, quote)]
-    path = (target.group(2) if target.group(2) is not None else target.group(3)).strip()
-    findings = []
-    if path.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", path):
-        findings.append(PolicyFinding("include-path", f"absolute #include path '{path}'", line_no, quote))
-    if ".." in re.split(r"[\\/]", path):
-        findings.append(PolicyFinding("include-path", f"parent-directory #include path '{path}'", line_no, quote))
-    if _FORBIDDEN_HEADER.search(path):
-        findings.append(PolicyFinding("forbidden-library", f"includes vendor library header '{path}'", line_no, quote))
+    findings.extend(preprocessed_findings(own))
     return findings
 
 

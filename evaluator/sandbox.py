@@ -283,11 +283,12 @@ def run_group(
     readable: Iterable[Path] = (),
     gpu: bool = False,
     output_cap: int = OUTPUT_CAP,
+    toolchain: bool = False,
 ) -> GroupResult:
     """Run a command in its own session (sandboxed when `jail` is given); at `timeout_s` kill it all.
 
     Output is read as it comes, keeping the first and last `output_cap / 2` bytes: a compiler flooding its
-    error stream costs neither memory nor disk here.
+    error stream costs neither memory nor disk here. `toolchain`: the compiler's narrower sandbox (jail.py).
     """
     import tempfile
 
@@ -296,7 +297,7 @@ def run_group(
     cgroup_reason = None
     preexec = None
     if jail is not None:
-        argv = jail.command(argv, writable=writable, readable=readable, gpu=gpu)
+        argv = jail.command(argv, writable=writable, readable=readable, gpu=gpu, toolchain=toolchain)
         env = jail.env(env if env is not None else dict(os.environ))
         cgroup, reason = jail.new_cgroup()
         cgroup_reason = None if cgroup is not None else reason

@@ -1,5 +1,5 @@
 """The one settings module. Everything that differs between machines comes from the environment
-(see .env.example); the defaults work on a fresh clone with DEBUG on."""
+(see .env.example); the defaults work on a fresh clone with DEBUG=1 (`make run` sets it)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 
 import dj_database_url
 
+from portal.dev_secrets import stored_secret
 from portal.env import env_bool, env_int, env_list, env_required, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -16,12 +17,15 @@ PACKS_DIR = TASKS_DIR / "packs"
 ARTIFACTS_DIR = Path(env_str("PORTAL_ARTIFACTS_DIR", str(DATA_DIR / "artifacts")))
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 
-# DEBUG defaults on so a fresh clone runs; production sets DEBUG=0 and must then provide SECRET_KEY.
-DEBUG = env_bool("DEBUG", True)
+# DEBUG is off unless asked for (`make run` asks, and says so). Off, SECRET_KEY is required; on and not given,
+# a random one is made once and kept in the data folder (mode 600): no secret is ever a known default.
+DEBUG = env_bool("DEBUG", False)
 if DEBUG:
-    SECRET_KEY = env_str("SECRET_KEY") or "insecure-development-key-do-not-use-in-production"
+    SECRET_KEY = env_str("SECRET_KEY") or stored_secret(DATA_DIR / "dev-secret-key")
 else:
     SECRET_KEY = env_required("SECRET_KEY", "set it to a long random string whenever DEBUG is off")
+# The debug page and error reports star out connection URLs, tokens and the Authorization header.
+DEFAULT_EXCEPTION_REPORTER_FILTER = "portal.core.debug.ScrubbingExceptionReporterFilter"
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
@@ -46,12 +50,14 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "portal.core.middleware.RequestSizeLimitMiddleware",
+    "portal.core.middleware.ApiErrorsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "portal.accounts.middleware.BannedUserLogoutMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "portal.core.middleware.ContentSecurityPolicyMiddleware",
@@ -148,8 +154,19 @@ STORAGES = {
 }
 
 LOGIN_URL = "/accounts/login/"
-LOGIN_MAX_FAILURES = env_int("LOGIN_MAX_FAILURES", 10)  # per client address and username ...
-LOGIN_WINDOW_SECONDS = env_int("LOGIN_WINDOW_SECONDS", 900)  # ... within this window
+# Failed-login and sign-up throttles (portal/accounts/throttle.py). Failures within LOGIN_WINDOW_SECONDS, counted
+# per (address, username), per address, per username and site-wide; the last two never refuse an address with no
+# recent failures, so no one can lock an account out.
+LOGIN_WINDOW_SECONDS = env_int("LOGIN_WINDOW_SECONDS", 900)
+LOGIN_MAX_FAILURES = env_int("LOGIN_MAX_FAILURES", 10)  # per client address and username
+LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("LOGIN_MAX_FAILURES_PER_ADDRESS", 30)
+LOGIN_MAX_FAILURES_PER_USERNAME = env_int("LOGIN_MAX_FAILURES_PER_USERNAME", 20)
+LOGIN_MAX_FAILURES_GLOBAL = env_int("LOGIN_MAX_FAILURES_GLOBAL", 300)
+SIGNUPS_PER_ADDRESS_PER_HOUR = env_int("SIGNUPS_PER_ADDRESS_PER_HOUR", 3)
+SIGNUPS_PER_HOUR = env_int("SIGNUPS_PER_HOUR", 30)  # site-wide
+# Behind a reverse proxy: the request header (META name) whose last entry is the client address, e.g.
+# HTTP_X_FORWARDED_FOR. Only for a proxy you run that always sets it; empty: REMOTE_ADDR.
+CLIENT_ADDRESS_HEADER = env_str("CLIENT_ADDRESS_HEADER", "")
 LOGIN_REDIRECT_URL = "/"
 
 # Production hardening; all on whenever DEBUG is off (check --deploy stays clean).
@@ -184,8 +201,10 @@ LOGGING = {
 # --- submissions, evaluations, workers
 MAX_SOURCE_BYTES = env_int("MAX_SOURCE_BYTES", 1024 * 1024)  # kernel source limit (UTF-8 bytes)
 MAX_REQUEST_BYTES = env_int("MAX_REQUEST_BYTES", MAX_SOURCE_BYTES + 256 * 1024)  # whole request body
-SUBMISSIONS_PER_HOUR = env_int("SUBMISSIONS_PER_HOUR", 30)  # per user
-MAX_ACTIVE_EVALUATIONS = env_int("MAX_ACTIVE_EVALUATIONS", 4)  # queued or running, per user
+# Per-user evaluation budget, uploads and model-run turns together (portal/submissions/quotas.py).
+# SUBMISSIONS_PER_HOUR is the variable's former name, still read.
+EVALUATIONS_PER_HOUR = env_int("EVALUATIONS_PER_HOUR", env_int("SUBMISSIONS_PER_HOUR", 30))  # started, per user
+MAX_ACTIVE_EVALUATIONS = env_int("MAX_ACTIVE_EVALUATIONS", 4)  # queued or running, per user, any source
 EVALUATION_MAX_ATTEMPTS = env_int(
     "EVALUATION_MAX_ATTEMPTS", 3
 )  # infrastructure retries, never for a kernel's own failure
@@ -208,7 +227,8 @@ REFERENCE_VERDICTS_DIR = Path(env_str("REFERENCE_VERDICTS_DIR", str(BASE_DIR / "
 
 # --- model-endpoint runs (the agent loop)
 # Fernet key(s) for endpoint API keys at rest: urlsafe base64 of 32 bytes; comma-separated for rotation (the first
-# encrypts). Required when DEBUG is off; with DEBUG on and none set, a key derived from SECRET_KEY is used.
+# encrypts). Required when DEBUG is off; with DEBUG on and none set, a random key kept in the data folder
+# (dev-agent-fernet-key, mode 600). Never derived from SECRET_KEY.
 AGENT_FERNET_KEY = env_str("AGENT_FERNET_KEY", "")
 # Hosts and CIDRs admitted although private/loopback (local vLLM/SGLang servers), e.g. "10.1.2.3,gpu-box.internal".
 AGENT_ENDPOINT_ALLOWLIST = env_list("AGENT_ENDPOINT_ALLOWLIST", [])
@@ -217,6 +237,18 @@ AGENT_RUNS_PER_DAY = env_int("AGENT_RUNS_PER_DAY", 10)  # per user
 AGENT_MAX_TASKS = env_int("AGENT_MAX_TASKS", 32)  # per run
 AGENT_MAX_TURNS = env_int("AGENT_MAX_TURNS", 16)
 AGENT_MAX_TRAJECTORIES = env_int("AGENT_MAX_TRAJECTORIES", 8)  # per task
+# Evaluations one run may start over its whole life (checked before each turn). A run that cannot give each
+# trajectory one evaluation is refused when created; one that runs out stops its trajectories with the reason.
+AGENT_RUN_EVALUATION_BUDGET = env_int("AGENT_RUN_EVALUATION_BUDGET", 128)
+# Model steps of one user queued or calling at once; the rest wait in the database and join the back of the
+# queue as these end, so one user's runs cannot fill the `agent` queue ahead of everyone else's.
+AGENT_MAX_CALLS_PER_USER = env_int("AGENT_MAX_CALLS_PER_USER", 4)
+# Caps on model calls, whatever a run asks for: one HTTP request, retries, and the whole step (every attempt and
+# wait). Cancelling a run ends a call in flight within AGENT_CANCEL_POLL_S.
+AGENT_REQUEST_TIMEOUT_MAX_S = float(env_str("AGENT_REQUEST_TIMEOUT_MAX_S", "600"))
+AGENT_MAX_RETRIES_MAX = env_int("AGENT_MAX_RETRIES_MAX", 3)
+AGENT_CALL_WALL_MAX_S = float(env_str("AGENT_CALL_WALL_MAX_S", "900"))
+AGENT_CANCEL_POLL_S = float(env_str("AGENT_CANCEL_POLL_S", "1.0"))
 AGENT_RETRY_BACKOFF_S = float(env_str("AGENT_RETRY_BACKOFF_S", "2.0"))  # first wait after a 429/5xx/timeout
 AGENT_RETRY_BACKOFF_CAP_S = float(env_str("AGENT_RETRY_BACKOFF_CAP_S", "60.0"))
 AGENT_STEP_MAX_ATTEMPTS = env_int("AGENT_STEP_MAX_ATTEMPTS", 3)  # model-call step restarts after worker deaths

@@ -1,11 +1,13 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from portal.accounts import views as accounts_views
 from portal.core import views as core_views
 
 urlpatterns = [
     path("", core_views.home, name="home"),
     path("healthz", core_views.healthz, name="healthz"),
+    path("api/", core_views.api_docs, name="api_docs"),
     path("", include("portal.catalog.urls")),
     path("", include("portal.leaderboard.urls")),
     path("api/v1/leaderboard/", include("portal.leaderboard.api_urls")),
@@ -13,5 +15,7 @@ urlpatterns = [
     path("", include("portal.submissions.urls")),
     path("", include("portal.agent.urls")),
     # The RQ dashboard is registered inside the admin by django-rq: /admin/django_rq/dashboard/ (staff only).
+    # Before the admin's own URLs: its login goes through the site's failed-login throttle.
+    path("admin/login/", accounts_views.admin_login, name="admin_login"),
     path("admin/", admin.site.urls),
 ]

@@ -6,6 +6,11 @@ cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 BIND=${BIND:-127.0.0.1:8000}
 mkdir -p data/logs
+# A development server: DEBUG on unless the environment says otherwise (the settings default is off).
+export DEBUG=${DEBUG:-1}
+if [ "$DEBUG" = "1" ]; then
+  echo "DEBUG=1: development mode (debug pages; SECRET_KEY and AGENT_FERNET_KEY, when unset, are random ones kept in data/). Set DEBUG=0 for production."
+fi
 
 bash scripts/ensure_redis.sh start
 $PY manage.py migrate --noinput -v 0

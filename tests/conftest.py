@@ -13,6 +13,24 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
+def pytest_configure(config):
+    """Before any test module is imported: names other than literals and loopback never reach a resolver."""
+    from tests import dns_guard
+
+    dns_guard.install()
+
+
+@pytest.fixture(autouse=True)
+def _no_dns_queries():
+    """A test that asked the resolver for an outside name fails, even when the code swallowed the refusal."""
+    from tests import dns_guard
+
+    dns_guard.REFUSED_NAMES.clear()
+    yield
+    refused, dns_guard.REFUSED_NAMES[:] = list(dns_guard.REFUSED_NAMES), []
+    assert not refused, f"this test asked the resolver for {refused}: use a fake resolver (tests never query DNS)"
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -30,12 +30,16 @@ def test_rotation_first_key_encrypts_all_keys_decrypt():
         api_key_decrypt(token)
 
 
-def test_debug_without_a_key_derives_one_from_secret_key_and_production_refuses():
-    with override_settings(AGENT_FERNET_KEY="", DEBUG=True, SECRET_KEY="a" * 50):
+def test_debug_without_a_key_keeps_a_random_one_in_the_data_folder_and_production_refuses(tmp_path):
+    with override_settings(AGENT_FERNET_KEY="", DEBUG=True, SECRET_KEY="a" * 50, DATA_DIR=tmp_path / "one"):
         token = api_key_encrypt(KEY)
-        assert api_key_decrypt(token) == KEY
-    with override_settings(AGENT_FERNET_KEY="", DEBUG=True, SECRET_KEY="b" * 50), pytest.raises(ApiKeyUnreadable):
-        api_key_decrypt(token)
+    with override_settings(AGENT_FERNET_KEY="", DEBUG=True, SECRET_KEY="b" * 50, DATA_DIR=tmp_path / "one"):
+        assert api_key_decrypt(token) == KEY  # not derived from SECRET_KEY
+    with (
+        override_settings(AGENT_FERNET_KEY="", DEBUG=True, SECRET_KEY="a" * 50, DATA_DIR=tmp_path / "two"),
+        pytest.raises(ApiKeyUnreadable),
+    ):
+        api_key_decrypt(token)  # a random key per data folder
     with (
         override_settings(AGENT_FERNET_KEY="", DEBUG=False),
         pytest.raises(ImproperlyConfigured, match="AGENT_FERNET_KEY"),

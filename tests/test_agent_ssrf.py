@@ -12,6 +12,7 @@ import pytest
 
 from portal.agent.client import EndpointConfig, ModelCallError, chat_completion
 from portal.agent.ssrf import Allowlist, EndpointRefused, PinnedTransport, blocked_reason, check_endpoint_url
+from tests import dns_guard
 from tests.agent_support import replay  # noqa: F401 - fixture
 
 NOBODY = Allowlist.parse([])
@@ -22,7 +23,8 @@ _real_create_connection = socket.create_connection
 
 @pytest.fixture
 def dns(monkeypatch):
-    """Fake DNS at the edge of the world: names in the table resolve as given, everything else as usual."""
+    """Fake DNS at the edge of the world: names in the table resolve as given; address literals and loopback go
+    to the (guarded) resolver; any other name fails the test here, it never reaches a real resolver."""
     table: dict[str, list[str]] = {}
 
     def getaddrinfo(host, port, *args, **kwargs):
@@ -33,6 +35,8 @@ def dns(monkeypatch):
                 sockaddr = (address, port or 0, 0, 0) if family == socket.AF_INET6 else (address, port or 0)
                 out.append((family, socket.SOCK_STREAM, 6, "", sockaddr))
             return out
+        if not dns_guard.passes(host):
+            raise AssertionError(f"{host!r} is not in this test's fake DNS: add it to the `dns` table")
         return _real_getaddrinfo(host, port, *args, **kwargs)
 
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
@@ -178,3 +182,12 @@ def test_every_redirect_hop_is_rechecked_even_by_a_client_that_follows(replay, n
     with pytest.raises(EndpointRefused, match="10.0.0.1"):
         client.post(server.base_url + "/chat/completions", json={"messages": []})
     assert no_outside_connections == []
+
+
+def test_the_fake_dns_refuses_names_it_does_not_know(dns):
+    """A name missing from the table fails here, in the test, instead of reaching a real resolver."""
+    dns["known.example"] = ["93.184.215.14"]
+    assert socket.getaddrinfo("known.example", 443)[0][4][0] == "93.184.215.14"
+    assert socket.getaddrinfo("127.0.0.1", 443)  # literals still work (connections to the replay server)
+    with pytest.raises(AssertionError, match="not in this test's fake DNS"):
+        socket.getaddrinfo("unknown.example", 443)

@@ -58,7 +58,7 @@ def test_only_visible_correct_kernels_rank_in_hand_computed_order(board):
         ("carol.cu", 1, 1.5),
         ("hopper_tma_wgmma", None, 1.4),
         ("bob.cu", 3, 1.3),
-        ("ivan.cu", 4, 1.0),
+        ("ivan.cu", None, 1.0),  # correct but not verified: listed apart, never ranked
     ]
     assert rows[3].evaluation_id == str(board["bob_fast"].id)  # the fastest run of that source
     assert rows[2].is_reference and rows[2].submitter == ""
@@ -106,24 +106,29 @@ def test_kernel_page_shows_the_board(client, board):
     response = client.get("/leaderboard/kernels/", {"task": lf.GEMM, "arch": "sm_90a"})
     assert response.status_code == 200
     html = response.content.decode()
-    for name in ("alice.cu", "carol.cu", "bob.cu", "ivan.cu", "hopper_tma_wgmma", "expert reference"):
+    for name in ("alice.cu", "carol.cu", "bob.cu", "hopper_tma_wgmma", "expert reference"):
         assert name in html
+    assert "ivan.cu" not in html and "Show all 1 other correct kernel" in html  # not verified: behind the toggle
+    html = client.get("/leaderboard/kernels/", {"task": lf.GEMM, "arch": "sm_90a", "show": "all"}).content.decode()
+    assert "ivan.cu" in html and "correct, but wgmma/TMA never executed" in html
     for hidden in ("dave.cu", "hidden.cu", "held.cu", "implausible.cu", "rejected.cu", "wrong.cu", "blackwell.cu"):
         assert hidden not in html
     assert "1.50x" in html and "[1.47, 1.53]" in html  # speedup with its 95% interval
-    assert "not_executed" in html
+    assert 'data-state="not_executed"' in html
 
 
 def test_kernel_api_json_and_csv_match_the_board(client, board):
     body = client.get("/api/v1/leaderboard/kernels", {"task": lf.GEMM, "arch": "sm_90a"}).json()
-    assert body["count"] == 5
-    assert [(r["name"], r["rank"], r["reference"]) for r in body["rows"]] == [
-        ("alice.cu", 1, False),
-        ("carol.cu", 1, False),
-        ("hopper_tma_wgmma", None, True),
-        ("bob.cu", 3, False),
-        ("ivan.cu", 4, False),
+    assert body["count"] == 4 and body["show"] == "verified"
+    everything = client.get("/api/v1/leaderboard/kernels", {"task": lf.GEMM, "arch": "sm_90a", "show": "all"}).json()
+    assert [(r["name"], r["rank"], r["reference"], r["group"]) for r in everything["rows"]] == [
+        ("alice.cu", 1, False, "verified"),
+        ("carol.cu", 1, False, "verified"),
+        ("hopper_tma_wgmma", None, True, "verified"),
+        ("bob.cu", 3, False, "verified"),
+        ("ivan.cu", None, False, "not_executed"),
     ]
+    assert everything["rows"][4]["verdict_phrase"] == "correct, but wgmma/TMA never executed"
     assert body["rows"][0]["speedup_ci_low"] == pytest.approx(1.47)
     response = client.get("/api/v1/leaderboard/kernels", {"task": lf.GEMM, "arch": "sm_90a", "format": "csv"})
     assert response["Content-Type"].startswith("text/csv")

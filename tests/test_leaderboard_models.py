@@ -46,7 +46,7 @@ def test_every_whitelisted_sort_key(runs):
     names = lambda sort: [r.model for r in model_board(gen, q(sort=sort))]  # noqa: E731
     assert names("-correct") == ["Model A", "Model B", "Model C"]  # .75 (A earlier), .75, .5
     assert names("correct") == ["Model C", "Model A", "Model B"]
-    assert names("-correct_arch") == ["Model B", "Model A", "Model C"]  # .75, .5, .5 (A earlier)
+    assert names("-correct_arch") == ["Model B", "Model C", "Model A"]  # .75, .5, .5 (tie to the faster C)
     assert names("tokens") == ["Model C", "Model B", "Model A"]
     assert names("-date") == ["Model C", "Model B", "Model A"]
     assert names("model") == ["Model A", "Model B", "Model C"]
@@ -90,7 +90,7 @@ def test_sort_whitelist_is_the_only_way_in():
     with pytest.raises(ranking.UnknownSortKey):
         ranking.parse_sort("--speedup")
     assert ranking.parse_sort("-tokens") == ("tokens", True)
-    assert ranking.parse_sort(None) == ("speedup", True)
+    assert ranking.parse_sort(None) == ("correct_arch", True)  # the default: correct and verified
 
 
 def test_api_rejects_unknown_sort_key_with_json_error(client, runs):
@@ -111,18 +111,20 @@ def test_page_rejects_unknown_sort_key_with_a_clear_message(client, runs):
 
 def test_api_and_page_agree_on_sorted_rows(client, runs):
     body = client.get("/api/v1/leaderboard/models", {"task": GEMM, "sort": "-correct_arch"}).json()
-    assert [r["model"] for r in body["rows"]] == ["Model B", "Model A", "Model C"]
+    assert [r["model"] for r in body["rows"]] == ["Model B", "Model C", "Model A"]
     assert body["rows"][0]["correct_arch_rate"] == 0.75
     html = client.get("/leaderboard/", {"task": GEMM, "sort": "-correct_arch"}).content.decode()
-    assert html.index("Model B") < html.index("Model A") < html.index("Model C")
+    assert html.index("Model B") < html.index("Model C") < html.index("Model A")
     assert "3/4" in html and "1/2" in html and "incomplete" in html
     assert "Model D" not in html and "model-e" not in html
 
 
 def test_summary_api_and_csv(client, runs):
     body = client.get("/api/v1/leaderboard/summary", {"arch": "sm_90a", "k": "8"}).json()
-    assert [r["model"] for r in body["rows"]] == ["Model C", "Model B", "Model A"]
-    assert body["rows"][1]["geomean_speedup"] == pytest.approx(math.sqrt(1.54))
+    # Default order: correct-plus-verified rate (B 5/8, C 1/2, A 3/8).
+    assert [r["model"] for r in body["rows"]] == ["Model B", "Model C", "Model A"]
+    assert body["rows"][0]["speedup"] == pytest.approx(math.sqrt(1.54))
+    assert body["rows"][0]["runs"][0]["geomean_speedup"] == pytest.approx(math.sqrt(1.54))  # deprecated alias
     response = client.get("/api/v1/leaderboard/summary", {"arch": "sm_90a", "format": "csv", "sort": "model"})
     assert response["Content-Disposition"].startswith("attachment;")
     table = list(csv.DictReader(io.StringIO(response.content.decode())))
@@ -132,13 +134,14 @@ def test_summary_api_and_csv(client, runs):
 
 def test_summary_page_shows_rates_with_n(client, runs):
     html = client.get("/leaderboard/", {"arch": "sm_90a", "k": "8"}).content.decode()
-    assert "(4/8)" in html and "(5/8)" in html and "(n=2)" in html
+    assert "(4/8)" in html and "(5/8)" in html and "(n=1 run)" in html
     assert "1.24x" in html and "1.06x" in html
 
 
 def test_blackwell_board_has_only_its_runs(client, runs):
     body = client.get("/api/v1/leaderboard/models", {"task": GEMM, "arch": "sm_100a"}).json()
-    assert [(r["model"], r["gpu_name"]) for r in body["rows"]] == [("Model A", "NVIDIA B200")]
+    assert [(r["model"], r["gpu_model"]) for r in body["rows"]] == [("Model A", "B200")]
+    assert body["rows"][0]["runs"][0]["gpu_name"] == "NVIDIA B200"
 
 
 def test_new_metrics_show_after_the_signal(client, runs, django_capture_on_commit_callbacks):

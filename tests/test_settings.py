@@ -46,11 +46,11 @@ def test_database_and_redis_urls_come_from_the_environment():
         "from django.conf import settings as s;"
         "print(s.DATABASES['default']['ENGINE'], s.DATABASES['default']['NAME'], s.RQ_QUEUES['gpu-sm90']['URL'])"
     )
-    env = {"DATABASE_URL": "postgres://u:p@db.internal:5432/ptx", "REDIS_URL": "redis://cache:6380/2"}
+    env = {"DEBUG": "1", "DATABASE_URL": "postgres://u:p@db.internal:5432/ptx", "REDIS_URL": "redis://cache:6380/2"}
     result = _django(["shell", "-c", code], env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1].split() == ["django.db.backends.postgresql", "ptx", "redis://cache:6380/2"]
 
-    result = _django(["shell", "-c", code], {})
+    result = _django(["shell", "-c", code], {"DEBUG": "1"})
     engine, name, _ = result.stdout.splitlines()[-1].split()
     assert engine == "django.db.backends.sqlite3" and name.endswith("data/portal.sqlite3")

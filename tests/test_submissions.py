@@ -136,7 +136,7 @@ def test_api_body_must_be_json(client, alice):
     assert response.status_code == 400 and response.json() == {"error": "the request body is not valid JSON"}
 
 
-@override_settings(SUBMISSIONS_PER_HOUR=2, MAX_ACTIVE_EVALUATIONS=10)
+@override_settings(EVALUATIONS_PER_HOUR=2, MAX_ACTIVE_EVALUATIONS=10)
 def test_hourly_limit_gives_429(client, alice):
     token = make_token(alice)
     for i in range(2):
@@ -149,7 +149,7 @@ def test_hourly_limit_gives_429(client, alice):
     assert "hourly limit reached" in response.json()["error"]
 
 
-@override_settings(SUBMISSIONS_PER_HOUR=100, MAX_ACTIVE_EVALUATIONS=1)
+@override_settings(EVALUATIONS_PER_HOUR=100, MAX_ACTIVE_EVALUATIONS=1)
 def test_concurrent_limit_gives_429_until_the_evaluation_finishes(client, alice):
     token = make_token(alice)
     assert (

@@ -1,6 +1,7 @@
 from django import forms
 from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
 
+from portal.accounts import usernames
 from portal.accounts.services import user_is_banned
 
 
@@ -9,6 +10,17 @@ class SignupForm(UserCreationForm):
 
     class Meta(UserCreationForm.Meta):
         fields = ("username", "email")
+
+    def clean_username(self):
+        name = usernames.normalize(self.cleaned_data.get("username") or "")
+        if name and usernames.confusable_with(name):
+            # Says neither which account nor how they differ: that would help the look-alike along.
+            raise forms.ValidationError(
+                "This username is taken or looks like one that is (letters from other scripts, case and "
+                "0/o, 1/l count as the same).",
+                code="confusable",
+            )
+        return name
 
 
 class LoginForm(AuthenticationForm):

@@ -55,13 +55,39 @@ def user_is_banned(user: User) -> bool:
 
 @transaction.atomic
 def user_ban(*, user: User, reason: str) -> None:
-    """Ban a user: no login, no submissions, tokens revoked; their evidence stays but leaves public tables."""
+    """Ban a user: no login, no submissions, sessions ended, tokens revoked; their evidence stays but leaves
+    public tables and pages (portal/core/visibility.py)."""
     profile, _ = Profile.objects.get_or_create(user=user)
     profile.is_banned = True
     profile.banned_reason = reason
     profile.banned_at = timezone.now()
     profile.save()
     ApiToken.objects.filter(user=user, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    _sessions_end(user)
+
+
+def _sessions_end(user: User) -> None:
+    """Delete the user's stored sessions. Sessions hold the user id only inside their encoded data, so every
+    live one is decoded: bans are rare. Other session engines rely on BannedUserLogoutMiddleware alone."""
+    from django.conf import settings
+    from django.contrib.sessions.models import Session
+
+    if settings.SESSION_ENGINE not in (
+        "django.contrib.sessions.backends.db",
+        "django.contrib.sessions.backends.cached_db",
+    ):
+        return
+    mine = [
+        s.session_key
+        for s in Session.objects.filter(expire_date__gt=timezone.now()).iterator()
+        if s.get_decoded().get("_auth_user_id") == str(user.pk)
+    ]
+    if settings.SESSION_ENGINE.endswith("cached_db"):
+        from django.contrib.sessions.backends.cached_db import SessionStore
+
+        for key in mine:
+            SessionStore(session_key=key).delete()
+    Session.objects.filter(session_key__in=mine).delete()
 
 
 @transaction.atomic

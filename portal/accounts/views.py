@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from django.contrib import messages
+from django.contrib import admin, messages
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
@@ -16,44 +16,62 @@ from portal.accounts.services import token_create, token_revoke
 _login = auth_views.LoginView.as_view(authentication_form=LoginForm)
 
 
+def _too_many(request: HttpRequest, wait: int, what: str, template: str, form) -> HttpResponse:
+    minutes = (wait + 59) // 60
+    response = render(
+        request,
+        template,
+        {"form": form, "throttled": f"Too many {what}. Try again in {minutes} minute{'s' if minutes > 1 else ''}."},
+        status=429,
+    )
+    response["Retry-After"] = str(wait)
+    return response
+
+
+def _throttled_login(request: HttpRequest, view) -> HttpResponse:
+    """`view` (a login view) behind the failed-login throttle (portal/accounts/throttle.py). A redirect is a
+    success; anything else answered to a POST is a failure."""
+    if request.method != "POST":
+        return view(request)
+    address = throttle.client_address(request)
+    username = request.POST.get("username", "")
+    wait = throttle.login_seconds_blocked(address, username)
+    if wait:
+        return _too_many(request, wait, "failed logins", "registration/login.html", LoginForm(request, data=None))
+    response = view(request)
+    if response.status_code == 302:
+        throttle.login_succeeded(address, username)
+    else:
+        throttle.login_failed(address, username)
+    return response
+
+
 @require_http_methods(["GET", "POST"])
 def login_view(request: HttpRequest) -> HttpResponse:
-    """Django's login, behind a failed-attempt throttle per client address and username."""
-    if request.method != "POST":
-        return _login(request)
-    address = request.META.get("REMOTE_ADDR", "")
-    username = request.POST.get("username", "")
-    wait = throttle.seconds_blocked(address, username)
-    if wait:
-        minutes = (wait + 59) // 60
-        form = LoginForm(request, data=None)
-        response = render(
-            request,
-            "registration/login.html",
-            {
-                "form": form,
-                "throttled": f"Too many failed logins. Try again in {minutes} minute{'s' if minutes > 1 else ''}.",
-            },
-            status=429,
-        )
-        response["Retry-After"] = str(wait)
-        return response
-    response = _login(request)
-    if response.status_code == 302:
-        throttle.clear(address, username)
-    else:
-        throttle.record_failure(address, username)
-    return response
+    """Django's login, behind the failed-login throttle."""
+    return _throttled_login(request, _login)
+
+
+@require_http_methods(["GET", "POST"])
+def admin_login(request: HttpRequest) -> HttpResponse:
+    """The admin's login (/admin/login/), behind the same throttle as the site's."""
+    return _throttled_login(request, admin.site.login)
 
 
 @require_http_methods(["GET", "POST"])
 def signup(request: HttpRequest) -> HttpResponse:
     form = SignupForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        user = form.save()
-        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-        messages.success(request, "Welcome! You can now submit kernels.")
-        return redirect("home")
+    if request.method == "POST":
+        address = throttle.client_address(request)
+        wait = throttle.signup_seconds_blocked(address)
+        if wait:
+            return _too_many(request, wait, "new accounts", "accounts/signup.html", form)
+        if form.is_valid():
+            user = form.save()
+            throttle.signup_recorded(address)
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            messages.success(request, "Welcome! You can now submit kernels.")
+            return redirect("home")
     return render(request, "accounts/signup.html", {"form": form})
 
 

@@ -9,6 +9,7 @@ The API key never appears in a message or a log line: errors are scrubbed of it 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import dataclass
 
@@ -58,6 +59,10 @@ class ModelCallError(Exception):
         self.attempts = attempts
 
 
+class ModelCallStopped(ModelCallError):
+    """The call was ended by the portal: the run was cancelled, or the step's wall-clock cap was reached."""
+
+
 def _scrub(text: str, secret: str) -> str:
     text = str(text)[:1000]
     return text.replace(secret, "••••") if secret else text
@@ -71,14 +76,73 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
         return None
 
 
+class _Stopped(Exception):
+    """The caller's stop check said so, or the step's wall-clock deadline passed."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+def _request_in_thread(send, *, should_stop, deadline: float, poll_s: float, on_abandon):
+    """Run `send()` (one HTTP request) in a thread and wait for it in slices of `poll_s`, checking the stop flag
+    and the deadline between slices, so a hanging endpoint cannot hold the job past either. On a stop the
+    client is closed (`on_abandon`): the request's thread ends at its own timeout at the latest, and RQ's work
+    horse, which exits after the job, takes it down at once."""
+    outcome: dict = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = send()
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, name="model-call", daemon=True)
+    thread.start()
+    while True:
+        thread.join(timeout=max(0.0, min(poll_s, deadline - time.monotonic())))
+        if not thread.is_alive():
+            break
+        why = "the run was cancelled" if should_stop() else None
+        if why is None and time.monotonic() >= deadline:
+            why = "the model-call step reached its wall-clock cap"
+        if why:
+            on_abandon()
+            raise _Stopped(why)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def _wait(seconds: float, *, should_stop, deadline: float, poll_s: float) -> None:
+    """Sleep between attempts, in slices, ending early on a stop or at the deadline."""
+    until = min(time.monotonic() + seconds, deadline)
+    while True:
+        if should_stop():
+            raise _Stopped("the run was cancelled")
+        left = until - time.monotonic()
+        if left <= 0:
+            break
+        time.sleep(min(poll_s, left))
+    if time.monotonic() >= deadline:
+        raise _Stopped("the model-call step reached its wall-clock cap")
+
+
 def chat_completion(
     config: EndpointConfig,
     messages: list[dict],
     *,
     allowlist: Allowlist | None = None,
-    sleep=time.sleep,
+    should_stop=lambda: False,
+    wall_clock_s: float | None = None,
+    poll_s: float = 1.0,
 ) -> ModelReply:
-    """Send `messages` and return the first choice's text and usage, or raise ModelCallError."""
+    """Send `messages` and return the first choice's text and usage, or raise ModelCallError.
+    Every attempt and every wait together end within `wall_clock_s` (default: unbounded but for the attempts'
+    own timeouts), and `should_stop()` is asked at least every `poll_s` seconds, a request in flight included."""
+    started_step = time.monotonic()
+    budget = wall_clock_s if wall_clock_s is not None else (config.max_retries + 1) * (config.request_timeout + 60)
+    deadline = started_step + budget
     http_client = pinned_client(timeout=config.request_timeout, allowlist=allowlist)
     client = openai.OpenAI(
         base_url=config.base_url,
@@ -90,16 +154,25 @@ def chat_completion(
     )
     attempts_allowed = config.max_retries + 1
     problems: list[str] = []
+    attempt = 0
     try:
         for attempt in range(1, attempts_allowed + 1):
             wait = None
             started = time.monotonic()
+            timeout = max(0.1, min(config.request_timeout, deadline - started))
             try:
-                response = client.chat.completions.create(
-                    model=config.model,
-                    messages=messages,
-                    temperature=config.temperature,
-                    max_tokens=config.max_output_tokens,
+                response = _request_in_thread(
+                    lambda timeout=timeout: client.chat.completions.create(
+                        model=config.model,
+                        messages=messages,
+                        temperature=config.temperature,
+                        max_tokens=config.max_output_tokens,
+                        timeout=timeout,
+                    ),
+                    should_stop=should_stop,
+                    deadline=deadline,
+                    poll_s=poll_s,
+                    on_abandon=http_client.close,
                 )
             except EndpointRefused as exc:
                 raise ModelCallError(f"endpoint refused by the portal: {exc.message}", attempt)
@@ -118,7 +191,7 @@ def chat_completion(
                 else:
                     raise ModelCallError(f"the endpoint refused the request: HTTP {status}: {detail}", attempt)
             except openai.APITimeoutError:
-                problems.append(f"no answer within {config.request_timeout:g} s")
+                problems.append(f"no answer within {timeout:g} s")
             except openai.APIConnectionError as exc:
                 problems.append(f"connection failed ({_scrub(type(exc.__cause__ or exc).__name__, '')})")
             except openai.OpenAIError as exc:
@@ -137,7 +210,12 @@ def chat_completion(
                     problems[-1],
                     delay,
                 )
-                sleep(delay)
+                _wait(delay, should_stop=should_stop, deadline=deadline, poll_s=poll_s)
+    except _Stopped as stop:
+        summary = f" ({', '.join(problems)})" if problems else ""
+        raise ModelCallStopped(
+            f"{stop.why} after {time.monotonic() - started_step:.0f} s and {attempt} attempt(s){summary}", attempt
+        ) from None
     finally:
         http_client.close()
     summary = ", ".join(problems)

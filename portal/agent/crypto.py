@@ -1,19 +1,21 @@
 """API keys of model endpoints, encrypted at rest with Fernet.
 
 The key comes from AGENT_FERNET_KEY (urlsafe base64 of 32 bytes; several comma-separated keys allow
-rotation: the first encrypts, all decrypt). With DEBUG on and no key set, a key derived from SECRET_KEY is
-used so a fresh clone works; production (DEBUG off) refuses to store or read a key without AGENT_FERNET_KEY.
+rotation: the first encrypts, all decrypt). With DEBUG on and no key set, a random key is made once and kept in
+the data folder (`dev-agent-fernet-key`, mode 600) so a fresh clone works; it is never derived from SECRET_KEY.
+Production (DEBUG off) refuses to store or read a key without AGENT_FERNET_KEY.
 Only the `agent` queue's model-call job decrypts (see jobs.py); nothing else needs the plain key.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
+from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+
+from portal.dev_secrets import stored_secret
 
 
 class ApiKeyUnreadable(Exception):
@@ -28,9 +30,8 @@ def _fernet() -> MultiFernet:
                 "AGENT_FERNET_KEY is required when DEBUG is off: generate one with "
                 "`python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'`"
             )
-        # Development only: derived from SECRET_KEY, so changing SECRET_KEY makes stored keys unreadable.
-        derived = hashlib.sha256(b"ptxbench-agent-api-key:" + settings.SECRET_KEY.encode()).digest()
-        raw = [base64.urlsafe_b64encode(derived).decode()]
+        stored = stored_secret(Path(settings.DATA_DIR) / "dev-agent-fernet-key", lambda: Fernet.generate_key().decode())
+        raw = [stored]
     try:
         return MultiFernet([Fernet(k.encode()) for k in raw])
     except ValueError:

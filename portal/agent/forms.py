@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 
 from evaluator.arches import ARCHES
 from portal.agent.models import ModelRun
@@ -31,9 +32,22 @@ class RunForm(forms.Form):
     target_speedup = forms.FloatField(min_value=0.01, initial=1.2, label="Target speedup")
     temperature = forms.FloatField(min_value=0.0, max_value=2.0, initial=0.7)
     max_output_tokens = forms.IntegerField(min_value=16, initial=16384, label="Max output tokens")
-    request_timeout = forms.FloatField(min_value=1.0, max_value=3600.0, initial=600.0, label="Request timeout (s)")
-    max_retries = forms.IntegerField(min_value=0, max_value=10, initial=3, label="Retries on 429/5xx/timeouts")
+    request_timeout = forms.FloatField(min_value=1.0, initial=600.0, label="Request timeout (s)")
+    max_retries = forms.IntegerField(min_value=0, initial=3, label="Retries on 429/5xx/timeouts")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        # The operator's caps (settings), read per form so a changed setting shows at once.
+        self.fields["request_timeout"] = forms.FloatField(
+            min_value=1.0,
+            max_value=settings.AGENT_REQUEST_TIMEOUT_MAX_S,
+            initial=min(600.0, settings.AGENT_REQUEST_TIMEOUT_MAX_S),
+            label="Request timeout (s)",
+        )
+        self.fields["max_retries"] = forms.IntegerField(
+            min_value=0,
+            max_value=settings.AGENT_MAX_RETRIES_MAX,
+            initial=min(3, settings.AGENT_MAX_RETRIES_MAX),
+            label="Retries on 429/5xx/timeouts",
+        )
         self.fields["tasks"].queryset = Task.objects.filter(is_active=True).order_by("group", "slug")

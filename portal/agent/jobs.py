@@ -7,8 +7,8 @@ import logging
 
 from rq import get_current_job
 
-from portal.agent import crypto, services
-from portal.agent.models import ModelRun
+from portal.agent import crypto, scheduling, services
+from portal.agent.models import ModelRun, Turn
 from portal.agent.queueing import QUEUE
 
 log = logging.getLogger(__name__)
@@ -22,8 +22,12 @@ def _reveal_api_key(run: ModelRun) -> str:
 
 
 def turn_call_model(turn_id: int) -> str:
+    user_id = Turn.objects.filter(id=turn_id).values_list("trajectory__run__user_id", flat=True).first()
     outcome = services.turn_model_step(turn_id=turn_id, reveal_api_key=_reveal_api_key)
     log.info("turn %s model step: %s", turn_id, outcome)
+    if user_id is not None and not outcome.startswith("waiting"):
+        # This step's place in the user's share is free: their next waiting step joins the back of the queue.
+        scheduling.model_steps_wake(user_id=user_id)
     return outcome
 
 

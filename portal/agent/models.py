@@ -47,6 +47,9 @@ class ModelRun(models.Model):
     turns = models.PositiveSmallIntegerField(default=8)
     trajectories_per_task = models.PositiveSmallIntegerField(default=4)
     target_speedup = models.FloatField(default=1.2)
+    # Evaluations this run may start over its life (AGENT_RUN_EVALUATION_BUDGET when it was created); None: no
+    # run budget (operators' runs from manage.py run_model / import_trajectory). The owner's budget still applies.
+    evaluation_budget = models.PositiveIntegerField(null=True, blank=True)
     state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED, db_index=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
@@ -98,6 +101,7 @@ class Trajectory(models.Model):
         MODEL_ERROR = "model_error", "Model endpoint error"
         EVALUATION_FAILED = "evaluation_failed", "Evaluation infrastructure failed"
         STEP_CRASHED = "step_crashed", "A loop step crashed repeatedly"
+        BUDGET_EXHAUSTED = "budget_exhausted", "The run's evaluation budget is used up"
         CANCELLED = "cancelled", "Cancelled"
 
     run = models.ForeignKey(ModelRun, on_delete=models.CASCADE, related_name="trajectories")
@@ -133,6 +137,7 @@ class Turn(models.Model):
     STATUS_NO_KERNEL = "NO_KERNEL"
     STATUS_MODEL_ERROR = "MODEL_ERROR"
     STATUS_EVALUATION_FAILED = "EVALUATION_FAILED"
+    STATUS_OVER_BUDGET = "OVER_BUDGET"  # the reply came, but the run's evaluation budget was used up
 
     trajectory = models.ForeignKey(Trajectory, on_delete=models.CASCADE, related_name="turns")
     index = models.PositiveSmallIntegerField()  # 0-based
@@ -157,6 +162,9 @@ class Turn(models.Model):
     job_id = models.CharField(max_length=64, blank=True)
     step_attempts = models.PositiveSmallIntegerField(default=0)
     lease_until = models.DateTimeField(null=True, blank=True)
+    # Why the model step waits in the database instead of the queue (the user's evaluation budget, or the
+    # user's other model calls: portal/agent/scheduling.py); empty when it is queued, running or past that step.
+    waiting_reason = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -6,15 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Count, Prefetch, Q, QuerySet
-from django.http import Http404
 
 from portal.agent.models import ModelRun, RunTaskMetrics, Trajectory, Turn
-
-
-def _can_see(run: ModelRun, user) -> bool:
-    if not run.is_hidden:
-        return True
-    return bool(user and user.is_authenticated and (user.is_staff or user.id == run.user_id))
+from portal.core import visibility
 
 
 def run_list(*, user=None, mine: bool = False) -> QuerySet[ModelRun]:
@@ -25,42 +19,30 @@ def run_list(*, user=None, mine: bool = False) -> QuerySet[ModelRun]:
     )
     if mine:
         return runs.filter(user=user) if user and user.is_authenticated else runs.none()
-    return runs.filter(is_hidden=False)
+    return visibility.public_runs(runs)
 
 
 def run_detail(run_id: int, *, user=None) -> ModelRun:
     turns = Turn.objects.order_by("index")
-    run = (
-        ModelRun.objects.select_related("user")
-        .prefetch_related(
-            "tasks",
-            Prefetch(
-                "trajectories",
-                queryset=Trajectory.objects.select_related("task")
-                .defer("messages")
-                .order_by("task__slug", "index")
-                .prefetch_related(Prefetch("turns", queryset=turns.defer("reply", "kernel", "feedback"))),
-            ),
-            Prefetch("metrics", queryset=RunTaskMetrics.objects.select_related("task").order_by("task__slug", "k")),
-        )
-        .filter(id=run_id)
-        .first()
+    runs = ModelRun.objects.prefetch_related(
+        "tasks",
+        Prefetch(
+            "trajectories",
+            queryset=Trajectory.objects.select_related("task")
+            .defer("messages")
+            .order_by("task__slug", "index")
+            .prefetch_related(Prefetch("turns", queryset=turns.defer("reply", "kernel", "feedback"))),
+        ),
+        Prefetch("metrics", queryset=RunTaskMetrics.objects.select_related("task").order_by("task__slug", "k")),
     )
-    if run is None or not _can_see(run, user):
-        raise Http404("no such run")
-    return run
+    return visibility.visible_run(user, run_id, runs)
 
 
 def trajectory_detail(run_id: int, trajectory_id: int, *, user=None) -> Trajectory:
-    trajectory = (
-        Trajectory.objects.select_related("run", "task")
-        .prefetch_related(Prefetch("turns", queryset=Turn.objects.select_related("evaluation").order_by("index")))
-        .filter(id=trajectory_id, run_id=run_id)
-        .first()
+    trajectories = Trajectory.objects.prefetch_related(
+        Prefetch("turns", queryset=Turn.objects.select_related("evaluation").order_by("index"))
     )
-    if trajectory is None or not _can_see(trajectory.run, user):
-        raise Http404("no such trajectory")
-    return trajectory
+    return visibility.visible_trajectory(user, run_id, trajectory_id, trajectories)
 
 
 def _iso(value) -> str | None:
@@ -128,7 +110,8 @@ def run_document(run: ModelRun) -> dict[str, Any]:
                 "trajectories": m.trajectories,
                 "correct": m.correct,
                 "correct_arch": m.correct_arch,
-                "best_speedup": m.best_speedup,
+                "speedup": m.best_speedup,  # the name every board uses (the best on the task)
+                "best_speedup": m.best_speedup,  # deprecated alias of speedup, for one release
                 "tokens": m.tokens,
                 "complete": m.complete,
             }

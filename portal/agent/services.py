@@ -21,13 +21,14 @@ from django.utils import timezone
 
 from evaluator.arches import ARCHES
 from portal.accounts.services import user_is_banned
-from portal.agent import crypto, metrics, prompts, queueing
+from portal.agent import crypto, metrics, prompts, queueing, scheduling
 from portal.agent.client import EndpointConfig, ModelCallError, ModelReply, chat_completion
 from portal.agent.extract import extract_kernel
 from portal.agent.feedback import NO_KERNEL, TRUNCATED, infrastructure_feedback, verdict_feedback
 from portal.agent.models import METRIC_KS, ModelRun, RunTaskMetrics, Trajectory, Turn
 from portal.agent.ssrf import Allowlist, EndpointRefused, check_endpoint_url
 from portal.catalog.models import KnowledgePack, Task
+from portal.submissions import quotas
 from portal.submissions.models import Evaluation, Submission
 from portal.submissions.services import SubmissionRefused, submission_create
 
@@ -37,10 +38,15 @@ log = logging.getLogger(__name__)
 class RunRefused(Exception):
     """The run request is invalid or over a limit. `status` is the HTTP status an API answers with."""
 
-    def __init__(self, message: str, status: int = 400) -> None:
+    def __init__(self, message: str, status: int = 400, *, retry_after: int | None = None, resets_at=None) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
+        self.retry_after = retry_after  # seconds, for a 429: the API's Retry-After
+        self.resets_at = resets_at
+
+    def body(self) -> dict:
+        return quotas.quota_error_body(self.message, self.retry_after, self.resets_at)
 
 
 @dataclass(frozen=True)
@@ -95,8 +101,8 @@ def run_create(*, user: User, request: RunRequest, check_limits: bool = True) ->
     _bounded("target speedup", request.target_speedup, 0.01, 1000.0)
     _bounded("temperature", request.temperature, 0.0, 2.0)
     _bounded("max output tokens", request.max_output_tokens, 16, 1_000_000)
-    _bounded("request timeout (seconds)", request.request_timeout, 1.0, 3600.0)
-    _bounded("retries", request.max_retries, 0, 10)
+    _bounded("request timeout (seconds)", request.request_timeout, 1.0, settings.AGENT_REQUEST_TIMEOUT_MAX_S)
+    _bounded("retries", request.max_retries, 0, settings.AGENT_MAX_RETRIES_MAX)
     slugs = list(dict.fromkeys(s.strip() for s in request.task_slugs if s.strip()))
     if not slugs:
         raise RunRefused("choose at least one task")
@@ -106,6 +112,12 @@ def run_create(*, user: User, request: RunRequest, check_limits: bool = True) ->
     missing = sorted(set(slugs) - {t.slug for t in tasks})
     if missing:
         raise RunRefused(f"unknown, retired or not targeting {request.arch}: {', '.join(missing)}")
+    needed = len(tasks) * request.trajectories_per_task
+    if check_limits and needed > settings.AGENT_RUN_EVALUATION_BUDGET:
+        raise RunRefused(
+            f"{len(tasks)} tasks × {request.trajectories_per_task} trajectories need at least {needed} evaluations; "
+            f"a run may start at most {settings.AGENT_RUN_EVALUATION_BUDGET}: choose fewer tasks or trajectories"
+        )
 
     with transaction.atomic():
         if check_limits:
@@ -126,6 +138,7 @@ def run_create(*, user: User, request: RunRequest, check_limits: bool = True) ->
             turns=request.turns,
             trajectories_per_task=request.trajectories_per_task,
             target_speedup=request.target_speedup,
+            evaluation_budget=settings.AGENT_RUN_EVALUATION_BUDGET if check_limits else None,
         )
         run.tasks.set(tasks)
         first_turns = []
@@ -135,27 +148,41 @@ def run_create(*, user: User, request: RunRequest, check_limits: bool = True) ->
                 trajectory = Trajectory.objects.create(run=run, task=task, index=index, messages=opening)
                 first_turns.append(Turn.objects.create(trajectory=trajectory, index=0))
             metrics_refresh(run=run, task=task)
-        for turn in first_turns:
-            _enqueue_model_step_on_commit(turn)
+        scheduling.model_steps_schedule(user_id=user.id, turns=first_turns)
     log.info("run %s created: %s on %s, %d tasks", run.id, run.display_name, run.arch, len(tasks))
     return run
 
 
 def _check_limits(user: User) -> None:
+    now = timezone.now()
     active = ModelRun.objects.filter(user=user, state__in=ModelRun.ACTIVE_STATES).count()
     if active >= settings.AGENT_MAX_ACTIVE_RUNS:
         raise RunRefused(
             f"{active} of your model runs are still queued or running (limit {settings.AGENT_MAX_ACTIVE_RUNS}); "
             "wait for one to finish or cancel it",
             429,
+            retry_after=quotas.ACTIVE_RETRY_SECONDS,
+            resets_at=now + timedelta(seconds=quotas.ACTIVE_RETRY_SECONDS),
         )
-    since = timezone.now() - timedelta(days=1)
-    recent = ModelRun.objects.filter(user=user, created_at__gte=since).count()
-    if recent >= settings.AGENT_RUNS_PER_DAY:
+    recent = ModelRun.objects.filter(user=user, created_at__gte=now - timedelta(days=1))
+    if recent.count() >= settings.AGENT_RUNS_PER_DAY:
+        resets_at = recent.order_by("created_at").values_list("created_at", flat=True).first() + timedelta(days=1)
         raise RunRefused(
-            f"daily limit reached: {recent} model runs in the last 24 hours (limit {settings.AGENT_RUNS_PER_DAY})",
+            f"daily limit reached: {recent.count()} model runs in the last 24 hours "
+            f"(limit {settings.AGENT_RUNS_PER_DAY}); one more may start at {resets_at:%Y-%m-%d %H:%M} UTC",
             429,
+            retry_after=int((resets_at - now).total_seconds()) + 1,
+            resets_at=resets_at,
         )
+
+
+def _run_budget_used_up(run: ModelRun) -> bool:
+    return run.evaluation_budget is not None and run_evaluations_used(run.id) >= run.evaluation_budget
+
+
+def run_evaluations_used(run_id: int) -> int:
+    """Evaluations this run has started (its turns that were submitted)."""
+    return Turn.objects.filter(trajectory__run_id=run_id).exclude(evaluation=None).count()
 
 
 def opening_messages(*, run: ModelRun, task: Task) -> list[dict]:
@@ -203,6 +230,7 @@ def run_cancel(*, run: ModelRun, reason: str = "cancelled by its owner") -> bool
         )
         for task in run.tasks.all():
             metrics_refresh(run=run, task=task)
+    scheduling.model_steps_wake(user_id=run.user_id)  # the places its model steps held go to the user's others
     return True
 
 
@@ -238,7 +266,7 @@ def run_import(
             for i, reply in enumerate(replies)
         ]
         metrics_refresh(run=run, task=task)
-        _enqueue_model_step_on_commit(turns[0])
+        scheduling.model_steps_schedule(user_id=user.id, turns=[turns[0]])
     return run
 
 
@@ -249,28 +277,22 @@ def run_hide(*, run: ModelRun, reason: str) -> None:
 # --------------------------------------------------------------------------- step 1: the model call
 
 
-def _enqueue_model_step_on_commit(turn: Turn) -> None:
-    def enqueue() -> None:
-        job_id = queueing.enqueue_model_step(turn)
-        Turn.objects.filter(id=turn.id).update(job_id=job_id)
-
-    transaction.on_commit(enqueue)
-
-
 def _lease_seconds(run: ModelRun) -> float:
-    attempts = run.max_retries + 1
-    return attempts * run.request_timeout + run.max_retries * settings.AGENT_RETRY_BACKOFF_CAP_S + 120
+    # The step ends within its wall-clock cap (the client enforces it); the margin covers storing the reply.
+    return settings.AGENT_CALL_WALL_MAX_S + 120
 
 
 def endpoint_config(run: ModelRun, api_key: str) -> EndpointConfig:
+    """The run's endpoint settings, capped by the operator's maxima whatever the run asked for (older runs
+    may hold larger values than today's form admits)."""
     return EndpointConfig(
         base_url=run.base_url,
         model=run.model,
         api_key=api_key,
         temperature=run.temperature,
         max_output_tokens=run.max_output_tokens,
-        request_timeout=run.request_timeout,
-        max_retries=run.max_retries,
+        request_timeout=min(run.request_timeout, settings.AGENT_REQUEST_TIMEOUT_MAX_S),
+        max_retries=min(run.max_retries, settings.AGENT_MAX_RETRIES_MAX),
         backoff_base_s=settings.AGENT_RETRY_BACKOFF_S,
         backoff_cap_s=settings.AGENT_RETRY_BACKOFF_CAP_S,
     )
@@ -278,17 +300,29 @@ def endpoint_config(run: ModelRun, api_key: str) -> EndpointConfig:
 
 def turn_model_step(*, turn_id: int, reveal_api_key, call=chat_completion) -> str:
     """Call the model for a turn (unless its reply is already stored), then submit the kernel it wrote.
-    `reveal_api_key(run)` gives the plain key; only the agent job passes one. Returns what happened."""
+    `reveal_api_key(run)` gives the plain key; only the agent job passes one. Returns what happened; an outcome
+    starting with "waiting" means the step is parked in the database (portal/agent/scheduling.py)."""
     turn = Turn.objects.select_related("trajectory__run", "trajectory__task").filter(id=turn_id).first()
     if turn is None or turn.state != Turn.State.CALLING_MODEL:
         return "nothing to do"
     trajectory, run = turn.trajectory, turn.trajectory.run
     if run.state not in ModelRun.ACTIVE_STATES or trajectory.state != Trajectory.State.RUNNING:
         return "run or trajectory no longer running"
+    if turn.waiting_reason:
+        return "waiting: not woken yet"  # a stale job of a parked step; its wake-up queues a new one
     ModelRun.objects.filter(id=run.id, state=ModelRun.State.QUEUED).update(
         state=ModelRun.State.RUNNING, started_at=timezone.now()
     )
     if turn.replied_at is None:
+        # Budgets before the call, so no model is asked for a kernel nobody may evaluate.
+        if _run_budget_used_up(run):
+            _trajectory_out_of_budget(turn, unstarted=True)
+            return "run budget used up"
+        try:
+            quotas.evaluation_quota_check(run.user)
+        except quotas.QuotaExceeded as exc:
+            scheduling.turn_wait(turn, exc.message)
+            return f"waiting: {exc.message}"
         now = timezone.now()
         claimed = (
             Turn.objects.filter(id=turn.id, state=Turn.State.CALLING_MODEL, replied_at__isnull=True)
@@ -309,7 +343,14 @@ def turn_model_step(*, turn_id: int, reveal_api_key, call=chat_completion) -> st
             return "step crashed too often"
         try:
             messages = list(trajectory.messages)
-            reply = call(endpoint_config(run, reveal_api_key(run)), messages, allowlist=_allowlist())
+            reply = call(
+                endpoint_config(run, reveal_api_key(run)),
+                messages,
+                allowlist=_allowlist(),
+                should_stop=lambda: _call_should_stop(run.id, trajectory.id),
+                wall_clock_s=settings.AGENT_CALL_WALL_MAX_S,
+                poll_s=settings.AGENT_CANCEL_POLL_S,
+            )
         except crypto.ApiKeyUnreadable as exc:
             _turn_fail(
                 turn, status=Turn.STATUS_MODEL_ERROR, reason=str(exc), stop_reason=Trajectory.StopReason.MODEL_ERROR
@@ -333,6 +374,33 @@ def _allowlist() -> Allowlist:
     return Allowlist.parse(settings.AGENT_ENDPOINT_ALLOWLIST)
 
 
+def _call_should_stop(run_id: int, trajectory_id: int) -> bool:
+    """Asked while a model call is in flight: the run was cancelled or the trajectory stopped."""
+    return not Trajectory.objects.filter(
+        id=trajectory_id, state=Trajectory.State.RUNNING, run__state__in=ModelRun.ACTIVE_STATES
+    ).exists()
+
+
+def _trajectory_out_of_budget(turn: Turn, *, unstarted: bool) -> None:
+    """Stop a trajectory whose run has started all the evaluations it may. An unstarted turn is removed (it
+    never happened); a turn whose reply came is kept, marked as not evaluated."""
+    budget = turn.trajectory.run.evaluation_budget
+    message = f"the run's evaluation budget ({budget} evaluations) is used up"
+    with transaction.atomic():
+        if unstarted:
+            Turn.objects.filter(id=turn.id, state=Turn.State.CALLING_MODEL, replied_at__isnull=True).delete()
+        else:
+            Turn.objects.filter(id=turn.id, state=Turn.State.CALLING_MODEL).update(
+                state=Turn.State.DONE,
+                status=Turn.STATUS_OVER_BUDGET,
+                error=message,
+                lease_until=None,
+                finished_at=timezone.now(),
+            )
+        trajectory = Trajectory.objects.select_for_update().select_related("run", "task").get(id=turn.trajectory_id)
+        _trajectory_stop(trajectory, Trajectory.StopReason.BUDGET_EXHAUSTED, f"before turn {turn.index}: {message}")
+
+
 def _turn_store_reply(turn: Turn, reply: ModelReply) -> bool:
     stored = Turn.objects.filter(id=turn.id, state=Turn.State.CALLING_MODEL, replied_at__isnull=True).update(
         reply=reply.content,
@@ -354,6 +422,11 @@ def _turn_submit(turn_id: int) -> str:
         turn = Turn.objects.select_for_update().select_related("trajectory__run", "trajectory__task").get(id=turn_id)
         if turn.state != Turn.State.CALLING_MODEL or turn.replied_at is None:
             return "already submitted"
+        # The run's row is the lock that keeps its trajectories from overrunning its budget together.
+        run = ModelRun.objects.select_for_update().get(id=turn.trajectory.run_id)
+        if _run_budget_used_up(run):
+            _trajectory_out_of_budget(turn, unstarted=False)
+            return "run budget used up"
         trajectory = Trajectory.objects.select_for_update().select_related("run", "task").get(id=turn.trajectory_id)
         run = trajectory.run
         # The reply joins the conversation here, once: a turn's reply is the conversation's (index+1)-th
@@ -379,6 +452,10 @@ def _turn_submit(turn_id: int) -> str:
                 force=True,
             )
         except SubmissionRefused as exc:
+            if exc.status == 429:
+                # The user's evaluation budget is spent: the reply stays stored and the turn waits its turn.
+                scheduling.turn_wait(turn, exc.message)
+                return f"waiting: {exc.message}"
             turn.kernel = extraction.kernel
             if exc.status == 403:
                 turn.state = Turn.State.FAILED
@@ -431,8 +508,9 @@ def _turn_fail(turn: Turn, *, status: str, reason: str, stop_reason: str, attemp
 def turn_verdict_step(*, turn_id: int) -> str:
     """Record the evaluation of a turn, answer with feedback, and start the next turn or stop."""
     with transaction.atomic():
+        # Only the turn's row: PostgreSQL cannot lock the nullable side of the outer join to its evaluation.
         turn = (
-            Turn.objects.select_for_update()
+            Turn.objects.select_for_update(of=("self",))
             .select_related("trajectory__run", "trajectory__task", "evaluation")
             .filter(id=turn_id)
             .first()
@@ -493,7 +571,7 @@ def _advance(turn: Turn) -> None:
         # Imported trajectories come with their later turns (and replies) already stored.
         next_turn = Turn.objects.filter(trajectory=trajectory, index=turn.index + 1).first()
         next_turn = next_turn or Turn.objects.create(trajectory=trajectory, index=turn.index + 1)
-        _enqueue_model_step_on_commit(next_turn)
+        scheduling.model_steps_schedule(user_id=run.user_id, turns=[next_turn])
         metrics_refresh(run=run, task=trajectory.task)
 
 
@@ -573,6 +651,10 @@ def evaluation_finished_received(*, evaluation_id: str) -> None:
         "id", flat=True
     ):
         queueing.enqueue_verdict_step(turn_id)
+    # A place in the user's evaluation budget opened: model steps waiting for it may go.
+    user_id = Evaluation.objects.filter(id=evaluation_id).values_list("submission__user_id", flat=True).first()
+    if user_id is not None:
+        scheduling.model_steps_wake(user_id=user_id)
 
 
 def agent_reconcile(*, now=None) -> dict[str, int]:
@@ -581,7 +663,9 @@ def agent_reconcile(*, now=None) -> dict[str, int]:
     the signal reaching us get their verdict step; runs whose trajectories all stopped are finished."""
     now = now or timezone.now()
     counts = {"model_steps": 0, "verdict_steps": 0, "runs_finished": 0}
-    calling = Turn.objects.filter(state=Turn.State.CALLING_MODEL, trajectory__state=Trajectory.State.RUNNING)
+    calling = Turn.objects.filter(
+        state=Turn.State.CALLING_MODEL, trajectory__state=Trajectory.State.RUNNING, waiting_reason=""
+    )
     for turn in calling.select_related("trajectory__run"):
         if turn.lease_until is not None and turn.lease_until > now:
             continue  # a live worker is (presumably) waiting on the model
@@ -594,7 +678,7 @@ def agent_reconcile(*, now=None) -> dict[str, int]:
                 id=turn.id, state=Turn.State.CALLING_MODEL, lease_until=turn.lease_until
             ).update(lease_until=None)
             if released:
-                _enqueue_model_step_on_commit(turn)
+                scheduling.enqueue_on_commit(turn)
                 counts["model_steps"] += 1
     evaluating = Turn.objects.filter(
         state=Turn.State.EVALUATING,
@@ -609,4 +693,5 @@ def agent_reconcile(*, now=None) -> dict[str, int]:
         counts["verdict_steps"] += 1
     for run_id in ModelRun.objects.filter(state__in=ModelRun.ACTIVE_STATES).values_list("id", flat=True):
         counts["runs_finished"] += run_finish_if_complete(run_id=run_id)
+    counts["woken"] = sum(scheduling.model_steps_wake(user_id=u) for u in scheduling.users_waiting())
     return counts

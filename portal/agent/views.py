@@ -8,12 +8,13 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from portal.agent import selectors, services
+from portal.agent import budget, selectors, services
 from portal.agent.forms import RunForm
 from portal.agent.models import Turn
 from portal.agent.services import RunRefused, RunRequest
 from portal.agent.trajectories import trajectory_export
-from portal.core.api import api_endpoint, json_error, read_json
+from portal.core import schema
+from portal.core.api import api_endpoint, json_error, json_refusal, read_json
 
 
 def run_list(request: HttpRequest) -> HttpResponse:
@@ -75,6 +76,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "trajectories": run.trajectories.all(),
             "metrics_by_task": metrics_by_task,
             "document": document,
+            "budget": budget.run_budget(run, viewer=request.user),
         },
     )
 
@@ -123,33 +125,30 @@ def trajectory_download(request: HttpRequest, run_id: int, trajectory_id: int) -
 
 # --------------------------------------------------------------------------- JSON API
 
-_RUN_FIELDS = {
-    "base_url": str,
-    "model": str,
-    "display_name": str,
-    "api_key": str,
-    "arch": str,
-    "pack": str,
-    "turns": int,
-    "trajectories_per_task": int,
-    "target_speedup": (int, float),
-    "temperature": (int, float),
-    "max_output_tokens": int,
-    "request_timeout": (int, float),
-    "max_retries": int,
-}
+# The JSON body of POST /api/v1/runs (docs/agent.md), declared once and checked by portal/core/schema.py.
+RUN_INPUT = (
+    schema.Field("base_url", (str,), required=True, max_length=2000),
+    schema.Field("model", (str,), required=True, max_length=200),
+    schema.Field("arch", (str,), required=True, max_length=16),
+    schema.Field("tasks", (list, str), required=True, max_length=10_000),
+    schema.Field("display_name", (str,), max_length=200),
+    schema.Field("api_key", (str,), max_length=10_000),
+    schema.Field("pack", (str,), max_length=64),
+    schema.Field("turns", (int,)),
+    schema.Field("trajectories_per_task", (int,)),
+    schema.Field("target_speedup", (int, float)),
+    schema.Field("temperature", (int, float)),
+    schema.Field("max_output_tokens", (int,)),
+    schema.Field("request_timeout", (int, float)),
+    schema.Field("max_retries", (int,)),
+)
 
 
 def _run_request(data: dict) -> RunRequest:
-    unknown = sorted(set(data) - set(_RUN_FIELDS) - {"tasks"})
-    if unknown:
-        raise RunRefused(f"unknown field(s): {', '.join(unknown)}")
-    for name, kind in _RUN_FIELDS.items():
-        if name in data and (not isinstance(data[name], kind) or isinstance(data[name], bool)):
-            raise RunRefused(f"field '{name}' has the wrong type")
-    for required in ("base_url", "model", "arch", "tasks"):
-        if required not in data:
-            raise RunRefused(f"field '{required}' is required")
+    try:
+        schema.validate(data, RUN_INPUT)
+    except schema.SchemaError as exc:
+        raise RunRefused(str(exc)) from None
     tasks = data["tasks"]
     if isinstance(tasks, str):
         tasks = tasks.split(",")
@@ -181,7 +180,7 @@ def api_runs(request: HttpRequest) -> JsonResponse:
     except ValueError as exc:
         return json_error(str(exc), 400)
     except RunRefused as exc:
-        return json_error(exc.message, exc.status)
+        return json_refusal(exc.body(), exc.status, exc.retry_after)
     document = selectors.run_document(selectors.run_detail(run.id, user=request.api_user))
     response = JsonResponse(document, status=201)
     response["Location"] = f"/api/v1/runs/{run.id}"
@@ -197,6 +196,7 @@ def api_run(request: HttpRequest, run_id: int) -> JsonResponse:
         return json_error("no such run", 404)
     document = selectors.run_document(run)
     document["final"] = not run.is_active
+    document["evaluation_budget"] = budget.run_budget(run, viewer=viewer)
     document["running_turns"] = sum(
         1
         for t in document["trajectories"]

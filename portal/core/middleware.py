@@ -1,12 +1,23 @@
-"""Refuse oversized request bodies before Django reads them (file uploads have no built-in cap)."""
+"""Request-size limit, JSON errors under /api/, and the CSP header."""
 
 from __future__ import annotations
 
+import logging
+
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOperation
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+
+log = logging.getLogger(__name__)
+
+API_PREFIX = "/api/"
+# Headers an error response keeps when it is rewritten as JSON.
+_KEPT_HEADERS = ("Allow", "Retry-After", "WWW-Authenticate")
 
 
 class RequestSizeLimitMiddleware:
+    """Refuse oversized request bodies before Django reads them (file uploads have no built-in cap)."""
+
     def __init__(self, get_response):
         self.get_response = get_response
 
@@ -36,3 +47,32 @@ class ContentSecurityPolicyMiddleware:
         response.setdefault("Content-Security-Policy", settings.CONTENT_SECURITY_POLICY)
         response.setdefault("Cross-Origin-Opener-Policy", "same-origin")
         return response
+
+
+class ApiErrorsMiddleware:
+    """Under /api/ every error is {"error": "..."} JSON: an unhandled exception becomes a JSON 500 without a
+    traceback (logged here, DEBUG or not), and Django's own HTML error pages (unknown path, 404 raised by a
+    lookup) are answered as JSON with the same status."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if not request.path.startswith(API_PREFIX) or response.status_code < 400:
+            return response
+        if response.get("Content-Type", "").startswith("application/json"):
+            return response
+        rewritten = JsonResponse({"error": (response.reason_phrase or "error").lower()}, status=response.status_code)
+        for header in _KEPT_HEADERS:
+            if header in response:
+                rewritten[header] = response[header]
+        return rewritten
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not request.path.startswith(API_PREFIX):
+            return None
+        if isinstance(exception, Http404 | PermissionDenied | BadRequest | SuspiciousOperation):
+            return None  # Django answers these with their status; __call__ makes that answer JSON
+        log.error("unhandled exception in %s %s", request.method, request.path, exc_info=exception)
+        return JsonResponse({"error": "internal server error (logged for the operators)"}, status=500)

@@ -9,8 +9,9 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from portal.core import serializers
 from portal.core.api import api_endpoint, json_error
-from portal.leaderboard import charts, downloads, evidence, selectors
+from portal.leaderboard import charts, downloads, evidence, ranking, selectors
 from portal.leaderboard.cache import Generation
 from portal.leaderboard.selectors import BadQuery, BoardQuery
 from portal.submissions.models import Evaluation
@@ -53,10 +54,17 @@ def kernels(request: HttpRequest) -> HttpResponse:
         query = _parse(request, gen, task_required=True)
     except BadQuery as exc:
         return json_error(str(exc), 400)
+    try:
+        show_all = selectors.parse_show(request.GET)
+    except BadQuery as exc:
+        return json_error(str(exc), 400)
     rows = selectors.kernel_board(gen, task=query.task, arch=query.arch, gpu=query.gpu)
-    records = [downloads.kernel_record(r) for r in rows]
+    records = [serializers.kernel_entry(r) for r in ranking.visible_rows(rows, show_all=show_all)]
     query = BoardQuery(arch=query.arch, task=query.task, k=query.k, gpu=query.gpu, sort="-speedup")
-    return _table(request, name="kernels", query=query, records=records, columns=downloads.KERNEL_COLUMNS, extra={})
+    extra = {"show": "all" if show_all else "verified"}
+    return _table(
+        request, name="kernels", query=query, records=records, columns=list(serializers.KERNEL_FIELDS), extra=extra
+    )
 
 
 @api_endpoint(methods=("GET",), auth=False)
@@ -82,32 +90,49 @@ def _models_off() -> HttpResponse:
     return json_error("model runs are not enabled on this portal", 404)
 
 
-@api_endpoint(methods=("GET",), auth=False)
-def models(request: HttpRequest) -> HttpResponse:
+def _per_run(request: HttpRequest) -> bool:
+    per = request.GET.get("per") or "model"
+    if per not in ("model", "run"):
+        raise BadQuery(f"per must be 'model' or 'run', not {per!r}")
+    return per == "run"
+
+
+def _model_table(request: HttpRequest, *, name: str, task_required: bool) -> HttpResponse:
+    """One row per model and GPU model (its runs under `runs`), or with per=run one row per run."""
     if not selectors.models_available():
         return _models_off()
     gen = Generation()
     try:
-        query = _parse(request, gen, task_required=True)
+        query = _parse(request, gen, task_required=task_required)
+        per_run = _per_run(request)
     except BadQuery as exc:
         return json_error(str(exc), 400)
-    records = [downloads.model_record(r) for r in selectors.model_board(gen, query)]
-    return _table(request, name="models", query=query, records=records, columns=downloads.MODEL_COLUMNS, extra={})
+    if name == "summary":
+        query = BoardQuery(arch=query.arch, task="", k=query.k, gpu=query.gpu, sort=query.sort)
+    extra: dict[str, Any] = {"per": "run" if per_run else "model"}
+    if not query.task:
+        extra["tasks"] = selectors.tasks_for_arch(gen, query.arch)
+    if per_run:
+        runs = selectors.model_board(gen, query) if query.task else selectors.model_summary(gen, query)
+        records = [serializers.run_entry(r) for r in runs]
+        columns = list(records[0]) if records else list(serializers.RUN_FIELDS)
+    else:
+        csv_wanted = request.GET.get("format") == "csv"
+        records = [serializers.model_entry(g, with_runs=not csv_wanted) for g in selectors.model_groups(gen, query)]
+        columns = list(serializers.MODEL_FIELDS)
+    return _table(request, name=name, query=query, records=records, columns=columns, extra=extra)
+
+
+@api_endpoint(methods=("GET",), auth=False)
+def models(request: HttpRequest) -> HttpResponse:
+    """The model board: one task (task given) or the summary across tasks (no task)."""
+    return _model_table(request, name="models", task_required=False)
 
 
 @api_endpoint(methods=("GET",), auth=False)
 def summary(request: HttpRequest) -> HttpResponse:
-    if not selectors.models_available():
-        return _models_off()
-    gen = Generation()
-    try:
-        query = _parse(request, gen, task_required=False)
-    except BadQuery as exc:
-        return json_error(str(exc), 400)
-    query = BoardQuery(arch=query.arch, task="", k=query.k, gpu=query.gpu, sort=query.sort)
-    records = [downloads.summary_record(r) for r in selectors.model_summary(gen, query)]
-    extra = {"tasks": selectors.tasks_for_arch(gen, query.arch)}
-    return _table(request, name="summary", query=query, records=records, columns=downloads.SUMMARY_COLUMNS, extra=extra)
+    """The model board across tasks (the same as /models without a task)."""
+    return _model_table(request, name="summary", task_required=False)
 
 
 @api_endpoint(methods=("GET",), auth=False)

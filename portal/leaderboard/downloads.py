@@ -10,12 +10,9 @@ import json
 import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from django.http import HttpResponse
-
-from portal.leaderboard.ranking import KernelRow, ModelRow, SummaryRow
 
 MANIFEST_NAME = "MANIFEST.json"
 
@@ -78,132 +75,6 @@ def environment_of(verdict: dict[str, Any] | None) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- tables
-
-KERNEL_COLUMNS = [
-    "rank",
-    "reference",
-    "name",
-    "submitter",
-    "arch_status",
-    "badge",
-    "speedup",
-    "speedup_ci_low",
-    "speedup_ci_high",
-    "tflops",
-    "peak_fraction",
-    "gpu_name",
-    "finished_at",
-    "evaluation_id",
-    "submission_id",
-    "source_sha256",
-]
-MODEL_COLUMNS = [
-    "run_id",
-    "model",
-    "model_id",
-    "submitted_by",
-    "created_at",
-    "gpu_name",
-    "task",
-    "k",
-    "trajectories",
-    "correct",
-    "correct_arch",
-    "correct_rate",
-    "correct_arch_rate",
-    "best_speedup",
-    "tokens",
-    "complete",
-]
-SUMMARY_COLUMNS = [
-    "run_id",
-    "model",
-    "model_id",
-    "submitted_by",
-    "created_at",
-    "gpu_name",
-    "k",
-    "tasks",
-    "tasks_solved",
-    "geomean_speedup",
-    "mean_correct",
-    "mean_correct_arch",
-    "correct",
-    "correct_arch",
-    "trajectories",
-    "tokens",
-    "complete",
-]
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z") if value else None
-
-
-def kernel_record(row: KernelRow) -> dict[str, Any]:
-    return {
-        "rank": row.rank,
-        "reference": row.is_reference,
-        "name": row.name,
-        "submitter": row.submitter,
-        "arch_status": row.arch_status,
-        "badge": row.badge,
-        "speedup": row.speedup,
-        "speedup_ci_low": row.speedup_ci_low,
-        "speedup_ci_high": row.speedup_ci_high,
-        "tflops": row.tflops,
-        "peak_fraction": row.peak_fraction,
-        "gpu_name": row.gpu_name,
-        "finished_at": _iso(row.finished_at),
-        "evaluation_id": row.evaluation_id,
-        "submission_id": row.submission_id,
-        "source_sha256": row.source_sha256,
-    }
-
-
-def _run_fields(row: ModelRow | SummaryRow) -> dict[str, Any]:
-    """The model run a model-board or summary row belongs to."""
-    return {
-        "run_id": row.run_id,
-        "model": row.model,
-        "model_id": row.model_id,
-        "submitted_by": row.submitted_by,
-        "created_at": _iso(row.created_at),
-        "gpu_name": row.gpu_name,
-    }
-
-
-def model_record(row: ModelRow) -> dict[str, Any]:
-    return {
-        **_run_fields(row),
-        "task": row.task,
-        "k": row.k,
-        "trajectories": row.trajectories,
-        "correct": row.correct,
-        "correct_arch": row.correct_arch,
-        "correct_rate": row.correct_rate,
-        "correct_arch_rate": row.arch_rate,
-        "best_speedup": row.best_speedup,
-        "tokens": row.tokens,
-        "complete": row.complete,
-    }
-
-
-def summary_record(row: SummaryRow) -> dict[str, Any]:
-    return {
-        **_run_fields(row),
-        "k": row.k,
-        "tasks": row.tasks,
-        "tasks_solved": row.tasks_solved,
-        "geomean_speedup": row.geomean_speedup,
-        "mean_correct": row.mean_correct,
-        "mean_correct_arch": row.mean_correct_arch,
-        "correct": row.correct,
-        "correct_arch": row.correct_arch,
-        "trajectories": row.trajectories,
-        "tokens": row.tokens,
-        "complete": row.complete,
-    }
 
 
 def _csv_cell(value: Any) -> Any:

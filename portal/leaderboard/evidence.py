@@ -1,4 +1,4 @@
-"""Reads and builders for the evidence downloads: who may see an evaluation, its artifacts checked against
+"""Builders for the evidence downloads (who may see what: portal/core/visibility.py): artifacts checked against
 their sha256, zip bundles per submission or model run, trajectories as JSON, traces as JSONL."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from decimal import Decimal
 from typing import Any
 
 from django.db.models import Model
-from django.http import Http404
 
+from portal.core import serializers
 from portal.leaderboard.downloads import BundleFile, build_bundle, checked, environment_of, to_jsonl, trace_lines
 from portal.submissions import artifacts as artifact_store
 from portal.submissions.models import Artifact, Evaluation, Submission
@@ -20,39 +20,6 @@ from portal.submissions.models import Artifact, Evaluation, Submission
 _SECRET_WORDS = ("secret", "password", "api_key", "apikey", "credential")
 # The endpoint URL may carry credentials in its path or query: bundles show only its host, as pages do.
 _RUN_OMITTED = ("base_url",)
-
-
-def _is_staff(user) -> bool:
-    return bool(getattr(user, "is_staff", False))
-
-
-def _banned(user) -> bool:
-    profile = getattr(user, "profile", None) if user is not None else None
-    return bool(profile and profile.is_banned)
-
-
-def visible_submission(viewer, submission_id: int) -> Submission:
-    """The submission, or 404 when it is hidden or its author is banned (staff still see it, for audit)."""
-    submission = Submission.objects.select_related("task", "user", "user__profile").filter(id=submission_id).first()
-    if submission is None or (not _is_staff(viewer) and (submission.is_hidden or _banned(submission.user))):
-        raise Http404("no such submission")
-    return submission
-
-
-def visible_evaluation(viewer, evaluation_id: uuid.UUID | str) -> Evaluation:
-    evaluation = (
-        Evaluation.objects.select_related("submission__task", "submission__user", "submission__user__profile")
-        .filter(id=evaluation_id)
-        .first()
-    )
-    if evaluation is None:
-        raise Http404("no such evaluation")
-    submission = evaluation.submission
-    if not _is_staff(viewer) and (submission.is_hidden or _banned(submission.user)):
-        raise Http404("no such evaluation")
-    if not _is_staff(viewer) and evaluation.purpose == Evaluation.Purpose.HIDDEN:
-        raise Http404("no such evaluation")  # a ranked check is public only as pass/fail
-    return evaluation
 
 
 def artifact_bytes(artifact: Artifact) -> bytes:
@@ -100,13 +67,7 @@ def _evaluation_meta(evaluation: Evaluation) -> dict[str, Any]:
     return {
         "id": str(evaluation.id),
         "state": evaluation.state,
-        "status": evaluation.status,
-        "arch_status": evaluation.arch_status,
-        "arch_full": evaluation.arch_full,
-        "speedup": evaluation.speedup,
-        "speedup_ci95": [evaluation.speedup_ci_low, evaluation.speedup_ci_high],
-        "tflops": evaluation.tflops,
-        "peak_fraction": evaluation.peak_fraction,
+        **serializers.measurement(evaluation, arch=evaluation.submission.arch),
         "review_state": evaluation.review_state,
         "finished_at": evaluation.finished_at,
         "evaluator_version": evaluation.evaluator_version,
@@ -166,15 +127,6 @@ def record_fields(obj: Model) -> dict[str, Any]:
             continue
         out[f.attname] = _plain(f.value_from_object(obj))
     return out
-
-
-def visible_run(viewer, run_id: int):
-    from portal.agent.models import ModelRun
-
-    run = ModelRun.objects.select_related("user", "user__profile").filter(id=run_id).first()
-    if run is None or (not _is_staff(viewer) and (run.is_hidden or _banned(run.user))):
-        raise Http404("no such run")
-    return run
 
 
 def _trajectories(run) -> list:

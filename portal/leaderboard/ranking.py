@@ -19,6 +19,86 @@ TURN_LIMITS = (1, 4, 8)  # the k a model leaderboard can be read at
 # --------------------------------------------------------------------------- kernels
 
 
+# --------------------------------------------------------------------------- one vocabulary
+
+# The architecture check's states, in board order: the evaluator's own words (evaluator/verdict.py ArchStatus,
+# docs/verdict.md) are the one vocabulary of every page, the API and CSV; "" (no arch check recorded) reads as
+# not_requested. Only `verified` ranks; the others are grouped behind ?show=all in this order.
+ARCH_STATES = ("verified", "token", "not_executed", "absent", "not_requested", "profile_error")
+RANKED_STATE = "verified"
+
+# What each state means, for legends and tooltips.
+ARCH_STATE_MEANING = {
+    "verified": "the target instructions executed and did the work",
+    "token": "the target instructions executed but did little of the work",
+    "not_executed": "the target instructions are in the binary but never executed",
+    "absent": "no target instruction in the binary",
+    "not_requested": "the instruction check was not run",
+    "profile_error": "the instruction check could not profile the kernel",
+}
+
+# How the target families read in sentences ("correct, but wgmma/TMA never executed").
+_FAMILY_WORDS = {"gmma": "wgmma", "tma": "TMA", "tcgen05": "tcgen05"}
+
+_FAILURE_PHRASES = {
+    "INCORRECT_NUMERICAL": "incorrect: wrong values",
+    "INCORRECT_SHAPE": "incorrect: wrong output shape",
+    "INCORRECT_DTYPE": "incorrect: wrong output dtype",
+    "RUNTIME_ERROR": "incorrect: runtime error",
+    "TIMEOUT": "incorrect: timed out",
+    "COMPILE_ERROR": "incorrect: did not compile",
+    "POLICY_REJECTED": "rejected by the source policy",
+    "STATIC_ONLY": "compiled only: correctness not checked",
+}
+
+
+def arch_state(arch_status: str | None) -> str:
+    """The one-vocabulary word for a recorded arch status (unknown or empty: not_requested)."""
+    return arch_status if arch_status in ARCH_STATES else "not_requested"
+
+
+def arch_badge(arch_status: str | None, arch_full: bool) -> str:
+    """The architecture state as the board's badge: the state word, `· full` when both Hopper paths ran."""
+    state = arch_state(arch_status)
+    return "verified · full" if state == "verified" and arch_full else state
+
+
+def _families(arch: str) -> str:
+    spec = ARCHES.get(arch)
+    names = spec.families if spec else ()
+    return "/".join(_FAMILY_WORDS.get(n, n) for n in names) or "the target instructions"
+
+
+def verdict_phrase(status: str | None, arch_status: str | None, arch_full: bool = False, arch: str = "") -> str:
+    """The one combined phrase for a verdict, used by every page (template filter) and the API
+    (`verdict_phrase`): correctness first, then what the instruction check found."""
+    status = status or ""
+    if not status:
+        return "no verdict yet"
+    if status != "PASSED":
+        return _FAILURE_PHRASES.get(status, f"incorrect: {status.lower()}")
+    state = arch_state(arch_status)
+    families = _families(arch)
+    return {
+        "verified": "correct · verified · full" if arch_full else "correct · verified",
+        "token": f"correct, but {families} did little of the work",
+        "not_executed": f"correct, but {families} never executed",
+        "absent": f"correct, but no {families} in the binary",
+        "not_requested": "correct · instructions not checked",
+        "profile_error": "correct · instructions not checked (profiler error)",
+    }[state]
+
+
+def verdict_tone(status: str | None, arch_status: str | None) -> str:
+    """The badge colour class of a verdict phrase: ok only for correct and verified."""
+    if status != "PASSED":
+        return "bad" if status else ""
+    return "ok" if arch_state(arch_status) == "verified" else "warn"
+
+
+# --------------------------------------------------------------------------- kernels
+
+
 @dataclass(frozen=True)
 class KernelRow:
     """One correct, visible evaluation of a kernel (or an expert reference) on one task and architecture."""
@@ -29,7 +109,7 @@ class KernelRow:
     submitter: str  # user name, or "" for reference kernels
     is_reference: bool
     source_sha256: str
-    arch_status: str  # verified / token / not_executed / absent / not_requested / profile_error
+    arch_status: str  # one of ARCH_STATES
     arch_full: bool  # sm_90a: both GMMA and TMA executed
     speedup: float | None  # library median / candidate median, headline workload
     speedup_ci_low: float | None
@@ -38,20 +118,22 @@ class KernelRow:
     peak_fraction: float | None
     gpu_name: str
     finished_at: datetime | None
-    rank: int | None = None  # competition rank among user kernels; None for reference rows
+    rank: int | None = None  # competition rank among verified user kernels; None for references and the rest
+    arch: str = ""
+    status: str = "PASSED"  # only correct evaluations reach a board
 
     @property
     def badge(self) -> str:
         return arch_badge(self.arch_status, self.arch_full)
 
+    @property
+    def group(self) -> str:
+        """The board section the row belongs to: its architecture state."""
+        return arch_state(self.arch_status)
 
-def arch_badge(arch_status: str, arch_full: bool) -> str:
-    """What the architecture check found, as one word (two when both Hopper paths ran)."""
-    if arch_status == "verified":
-        return "verified · full" if arch_full else "verified"
-    if arch_status in ("token", "not_executed", "absent"):
-        return arch_status
-    return "not checked"  # not_requested, profile_error: nothing is claimed either way
+    @property
+    def verdict_phrase(self) -> str:
+        return verdict_phrase(self.status, self.arch_status, self.arch_full, self.arch)
 
 
 def _speed_order(row: KernelRow) -> tuple:
@@ -61,21 +143,29 @@ def _speed_order(row: KernelRow) -> tuple:
     return (row.speedup is None, -(row.speedup or 0.0), finished, row.evaluation_id)
 
 
+def _board_order(row: KernelRow) -> tuple:
+    # Verified first, then each other state as a block in ARCH_STATES order; by speed inside a block.
+    return (ARCH_STATES.index(row.group), *_speed_order(row))
+
+
 def rank_kernels(rows: Iterable[KernelRow]) -> list[KernelRow]:
-    """Keep the fastest evaluation of each distinct source (per kind), order by speed, and give user
-    kernels competition ranks (equal speedups share a rank: 1, 1, 3). Reference rows are placed by
-    speed but carry no rank."""
+    """The kernel board: keep the fastest evaluation of each distinct source (per kind); verified kernels
+    first, by speed, with competition ranks for user kernels (equal speedups share a rank: 1, 1, 3); then
+    the other correct kernels grouped by architecture state (never interleaved with the verified ones),
+    unranked. Reference rows are placed like the others but carry no rank. Held or rejected evaluations
+    never reach this function (selectors leave them out)."""
     best: dict[tuple[bool, str], KernelRow] = {}
     for row in rows:
         key = (row.is_reference, row.source_sha256)
-        if key not in best or _speed_order(row) < _speed_order(best[key]):
+        # A verified evaluation of a source beats a faster unverified one of the same source.
+        if key not in best or _board_order(row) < _board_order(best[key]):
             best[key] = row
-    ordered = sorted(best.values(), key=_speed_order)
+    ordered = sorted(best.values(), key=_board_order)
     ranked: list[KernelRow] = []
     position = 0
     previous: tuple[float | None, int] | None = None
     for row in ordered:
-        if row.is_reference:
+        if row.is_reference or row.group != RANKED_STATE:
             ranked.append(replace(row, rank=None))
             continue
         position += 1
@@ -83,6 +173,33 @@ def rank_kernels(rows: Iterable[KernelRow]) -> list[KernelRow]:
         previous = (row.speedup, rank)
         ranked.append(replace(row, rank=rank))
     return ranked
+
+
+@dataclass(frozen=True)
+class BoardSection:
+    """A block of the kernel board: the ranked verified kernels, or one other state's kernels."""
+
+    state: str
+    meaning: str
+    rows: list[KernelRow]
+
+
+def board_sections(rows: list[KernelRow], *, show_all: bool) -> tuple[BoardSection, list[BoardSection]]:
+    """Split a ranked board into the verified section (always shown) and the others by state (shown with
+    ?show=all); an empty state gets no section."""
+    verified = BoardSection(
+        RANKED_STATE, ARCH_STATE_MEANING[RANKED_STATE], [r for r in rows if r.group == RANKED_STATE]
+    )
+    others = [
+        BoardSection(state, ARCH_STATE_MEANING[state], [r for r in rows if r.group == state])
+        for state in ARCH_STATES[1:]
+    ]
+    return verified, [s for s in others if s.rows] if show_all else []
+
+
+def visible_rows(rows: list[KernelRow], *, show_all: bool) -> list[KernelRow]:
+    """What a board shows in one list (JSON, CSV): the verified rows, then the others when asked for."""
+    return list(rows) if show_all else [r for r in rows if r.group == RANKED_STATE]
 
 
 # --------------------------------------------------------------------------- GPU models
@@ -210,10 +327,151 @@ def summarise_run(rows: list[ModelRow]) -> SummaryRow:
     )
 
 
+# --------------------------------------------------------------------------- one row per model
+
+# Two-sided 95% Student t quantiles by degrees of freedom; beyond the table the normal 1.96 is close enough.
+_T95 = {
+    1: 12.706,
+    2: 4.303,
+    3: 3.182,
+    4: 2.776,
+    5: 2.571,
+    6: 2.447,
+    7: 2.365,
+    8: 2.306,
+    9: 2.262,
+    10: 2.228,
+    12: 2.179,
+    15: 2.131,
+    20: 2.086,
+    30: 2.042,
+}
+
+
+def _t95(df: int) -> float:
+    for bound in sorted(_T95):
+        if df <= bound:
+            return _T95[bound]
+    return 1.96
+
+
+def mean_interval(values: Iterable[float | None]) -> tuple[float | None, float | None, float | None]:
+    """Mean of the present values with its 95% t interval; no interval from fewer than two values."""
+    xs = [v for v in values if v is not None]
+    if not xs:
+        return None, None, None
+    mean = sum(xs) / len(xs)
+    if len(xs) < 2:
+        return mean, None, None
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1))
+    half = _t95(len(xs) - 1) * sd / math.sqrt(len(xs))
+    return mean, mean - half, mean + half
+
+
+@dataclass(frozen=True)
+class ModelGroup:
+    """One model on one architecture and GPU model: its runs (per-task ModelRows or SummaryRows at the same k)
+    folded into one leaderboard row. Rates pool the runs' trajectories (so each shows its n); the speedup and
+    the correct-plus-verified rate are also given as a mean over runs with a 95% interval."""
+
+    model: str  # the newest run's label; hostile text
+    model_id: str
+    gpu: str  # GPU model ("H200"), or the device name when it names no known model
+    k: int
+    runs: tuple[Any, ...]  # the run rows, newest first
+    correct: int
+    correct_arch: int
+    trajectories: int
+    tokens: int
+    complete: bool
+    created_at: datetime  # the newest run's
+    run_id: int  # the newest run's
+    speedup: float | None  # mean over runs of each run's speedup
+    speedup_ci_low: float | None
+    speedup_ci_high: float | None
+    speedup_n: int  # runs with a speedup
+    arch_rate_mean: float | None  # mean over runs of each run's correct-plus-verified rate
+    arch_rate_ci_low: float | None
+    arch_rate_ci_high: float | None
+
+    @property
+    def n_runs(self) -> int:
+        return len(self.runs)
+
+    @property
+    def correct_rate(self) -> float | None:
+        return rate(self.correct, self.trajectories)
+
+    @property
+    def arch_rate(self) -> float | None:
+        return rate(self.correct_arch, self.trajectories)
+
+    @property
+    def tokens_per_run(self) -> float:
+        return self.tokens / len(self.runs) if self.runs else 0.0
+
+
+def group_key(row: ModelRow | SummaryRow, arch: str | None = None) -> tuple[str, str]:
+    """Which model row a run belongs to: its model id and GPU model."""
+    return row.model_id, gpu_model(row.gpu_name, arch) or row.gpu_name
+
+
+def group_by_model(rows: Iterable[ModelRow | SummaryRow], arch: str | None = None) -> list[ModelGroup]:
+    """Fold run rows into one ModelGroup per (model, GPU model); unsorted (sort with sort_rows)."""
+    grouped: dict[tuple[str, str], list[Any]] = {}
+    for row in rows:
+        grouped.setdefault(group_key(row, arch), []).append(row)
+    out = []
+    for (model_id, gpu), runs in grouped.items():
+        runs.sort(key=lambda r: (r.created_at, r.run_id), reverse=True)
+        newest = runs[0]
+        speedup, s_low, s_high = mean_interval(r.speedup for r in runs)
+        arch_mean, a_low, a_high = mean_interval(rate(r.correct_arch, r.trajectories) for r in runs)
+        # A rate lies in [0, 1] and a speedup above 0: the t interval is clipped to what can be.
+        a_low, a_high = (max(0.0, a_low), min(1.0, a_high)) if a_low is not None else (None, None)
+        s_low = max(0.0, s_low) if s_low is not None else None
+        out.append(
+            ModelGroup(
+                model=newest.model,
+                model_id=model_id,
+                gpu=gpu,
+                k=newest.k,
+                runs=tuple(runs),
+                correct=sum(r.correct for r in runs),
+                correct_arch=sum(r.correct_arch for r in runs),
+                trajectories=sum(r.trajectories for r in runs),
+                tokens=sum(r.tokens for r in runs),
+                complete=all(r.complete for r in runs),
+                created_at=newest.created_at,
+                run_id=newest.run_id,
+                speedup=speedup,
+                speedup_ci_low=s_low,
+                speedup_ci_high=s_high,
+                speedup_n=sum(1 for r in runs if r.speedup is not None),
+                arch_rate_mean=arch_mean,
+                arch_rate_ci_low=a_low,
+                arch_rate_ci_high=a_high,
+            )
+        )
+    return out
+
+
+def human_count(value: float | int | None) -> str:
+    """Token counts for people: 950, 12.3k, 1.2M, 3.4B."""
+    if value is None:
+        return "—"
+    for size, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= size:
+            text = f"{value / size:.1f}".rstrip("0").rstrip(".")
+            return f"{text}{suffix}"
+    return str(int(round(value)))
+
+
 # --------------------------------------------------------------------------- sorting
 
 # The one whitelist of sort keys for model tables, shared by the HTML pages, the JSON API and CSV.
-# Per task "speedup" is the best speedup; in the summary it is the geometric mean over tasks.
+# Per task "speedup" is the best speedup; in the summary it is the geometric mean over tasks; for a model row
+# the mean over its runs. "correct" and "correct_arch" are rates (pooled over a model's runs).
 SORT_KEYS: dict[str, Callable[[Any], Any]] = {
     "speedup": lambda r: r.speedup,
     "correct": lambda r: r.correct_rate,
@@ -223,7 +481,7 @@ SORT_KEYS: dict[str, Callable[[Any], Any]] = {
     "date": lambda r: r.created_at,
     "model": lambda r: r.model.casefold(),
 }
-DEFAULT_SORT = "-speedup"
+DEFAULT_SORT = "-correct_arch"  # PTXBench's headline: correct and the target instructions executed
 
 
 class UnknownSortKey(ValueError):
@@ -243,11 +501,12 @@ def parse_sort(value: str | None) -> tuple[str, bool]:
 
 
 def sort_rows(rows: Iterable[Any], sort: str | None) -> list[Any]:
-    """Sort model rows by a whitelisted key. Missing values go last either way; ties go to the earlier
-    run, then the lower run id, so the order is stable across requests."""
+    """Sort model rows by a whitelisted key. Missing values go last either way; ties go to the higher
+    speedup, then the earlier run, then the lower run id, so the order is stable across requests."""
     key, descending = parse_sort(sort)
     get = SORT_KEYS[key]
     rows = sorted(rows, key=lambda r: (r.created_at, r.run_id))
+    rows.sort(key=lambda r: (r.speedup is None, -(r.speedup or 0.0)))  # stable: equal speeds keep run order
     present = [r for r in rows if get(r) is not None]
     missing = [r for r in rows if get(r) is None]
     present.sort(key=get, reverse=descending)  # stable: the tie order above survives

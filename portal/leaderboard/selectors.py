@@ -57,6 +57,14 @@ def parse_query(params, gen: Generation, *, task_required: bool = False) -> Boar
     return BoardQuery(arch=arch, task=task, k=int(raw_k), gpu=gpu, sort=sort)
 
 
+def parse_show(params) -> bool:
+    """`show=all`: the kernel board also lists the correct kernels that are not verified, grouped by state."""
+    show = params.get("show") or ""
+    if show not in ("", "all"):
+        raise BadQuery(f"show must be 'all' or absent, not {show!r}")
+    return show == "all"
+
+
 def active_task_slugs(gen: Generation) -> list[str]:
     return gen.get(
         ("tasks",),
@@ -158,8 +166,9 @@ def _kernel_rows(*, arch: str) -> dict[str, list[KernelRow]]:
                 submitter=v["submission__user__username"] or "",
                 is_reference=v["submission__kind"] == Submission.Kind.REFERENCE,
                 source_sha256=v["submission__source_sha256"],
-                arch_status=v["arch_status"],
+                arch_status=ranking.arch_state(v["arch_status"]),
                 arch_full=v["arch_full"],
+                arch=arch,
                 speedup=v["speedup"],
                 speedup_ci_low=v["speedup_ci_low"],
                 speedup_ci_high=v["speedup_ci_high"],
@@ -199,6 +208,17 @@ def model_board(gen: Generation, query: BoardQuery) -> list[ModelRow]:
 
 def model_summary(gen: Generation, query: BoardQuery) -> list[SummaryRow]:
     return ranking.sort_rows(_summaries(gen, arch=query.arch, k=query.k, gpu=query.gpu), query.sort)
+
+
+def model_groups(gen: Generation, query: BoardQuery) -> list[ranking.ModelGroup]:
+    """The model board: one row per model and GPU model, folding its runs (the task's rows, or each run's
+    summary across tasks when no task is chosen), in the query's sort order."""
+    runs = (
+        model_rows(gen, arch=query.arch, k=query.k, gpu=query.gpu).get(query.task, [])
+        if query.task
+        else _summaries(gen, arch=query.arch, k=query.k, gpu=query.gpu)
+    )
+    return ranking.sort_rows(ranking.group_by_model(runs, query.arch), query.sort)
 
 
 def _summaries(gen: Generation, *, arch: str, k: int, gpu: str) -> list[SummaryRow]:

@@ -1,12 +1,13 @@
 from django.urls import path
 
-from portal.leaderboard import views
+from portal.leaderboard import compare_views, views
 
 app_name = "leaderboard"
 
 urlpatterns = [
     path("leaderboard/", views.leaderboard, name="models"),
     path("leaderboard/kernels/", views.kernel_leaderboard, name="kernels"),
+    path("compare/", compare_views.compare_page, name="compare"),
     path("evidence/evaluations/<uuid:evaluation_id>/", views.evaluation_detail, name="evaluation"),
     path(
         "evidence/evaluations/<uuid:evaluation_id>/artifacts/<str:name>",

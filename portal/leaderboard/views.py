@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
 from evaluator.arches import ARCHES
+from portal.core import visibility
 from portal.leaderboard import charts, evidence, ranking, selectors
 from portal.leaderboard.cache import STALE_RENDER_SECONDS, Generation
 from portal.leaderboard.downloads import ChecksumMismatch, attachment
@@ -94,11 +95,8 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
         return _render(request, "leaderboard/models.html", context, gen, status=400)
     context = _filters(gen, query)
     context["models_available"] = selectors.models_available()
-    if query.task:
-        context["rows"] = selectors.model_board(gen, query)
-    else:
-        context["summary_rows"] = selectors.model_summary(gen, query)
-        context["task_count"] = len(context["tasks"])
+    context["groups"] = selectors.model_groups(gen, query)
+    context["task_count"] = len(context["tasks"])
     context["sort_links"] = _sort_links(query)
     context["charts"] = _chart_blocks(gen, query, MODEL_CHARTS)
     context["query_string"] = _query_string(query)
@@ -120,10 +118,19 @@ def kernel_leaderboard(request: HttpRequest) -> HttpResponse:
     except BadQuery as exc:
         context = {**_filters(gen, _fallback_query(request)), "error": str(exc)}
         return _render(request, "leaderboard/kernels.html", context, gen, status=400)
+    try:
+        show_all = selectors.parse_show(request.GET)
+    except BadQuery as exc:
+        context = {**_filters(gen, query), "error": str(exc)}
+        return _render(request, "leaderboard/kernels.html", context, gen, status=400)
     context = _filters(gen, query)
-    context["rows"] = selectors.kernel_board(gen, task=query.task, arch=query.arch, gpu=query.gpu)
+    rows = selectors.kernel_board(gen, task=query.task, arch=query.arch, gpu=query.gpu)
+    context["verified"], context["sections"] = ranking.board_sections(rows, show_all=show_all)
+    context["show_all"] = show_all
+    context["others_count"] = sum(1 for r in rows if r.group != ranking.RANKED_STATE)
     context["charts"] = _chart_blocks(gen, query, ("distribution",))
     context["query_string"] = _query_string(query, sort="", k="")
+    context["show_query_string"] = _query_string(query, sort="", k="", show="all")
     return _render(request, "leaderboard/kernels.html", context, gen)
 
 
@@ -133,19 +140,22 @@ def kernel_leaderboard(request: HttpRequest) -> HttpResponse:
 def evaluation_detail(request: HttpRequest, evaluation_id) -> HttpResponse:
     """The evidence behind one number: the verdict summary, every artifact with its sha256, the source
     (highlighted on the server) and the compiler output (escaped)."""
-    evaluation = evidence.visible_evaluation(request.user, evaluation_id)
+    evaluation = visibility.visible_evaluation(request.user, evaluation_id)
     context = {
         "evaluation": evaluation,
         "submission": evaluation.submission,
         "artifacts": list(evaluation.artifacts.all()),
         "badge": ranking.arch_badge(evaluation.arch_status, evaluation.arch_full),
+        "phrase": ranking.verdict_phrase(
+            evaluation.status, evaluation.arch_status, evaluation.arch_full, evaluation.submission.arch
+        ),
         "compile_output": ((evaluation.verdict or {}).get("compile") or {}).get("output") or "",
     }
     return render(request, "leaderboard/evaluation.html", context)
 
 
 def evaluation_artifact(request: HttpRequest, evaluation_id, name: str) -> HttpResponse:
-    evaluation = evidence.visible_evaluation(request.user, evaluation_id)
+    evaluation = visibility.visible_evaluation(request.user, evaluation_id)
     artifact = get_object_or_404(evaluation.artifacts, name=name)
     try:
         data = evidence.artifact_bytes(artifact)
@@ -158,13 +168,13 @@ def evaluation_artifact(request: HttpRequest, evaluation_id, name: str) -> HttpR
 
 
 def evaluation_trace(request: HttpRequest, evaluation_id) -> HttpResponse:
-    evaluation = evidence.visible_evaluation(request.user, evaluation_id)
+    evaluation = visibility.visible_evaluation(request.user, evaluation_id)
     data = evidence.traces_jsonl([evaluation])
     return attachment(data, filename=f"{evaluation.id}-trace.jsonl", content_type="application/x-ndjson")
 
 
 def submission_bundle(request: HttpRequest, submission_id: int) -> HttpResponse:
-    submission = evidence.visible_submission(request.user, submission_id)
+    submission = visibility.visible_submission(request.user, submission_id)
     try:
         data = evidence.submission_bundle(submission)
     except ChecksumMismatch as exc:
@@ -176,7 +186,7 @@ def submission_bundle(request: HttpRequest, submission_id: int) -> HttpResponse:
 def run_bundle(request: HttpRequest, run_id: int) -> HttpResponse:
     if not selectors.models_available():
         raise Http404("model runs are not enabled on this portal")
-    run = evidence.visible_run(request.user, run_id)
+    run = visibility.visible_run(request.user, run_id)
     try:
         data = evidence.run_bundle(run)
     except ChecksumMismatch as exc:
@@ -188,6 +198,6 @@ def run_bundle(request: HttpRequest, run_id: int) -> HttpResponse:
 def run_trajectories(request: HttpRequest, run_id: int) -> HttpResponse:
     if not selectors.models_available():
         raise Http404("model runs are not enabled on this portal")
-    run = evidence.visible_run(request.user, run_id)
+    run = visibility.visible_run(request.user, run_id)
     data = evidence.trajectories_json(run)
     return attachment(data, filename=f"run-{run.id}-trajectories.json", content_type="application/json")

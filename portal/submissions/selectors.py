@@ -6,12 +6,12 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import QuerySet
-from django.http import Http404
+from django.contrib.auth.models import User
+from django.db.models import Prefetch, QuerySet
 from django.utils import timezone
 
 from evaluator.verdict import STAGES
+from portal.core import serializers
 from portal.submissions import queueing
 from portal.submissions.models import Evaluation, GpuWorker, Submission
 
@@ -25,35 +25,44 @@ STAGE_LABELS = {
 }
 
 
-def can_view(submission: Submission, user: User | AnonymousUser | None) -> bool:
-    if not submission.is_hidden:
-        return True
-    return bool(user and user.is_authenticated and (user.is_staff or user.id == submission.user_id))
-
-
-def submission_for_viewer(submission_id: int, user) -> Submission:
-    submission = Submission.objects.select_related("task", "user").filter(id=submission_id).first()
-    if submission is None or not can_view(submission, user):
-        raise Http404("no such submission")
-    return submission
-
-
-def evaluation_for_viewer(evaluation_id, user) -> Evaluation:
-    evaluation = Evaluation.objects.select_related("submission__task").filter(id=evaluation_id).first()
-    if evaluation is None or not can_view(evaluation.submission, user):
-        raise Http404("no such evaluation")
-    if evaluation.purpose == Evaluation.Purpose.HIDDEN and not (user and user.is_authenticated and user.is_staff):
-        raise Http404("no such evaluation")  # hidden checks are known only by their pass/fail
-    return evaluation
-
-
 def user_submissions(user: User) -> QuerySet[Submission]:
+    """The user's submissions, newest first, each with `public_evaluations` (newest first) and `ranked_checks`
+    (the hidden ones, newest first: only their pass/fail may be shown, through `ranked_check`)."""
+    newest = Evaluation.objects.order_by("-created_at")
     return (
         Submission.objects.filter(user=user)
         .select_related("task")
-        .prefetch_related("evaluations")
+        .prefetch_related(
+            Prefetch(
+                "evaluations",
+                queryset=newest.filter(purpose=Evaluation.Purpose.PUBLIC).defer("verdict", "progress"),
+                to_attr="public_evaluations",
+            ),
+            Prefetch(
+                "evaluations",
+                queryset=newest.filter(purpose=Evaluation.Purpose.HIDDEN).only(
+                    "id", "submission_id", "state", "status", "created_at"
+                ),
+                to_attr="ranked_checks",
+            ),
+        )
         .order_by("-created_at")
     )
+
+
+def my_submission_rows(user: User, *, limit: int = 200) -> list[dict[str, Any]]:
+    """Rows of "My submissions": the newest public evaluation and the ranked check's pass/fail, nothing else of it."""
+    rows = []
+    for submission in user_submissions(user)[:limit]:
+        checks = submission.ranked_checks
+        rows.append(
+            {
+                "submission": submission,
+                "evaluation": submission.public_evaluations[0] if submission.public_evaluations else None,
+                "ranked_check": _ranked_check_summary(submission, checks[0] if checks else None),
+            }
+        )
+    return rows
 
 
 def _event_state(event: dict) -> str:
@@ -117,22 +126,7 @@ def evaluation_status(evaluation: Evaluation) -> dict[str, Any]:
         "error": evaluation.infra_error or None,
     }
     if evaluation.state == Evaluation.State.DONE:
-        data["result"] = {
-            "status": evaluation.status,
-            "arch_status": evaluation.arch_status,
-            "arch_full": evaluation.arch_full,
-            "ptxbench_verified": evaluation.ptxbench_verified,
-            "tensor_core_share": evaluation.tensor_core_share,
-            "speedup": evaluation.speedup,
-            "speedup_ci95": [evaluation.speedup_ci_low, evaluation.speedup_ci_high],
-            "latency_ms": evaluation.latency_ms,
-            "baseline_latency_ms": evaluation.baseline_latency_ms,
-            "tflops": evaluation.tflops,
-            "fraction_of_peak": evaluation.peak_fraction,
-            "gpu": evaluation.gpu_name,
-            "review": evaluation.review_state or None,
-            "review_reason": evaluation.review_reason or None,
-        }
+        data["result"] = serializers.evaluation_result(evaluation)  # the one evaluation shape
     return data
 
 
@@ -147,6 +141,12 @@ def ranked_check(submission: Submission) -> dict[str, str]:
     if submission.kind != Submission.Kind.KERNEL:
         return {"state": "not_needed", "message": ""}
     hidden = submission.evaluations.filter(purpose=Evaluation.Purpose.HIDDEN).order_by("-created_at").first()
+    return _ranked_check_summary(submission, hidden)
+
+
+def _ranked_check_summary(submission: Submission, hidden: Evaluation | None) -> dict[str, str]:
+    if submission.kind != Submission.Kind.KERNEL:
+        return {"state": "not_needed", "message": ""}
     if hidden is None:
         return {"state": "not_started", "message": "runs once the evaluation passes"}
     if hidden.is_active:

@@ -19,7 +19,8 @@ from django.utils import timezone
 from evaluator.arches import get_arch
 from portal.accounts.services import user_is_banned
 from portal.catalog.models import Task
-from portal.submissions import artifacts, queueing
+from portal.core import visibility
+from portal.submissions import artifacts, queueing, quotas
 from portal.submissions.models import Evaluation, Submission
 from portal.submissions.summary import summarise_verdict
 
@@ -46,10 +47,15 @@ def _announce(signal: django.dispatch.Signal, **kwargs) -> None:
 class SubmissionRefused(Exception):
     """The request is invalid or over a limit. `status` is the HTTP status an API answers with."""
 
-    def __init__(self, message: str, status: int = 400) -> None:
+    def __init__(self, message: str, status: int = 400, *, retry_after: int | None = None, resets_at=None) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
+        self.retry_after = retry_after  # seconds, for a 429: the API's Retry-After
+        self.resets_at = resets_at
+
+    def body(self) -> dict:
+        return quotas.quota_error_body(self.message, self.retry_after, self.resets_at)
 
 
 @dataclass
@@ -74,21 +80,11 @@ def decode_source(data: bytes) -> str:
 
 
 def _check_limits(user: User) -> None:
-    since = timezone.now() - timedelta(hours=1)
-    recent = Submission.objects.filter(user=user, created_at__gte=since, kind=Submission.Kind.KERNEL).count()
-    if recent >= settings.SUBMISSIONS_PER_HOUR:
-        raise SubmissionRefused(
-            f"hourly limit reached: {recent} submissions in the last hour (limit {settings.SUBMISSIONS_PER_HOUR}); "
-            "try again later",
-            429,
-        )
-    active = Evaluation.objects.filter(submission__user=user, state__in=Evaluation.ACTIVE_STATES).count()
-    if active >= settings.MAX_ACTIVE_EVALUATIONS:
-        raise SubmissionRefused(
-            f"{active} of your evaluations are still queued or running (limit {settings.MAX_ACTIVE_EVALUATIONS}); "
-            "wait for one to finish",
-            429,
-        )
+    """The user's evaluation budget (portal/submissions/quotas.py), the same for every kind of submission."""
+    try:
+        quotas.evaluation_quota_check(user)
+    except quotas.QuotaExceeded as exc:
+        raise SubmissionRefused(exc.message, 429, retry_after=exc.retry_after, resets_at=exc.resets_at) from None
 
 
 def submission_create(
@@ -122,11 +118,12 @@ def submission_create(
 
     with transaction.atomic():
         if not force:
-            same = Submission.objects.filter(task=task, arch=arch, source_sha256=digest, is_hidden=False)
+            # Never answer with hidden or banned work (or a hidden run's turn): it would reveal it, and 404.
+            same = visibility.public_submissions(Submission.objects.filter(task=task, arch=arch, source_sha256=digest))
             existing = same.filter(user=user).first() or same.first()
             if existing is not None:
                 return SubmitResult(existing, existing.evaluations.order_by("-created_at").first(), duplicate=True)
-        if user is not None and kind == Submission.Kind.KERNEL:
+        if user is not None:
             _check_limits(user)
         submission = Submission.objects.create(
             user=user,

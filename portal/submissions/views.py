@@ -2,12 +2,13 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from portal.catalog.models import Task
-from portal.core.api import api_endpoint, json_error, read_json
+from portal.core import schema, visibility
+from portal.core.api import api_endpoint, check_text, json_error, json_refusal, read_json
 from portal.submissions import selectors
 from portal.submissions.forms import SubmissionForm
 from portal.submissions.models import Submission
@@ -44,7 +45,7 @@ def submit(request: HttpRequest) -> HttpResponse:
 
 
 def detail(request: HttpRequest, submission_id: int) -> HttpResponse:
-    submission = selectors.submission_for_viewer(submission_id, request.user)
+    submission = visibility.visible_submission(request.user, submission_id)
     evaluations = selectors.public_evaluations(submission)
     latest = evaluations[0] if evaluations else None
     return render(
@@ -64,7 +65,7 @@ def detail(request: HttpRequest, submission_id: int) -> HttpResponse:
 
 def verdict_fragment(request: HttpRequest, submission_id: int) -> HttpResponse:
     """The verdict section alone, for the status page to swap in when the evaluation finishes."""
-    submission = selectors.submission_for_viewer(submission_id, request.user)
+    submission = visibility.visible_submission(request.user, submission_id)
     public = selectors.public_evaluations(submission)
     latest = public[0] if public else None
     context = {
@@ -78,7 +79,7 @@ def verdict_fragment(request: HttpRequest, submission_id: int) -> HttpResponse:
 
 @login_required
 def mine(request: HttpRequest) -> HttpResponse:
-    return render(request, "submissions/mine.html", {"submissions": selectors.user_submissions(request.user)[:200]})
+    return render(request, "submissions/mine.html", {"rows": selectors.my_submission_rows(request.user)})
 
 
 def workers(request: HttpRequest) -> HttpResponse:
@@ -90,11 +91,26 @@ def workers(request: HttpRequest) -> HttpResponse:
 # --------------------------------------------------------------------------- JSON API
 
 
+# The JSON body of POST /api/v1/submissions (docs/api.md); multipart forms carry the same fields.
+SUBMISSION_INPUT = (
+    schema.Field("task", (str,), required=True, max_length=200),
+    schema.Field("arch", (str,), required=True, max_length=16),
+    schema.Field("source", (str,), required=True),
+    schema.Field("name", (str,), max_length=200),
+    schema.Field("note", (str,), max_length=10_000),
+    schema.Field("force", (bool,)),
+)
+
+
 @api_endpoint(methods=("POST",), auth=True)
 def api_submit(request: HttpRequest) -> JsonResponse:
     """POST /api/v1/submissions — JSON {task, arch, source, name?, note?, force?}, or multipart with a `file`."""
     if request.content_type == "multipart/form-data":
         fields = request.POST
+        try:
+            check_text({key: fields.getlist(key) for key in fields})
+        except ValueError as exc:
+            return json_error(str(exc))
         upload = request.FILES.get("file")
         try:
             source = decode_source(upload.read()) if upload else fields.get("source", "")
@@ -107,8 +123,8 @@ def api_submit(request: HttpRequest) -> JsonResponse:
             data["name"] = upload.name
     else:
         try:
-            data = read_json(request)
-        except ValueError as exc:
+            data = schema.validate(read_json(request), SUBMISSION_INPUT)
+        except ValueError as exc:  # SchemaError is a ValueError
             return json_error(str(exc))
     for key in ("task", "arch", "source"):
         if not isinstance(data.get(key), str) or not data[key]:
@@ -128,7 +144,7 @@ def api_submit(request: HttpRequest) -> JsonResponse:
             force=bool(data.get("force")),
         )
     except SubmissionRefused as exc:
-        return json_error(exc.message, exc.status)
+        return json_refusal(exc.body(), exc.status, exc.retry_after)
     body = _submission_json(result.submission)
     body["duplicate"] = result.duplicate
     return JsonResponse(body, status=200 if result.duplicate else 201)
@@ -136,18 +152,17 @@ def api_submit(request: HttpRequest) -> JsonResponse:
 
 @api_endpoint(methods=("GET",), auth=False)
 def api_submission(request: HttpRequest, submission_id: int) -> JsonResponse:
-    submission = Submission.objects.select_related("task").filter(id=submission_id).first()
-    if submission is None or not selectors.can_view(submission, request.api_user or request.user):
+    try:
+        submission = visibility.visible_submission(request.api_user or request.user, submission_id)
+    except Http404:
         return json_error("no such submission", 404)
     return JsonResponse(_submission_json(submission))
 
 
 @api_endpoint(methods=("GET",), auth=False)
 def api_evaluation(request: HttpRequest, evaluation_id) -> JsonResponse:
-    from django.http import Http404
-
     try:
-        evaluation = selectors.evaluation_for_viewer(evaluation_id, request.api_user or request.user)
+        evaluation = visibility.visible_evaluation(request.api_user or request.user, evaluation_id)
     except Http404:
         return json_error("no such evaluation", 404)
     return JsonResponse(selectors.evaluation_status(evaluation))

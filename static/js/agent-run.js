@@ -45,6 +45,11 @@
   function render(data) {
     var state = document.getElementById("run-state");
     if (state) state.textContent = data.state;
+    var budget = document.getElementById("run-budget"), b = data.evaluation_budget;
+    if (budget && b) {
+      budget.textContent = b.used + " / " + (b.limit === null ? "no limit" : b.limit) + " evaluations of this run" +
+        (b.waiting_turns ? "; " + b.waiting_turns + " turn" + (b.waiting_turns > 1 ? "s" : "") + " waiting" : "");
+    }
     (data.metrics || []).forEach(function (m) {
       var row = document.querySelector('tr[data-metric="' + m.task + "|" + m.k + '"]');
       if (!row) return;

@@ -32,6 +32,15 @@ from evaluator.verdict import OverallStatus, Verdict  # noqa: E402
 
 MANIFEST = HERE / "corpus.json"
 
+# Planted secrets for entries with "secrets": true. The runner puts CANARY in its own environment under names a
+# portal secret could have and fixes the run seed to SEED_HEX; `expect.stdout_lacks` may name them as {canary}
+# and {seed_hex}. Whatever the candidate finds in its environment, arguments, files or memory and prints, these
+# values must not be among it.
+CANARY = "ptxbench-canary-3f9c2a7e51d04b68"
+CANARY_ENV = ("PTXBENCH_CANARY_SECRET", "SECRET_KEY", "DJANGO_SECRET_KEY", "PTXBENCH_SECRET_SEED", "RANKED_SEED")
+SEED_HEX = "c4a9f1e07b3d52866d0e9a1f4b7c2d35"
+NO_INTEGRITY = "verdict has no integrity record"
+
 
 @dataclass
 class Outcome:
@@ -76,72 +85,122 @@ def unmet(entry: dict[str, Any], caps: dict[str, str | None]) -> str:
 
 
 def evaluate_entry(entry: dict[str, Any], *, source_path: Path | None = None, stages: str | None = None) -> Verdict:
-    """Evaluate one entry's kernel (or `source_path`) with its task, workload, stages and options."""
+    """Evaluate one entry's kernel (or `source_path`) with its task, workload, stages and options.
+
+    An entry with "secrets": true is evaluated with the canary in this process's environment and the run seed
+    fixed to SEED_HEX (both restored afterwards).
+    """
     target = load()["tasks"][entry["on"]]
     task = find_task(REPO / target["root"], target["task"])
     path = source_path or (HERE / entry["file"]).resolve()
     opts = {"timeout_s": 60.0, "compile_timeout_s": 120.0, **entry.get("options", {})}
+    planted = bool(entry.get("secrets")) and source_path is None
+    if planted:
+        opts["seed"] = bytes.fromhex(SEED_HEX)
     options = Options(device_type=target["device"], **opts)
     stage_list = (stages or entry["stages"]).split(",")
-    return evaluate(
-        path.read_text(), task, target["arch"], workloads=target["workload"], stages=stage_list, options=options
-    )
+    saved = {name: os.environ.get(name) for name in CANARY_ENV} if planted else {}
+    try:
+        for name in saved:
+            os.environ[name] = CANARY
+        return evaluate(
+            path.read_text(), task, target["arch"], workloads=target["workload"], stages=stage_list, options=options
+        )
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
-def judge(entry: dict[str, Any], verdict: Verdict) -> tuple[bool, str]:
-    """Whether the verdict is the expected one, and what was found (for the table)."""
+def judge(entry: dict[str, Any], verdict: Verdict | dict[str, Any]) -> tuple[bool, str]:
+    """Whether the verdict is the expected one, and what was found (for the table).
+
+    `verdict` is a Verdict or its dict form (evaluator.verdict.to_dict). Expectation fields: see corpus.json's
+    comment. `reason` is checked only when the status is not PASSED and `min_latency_ms` only when it is, so an
+    entry may accept "caught" or "neutralised" (timed at its honest speed).
+    """
+    v = verdict if isinstance(verdict, dict) else _as_dict(verdict)
     expect = entry["expect"]
-    status = verdict.status.value
+    status = str(v.get("status"))
+    workloads = v.get("workloads") or []
+    arch = (v.get("arch_check") or {}).get("status")
     problems = []
     if status not in expect["status"]:
         problems.append(f"status {status}")
-    reason = _reason(verdict)
-    if expect.get("reason") and not any(r in reason for r in expect["reason"]):
+    reason = _reason(v)
+    if expect.get("reason") and status != "PASSED" and not any(r in reason for r in expect["reason"]):
         problems.append(f"reason {reason[:160]!r}")
-    if expect.get("arch") and verdict.arch_check.status.value != expect["arch"]:
-        problems.append(f"arch {verdict.arch_check.status.value}")
-    if expect.get("min_latency_ms") is not None:
-        perf = verdict.workloads[0].performance if verdict.workloads else None
-        latency = perf.latency_ms if perf else None
+    if expect.get("arch") and arch != expect["arch"]:
+        problems.append(f"arch {arch}")
+    if expect.get("arch_not") and arch in expect["arch_not"]:
+        problems.append(f"arch {arch} (must not be {'/'.join(expect['arch_not'])})")
+    if expect.get("min_latency_ms") is not None and status == "PASSED":
+        perf = (workloads[0].get("performance") or {}) if workloads else {}
+        latency = perf.get("latency_ms")
         if latency is None or latency < expect["min_latency_ms"]:
             problems.append(f"latency {latency} ms")
-    if expect.get("stdout_contains"):
-        tails = " ".join(w.stdout_tail for w in verdict.workloads)
-        if expect["stdout_contains"] not in tails:
-            problems.append("stdout lacks " + repr(expect["stdout_contains"]))
+    tails = " ".join(str(w.get("stdout_tail", "")) + " " + str(w.get("stderr_tail", "")) for w in workloads)
+    if expect.get("stdout_contains") and expect["stdout_contains"] not in tails:
+        problems.append("stdout lacks " + repr(expect["stdout_contains"]))
+    for secret in expect.get("stdout_lacks", []):
+        value = secret.format(canary=CANARY, seed_hex=SEED_HEX)
+        if value in tails:
+            problems.append(f"the candidate's output contains {secret!r}")
+    if "held" in expect:
+        problems.extend(_held_problems(expect["held"], v.get("integrity")))
     return not problems, "; ".join(problems) or reason[:160]
 
 
-def _reason(verdict: Verdict) -> str:
-    if verdict.status == OverallStatus.POLICY_REJECTED:
-        return " | ".join(f.message for f in verdict.policy)
-    if verdict.status == OverallStatus.COMPILE_ERROR and verdict.compile is not None:
-        return verdict.compile.output[-2000:]
-    failing = [w for w in verdict.workloads if w.status.value != "PASSED"]
+def _held_problems(wanted: list[str], integrity: Any) -> list[str]:
+    """`held` [] means: an integrity record with no holds; otherwise any one of the codes must be held."""
+    if not isinstance(integrity, dict):
+        return [NO_INTEGRITY]
+    codes = [str(h.get("code")) for h in integrity.get("holds") or [] if isinstance(h, dict)]
+    if not wanted:
+        return [f"held {', '.join(codes)} (an honest kernel must not be held)"] if codes else []
+    if not any(code in codes for code in wanted):
+        return [f"not held for {'/'.join(wanted)} (holds: {', '.join(codes) or 'none'})"]
+    return []
+
+
+def _as_dict(verdict: Verdict) -> dict[str, Any]:
+    from evaluator.verdict import to_dict
+
+    return to_dict(verdict)
+
+
+def _reason(v: dict[str, Any]) -> str:
+    if v.get("status") == OverallStatus.POLICY_REJECTED.value:
+        return " | ".join(str(f.get("message", "")) for f in v.get("policy") or [])
+    if v.get("status") == OverallStatus.COMPILE_ERROR.value and v.get("compile"):
+        return str(v["compile"].get("output", ""))[-2000:]
+    failing = [w for w in v.get("workloads") or [] if w.get("status") != "PASSED"]
     if failing:
-        return failing[0].message
-    if verdict.arch_check.reason:
-        return verdict.arch_check.reason
-    return ""
+        return str(failing[0].get("message", ""))
+    return str((v.get("arch_check") or {}).get("reason") or "")
 
 
 def run_entry(entry: dict[str, Any], caps: dict[str, str | None]) -> Outcome:
-    expected = "/".join(entry["expect"]["status"]) + (
-        f" + arch {entry['expect']['arch']}" if entry["expect"].get("arch") else ""
-    )
+    expect = entry["expect"]
+    expected = "/".join(expect["status"]) + (f" + arch {expect['arch']}" if expect.get("arch") else "")
+    if "held" in expect:
+        expected += " + held " + ("none" if not expect["held"] else "/".join(expect["held"]))
     skipped = unmet(entry, caps)
     if skipped:
         return Outcome(entry["name"], expected, "-", True, skipped=skipped)
     start = time.monotonic()
     verdict = evaluate_entry(entry)
-    ok, detail = judge(entry, verdict)
-    actual = verdict.status.value + (
-        f" + arch {verdict.arch_check.status.value}" if entry["expect"].get("arch") else ""
-    )
+    as_dict = _as_dict(verdict)
+    ok, detail = judge(entry, as_dict)
+    actual = verdict.status.value + (f" + arch {verdict.arch_check.status.value}" if expect.get("arch") else "")
+    if "held" in expect:
+        integrity = as_dict.get("integrity")
+        holds = [str(h.get("code")) for h in integrity.get("holds") or []] if isinstance(integrity, dict) else None
+        actual += " + held " + ("?" if holds is None else "/".join(holds) or "none")
     outcome = Outcome(entry["name"], expected, actual, ok, detail, time.monotonic() - start)
-    from evaluator.verdict import to_dict
-
-    outcome.verdict = to_dict(verdict)
+    outcome.verdict = as_dict
     if entry.get("clean_after"):
         target = load()["tasks"][entry["on"]]
         clean = evaluate_entry(entry, source_path=REPO / target["clean"], stages="correctness")

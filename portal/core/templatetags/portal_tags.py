@@ -50,3 +50,49 @@ def axes_text(axes: dict) -> str:
 @register.filter
 def pretty_json(value) -> str:
     return json.dumps(value, indent=2, sort_keys=True)
+
+
+def _verdict_parts(obj) -> tuple[str, str, bool, str]:
+    """(status, arch_status, arch_full, arch) of an Evaluation, a KernelRow or a dict with those keys."""
+    get = obj.get if isinstance(obj, dict) else lambda name, default=None: getattr(obj, name, default)
+    arch = get("arch", "") or getattr(get("submission", None), "arch", "") or ""
+    return get("status", "") or "", get("arch_status", "") or "", bool(get("arch_full", False)), arch
+
+
+@register.filter
+def verdict_phrase(obj) -> str:
+    """The one combined verdict phrase ("correct, but wgmma/TMA never executed"); see ranking.verdict_phrase."""
+    from portal.leaderboard import ranking
+
+    return ranking.verdict_phrase(*_verdict_parts(obj))
+
+
+@register.filter
+def verdict_tone(obj) -> str:
+    """Badge class for the phrase: ok (correct and verified), warn (correct, not verified), bad (incorrect)."""
+    from portal.leaderboard import ranking
+
+    status, arch_status, _, _ = _verdict_parts(obj)
+    return ranking.verdict_tone(status, arch_status)
+
+
+@register.filter
+def arch_state(arch_status: str) -> str:
+    """The one vocabulary word for an architecture state (an empty status reads as not_requested)."""
+    from portal.leaderboard import ranking
+
+    return ranking.arch_state(arch_status)
+
+
+@register.filter
+def human_count(value) -> str:
+    """1234567 -> 1.2M (token counts)."""
+    from portal.leaderboard import ranking
+
+    return ranking.human_count(value)
+
+
+@register.filter
+def percent(value) -> str:
+    """0.6667 -> 67%; None -> —."""
+    return "—" if value is None else f"{100 * value:.0f}%"

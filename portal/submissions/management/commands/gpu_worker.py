@@ -16,6 +16,7 @@ from django.utils import timezone
 from evaluator.arches import ARCHES
 from evaluator.jail import SandboxUnavailable, open_jail
 from evaluator.verdict import CPU_STAGES
+from portal.submissions.envfile import EnvFileUnsafe, env_file_check
 from portal.submissions.gpu import detect_gpus
 from portal.submissions.models import GpuWorker
 
@@ -39,6 +40,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--burst", action="store_true", help="exit when the queue is empty")
         parser.add_argument("--name", default=None, help="worker name (default host:gpu:pid)")
+        parser.add_argument(
+            "--env-file",
+            default=None,
+            help="the file holding this host's secrets (the unit's EnvironmentFile=); default PTXBENCH_ENV_FILE. "
+            "The worker refuses to start when it is readable or writable by every user.",
+        )
 
     def handle(
         self,
@@ -49,8 +56,15 @@ class Command(BaseCommand):
         allow_unsandboxed=False,
         burst=False,
         name=None,
+        env_file=None,
         **options,
     ):
+        env_file = env_file or os.environ.get("PTXBENCH_ENV_FILE")
+        if env_file:
+            try:
+                env_file_check(env_file)
+            except EnvFileUnsafe as exc:
+                raise CommandError(f"not serving: {exc}") from None
         host = socket.gethostname()
         sandbox = _sandbox_mode(allow_unsandboxed)
         info = None

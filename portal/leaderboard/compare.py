@@ -1,0 +1,291 @@
+"""Side-by-side comparisons: two models (per-task rates and best speedup at k, per-turn-limit curves) or two
+kernels on one task (verdicts, per-workload latency, instruction counts, SASS opcodes). Reads come from the
+leaderboard selectors (the same visibility as the boards) and from `visible_evaluation`, each behind one
+helper below so a single visibility module can replace them."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import plotly.graph_objects as go
+from django.http import Http404
+
+from portal.core import serializers, visibility
+from portal.leaderboard import charts, ranking, selectors
+from portal.leaderboard.cache import Generation
+from portal.leaderboard.ranking import ModelRow
+from portal.leaderboard.selectors import BadQuery, BoardQuery
+from portal.submissions.models import Evaluation
+
+KINDS = ("models", "kernels")
+MAX_ID_LENGTH = 200
+
+
+class NotFound(LookupError):
+    """A named model or kernel does not exist or may not be shown; the message says which."""
+
+
+def parse_kind(params) -> str:
+    """`kind` when given, else kernels when both ids are evaluation ids, else models."""
+    kind = params.get("kind") or ""
+    if kind and kind not in KINDS:
+        raise BadQuery(f"kind must be one of: {', '.join(KINDS)}")
+    if kind:
+        return kind
+    return "kernels" if all(_is_uuid(params.get(n) or "") for n in ("a", "b")) else "models"
+
+
+def parse_pair(params) -> tuple[str, str]:
+    a, b = (params.get("a") or "").strip(), (params.get("b") or "").strip()
+    if not a or not b:
+        raise BadQuery("give two things to compare: ?a=...&b=...")
+    if len(a) > MAX_ID_LENGTH or len(b) > MAX_ID_LENGTH:
+        raise BadQuery(f"an id is at most {MAX_ID_LENGTH} characters")
+    if a == b:
+        raise BadQuery("a and b are the same; choose two different ones")
+    return a, b
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------- visibility (one place)
+
+
+def _visible_model_rows(gen: Generation, *, arch: str, k: int, gpu: str) -> dict[str, list[ModelRow]]:
+    """Model runs the public boards show (not hidden, not banned), task slug -> rows."""
+    return selectors.model_rows(gen, arch=arch, k=k, gpu=gpu)
+
+
+def _visible_evaluation(viewer, evaluation_id: str) -> Evaluation:
+    """A public evaluation the viewer may see (hidden submissions, banned authors and ranked checks are not)."""
+    if not _is_uuid(evaluation_id):
+        raise BadQuery(f"{evaluation_id!r} is not an evaluation id (a UUID)")
+    try:
+        evaluation = visibility.visible_evaluation(viewer, evaluation_id)
+    except Http404:
+        raise NotFound(f"no evaluation {evaluation_id}") from None
+    if evaluation.state != Evaluation.State.DONE:
+        raise NotFound(f"evaluation {evaluation_id} has no verdict yet")
+    return evaluation
+
+
+# --------------------------------------------------------------------------- models
+
+
+@dataclass(frozen=True)
+class TaskCell:
+    trajectories: int
+    correct: int
+    correct_arch: int
+    best_speedup: float | None
+    runs: int
+
+
+def _cell(rows: list[ModelRow]) -> TaskCell | None:
+    if not rows:
+        return None
+    speeds = [r.best_speedup for r in rows if r.best_speedup is not None]
+    return TaskCell(
+        trajectories=sum(r.trajectories for r in rows),
+        correct=sum(r.correct for r in rows),
+        correct_arch=sum(r.correct_arch for r in rows),
+        best_speedup=max(speeds) if speeds else None,
+        runs=len(rows),
+    )
+
+
+def _cell_json(cell: TaskCell | None) -> dict[str, Any] | None:
+    if cell is None:
+        return None
+    return {
+        "runs_count": cell.runs,
+        "trajectories": cell.trajectories,
+        "correct": cell.correct,
+        "correct_arch": cell.correct_arch,
+        "correct_rate": ranking.rate(cell.correct, cell.trajectories),
+        "correct_arch_rate": ranking.rate(cell.correct_arch, cell.trajectories),
+        "speedup": cell.best_speedup,  # the best of the model's runs on the task
+    }
+
+
+def compare_models(gen: Generation, query: BoardQuery, a: str, b: str) -> dict[str, Any]:
+    """Two models (by model id, or by the label people see) on one architecture at k, pooled over their
+    visible runs (of one GPU model when `gpu` is given). Raises NotFound naming a model with no visible run."""
+    tasks = selectors.tasks_for_arch(gen, query.arch)
+    by_k = {k: _visible_model_rows(gen, arch=query.arch, k=k, gpu=query.gpu) for k in ranking.TURN_LIMITS}
+
+    def matches(row: ModelRow, name: str) -> bool:
+        return name in (row.model_id, row.model)
+
+    models = []
+    for name in (a, b):
+        rows_at_k = [r for rows in by_k[query.k].values() for r in rows if matches(r, name)]
+        if not rows_at_k:
+            raise NotFound(f"no visible run of model {name!r} on {query.arch}{' ' + query.gpu if query.gpu else ''}")
+        newest = max(rows_at_k, key=lambda r: (r.created_at, r.run_id))
+        models.append({"key": name, "model": newest.model, "model_id": newest.model_id})
+    table, unrun = [], []
+    for task in tasks:
+        if query.task and task != query.task:
+            continue
+        cells = [_cell([r for r in by_k[query.k].get(task, []) if matches(r, name)]) for name in (a, b)]
+        if cells[0] is None and cells[1] is None:
+            unrun.append(task)  # neither model ran it: listed by name only
+            continue
+        table.append({"task": task, "a": _cell_json(cells[0]), "b": _cell_json(cells[1])})
+    curves = []
+    for side, name in (("a", a), ("b", b)):
+        points = []
+        for k in ranking.TURN_LIMITS:
+            rows = [
+                r
+                for task, task_rows in by_k[k].items()
+                if not query.task or task == query.task
+                for r in task_rows
+                if matches(r, name)
+            ]
+            n = sum(r.trajectories for r in rows)
+            correct = sum(r.correct for r in rows)
+            verified = sum(r.correct_arch for r in rows)
+            points.append(
+                {
+                    "k": k,
+                    "n": n,
+                    "correct": correct,
+                    "correct_arch": verified,
+                    "correct_rate": ranking.rate(correct, n),
+                    "correct_arch_rate": ranking.rate(verified, n),
+                }
+            )
+        curves.append({"side": side, "model": models[0 if side == "a" else 1]["model"], "points": points})
+    data = {
+        "kind": "models",
+        "arch": query.arch,
+        "task": query.task or None,
+        "k": query.k,
+        "gpu": query.gpu or None,
+        "a": models[0],
+        "b": models[1],
+        "tasks": table,
+        "tasks_without_runs": unrun,
+        "curves": curves,
+    }
+    return {**data, "figure": charts.figure_json(curves_figure(data))}
+
+
+def curves_figure(data: dict[str, Any]) -> go.Figure:
+    """Correct and correct-plus-verified rates against the turn limit, both models on one chart."""
+    fig = go.Figure()
+    for index, curve in enumerate(data["curves"]):
+        color = charts.COLORS[index % len(charts.COLORS)]
+        for field, label, dash in (
+            ("correct_rate", "correct", "dot"),
+            ("correct_arch_rate", "correct + verified", "solid"),
+        ):
+            points = curve["points"]
+            fig.add_trace(
+                go.Scatter(
+                    x=[p["k"] for p in points],
+                    y=[None if p[field] is None else round(100 * p[field], 2) for p in points],
+                    customdata=[f"{p[field.replace('_rate', '')]}/{p['n']}" for p in points],
+                    mode="lines+markers",
+                    line={"color": color, "dash": dash},
+                    name=f"{charts.plot_text(curve['model'])} · {label}",
+                    hovertemplate="k=%{x}: %{y:.1f}% (%{customdata})<extra></extra>",
+                )
+            )
+    fig.update_xaxes(tickvals=list(ranking.TURN_LIMITS), type="linear")
+    fig.update_yaxes(range=[0, 105])
+    where = data["task"] or "all tasks"
+    return charts._layout(fig, title=f"Per turn limit ({where})", x="turn limit k", y="trajectories (%)")
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+def _side_by_side(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
+    keys = list(a) + [k for k in b if k not in a]
+    return [{"name": k, "a": a.get(k), "b": b.get(k)} for k in keys]
+
+
+def _workloads(verdict: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    out = {}
+    for w in (verdict or {}).get("workloads") or []:
+        if isinstance(w, dict) and w.get("uuid"):
+            perf = w.get("performance") or {}
+            out[str(w["uuid"])] = {
+                "axes": w.get("axes") or {},
+                "status": w.get("status"),
+                "latency_ms": perf.get("latency_ms"),
+                "reference_latency_ms": perf.get("reference_latency_ms"),
+                "speedup": perf.get("speedup_factor"),
+            }
+    return out
+
+
+def _families(verdict: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    families = ((verdict or {}).get("arch_check") or {}).get("families") or {}
+    return {str(name): fam for name, fam in families.items() if isinstance(fam, dict)}
+
+
+def _opcodes(verdict: dict[str, Any] | None) -> dict[str, int]:
+    sass = (verdict or {}).get("sass") or {}
+    counts = dict(sass.get("opcodes") or {})
+    for name, n in (sass.get("families") or {}).items():
+        counts.setdefault(f"family {name}", n)
+    return {str(k): v for k, v in counts.items() if isinstance(v, int)}
+
+
+def _kernel_side(evaluation: Evaluation) -> dict[str, Any]:
+    submission = evaluation.submission
+    return {
+        "evaluation_id": str(evaluation.id),
+        "submission_id": submission.id,
+        "name": submission.name or f"submission {submission.id}",
+        "submitter": submission.user.username if submission.user else "",
+        "reference": submission.kind == submission.Kind.REFERENCE,
+        **serializers.measurement(evaluation, arch=submission.arch),
+        "latency_ms": evaluation.latency_ms,
+        "baseline_latency_ms": evaluation.baseline_latency_ms,
+        "review_state": evaluation.review_state or None,
+    }
+
+
+def compare_kernels(viewer, a: str, b: str) -> dict[str, Any]:
+    """Two evaluations of one task and architecture side by side. Raises BadQuery for malformed ids or two
+    different tasks, NotFound for an evaluation that does not exist or may not be shown."""
+    first, second = _visible_evaluation(viewer, a), _visible_evaluation(viewer, b)
+    if (first.submission.task_id, first.submission.arch) != (second.submission.task_id, second.submission.arch):
+        raise BadQuery("the two kernels are not on the same task and architecture")
+    wa, wb = _workloads(first.verdict), _workloads(second.verdict)
+    workloads = [
+        {"uuid": key, "axes": (wa.get(key) or wb.get(key) or {}).get("axes"), "a": wa.get(key), "b": wb.get(key)}
+        for key in list(wa) + [k for k in wb if k not in wa]
+    ]
+    fa, fb = _families(first.verdict), _families(second.verdict)
+    families = [
+        {"family": name, "a": fa.get(name), "b": fb.get(name)} for name in list(fa) + [n for n in fb if n not in fa]
+    ]
+    oa, ob = _opcodes(first.verdict), _opcodes(second.verdict)
+    opcodes = sorted(
+        ({"opcode": op, "a": oa.get(op, 0), "b": ob.get(op, 0)} for op in set(oa) | set(ob)),
+        key=lambda r: (-(r["a"] + r["b"]), r["opcode"]),
+    )
+    return {
+        "kind": "kernels",
+        "task": first.submission.task.slug,
+        "arch": first.submission.arch,
+        "a": _kernel_side(first),
+        "b": _kernel_side(second),
+        "workloads": workloads,
+        "families": families,
+        "opcodes": opcodes,
+    }

@@ -1,0 +1,146 @@
+"""corpus.judge on synthetic verdict dicts: the issue-14 expectation fields (held, arch_not, stdout_lacks) and the
+rules for reason / min_latency_ms, plus the manifest's own consistency. No evaluation is run here."""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "adversarial"))
+
+import corpus  # noqa: E402
+
+KNOWN_EXPECT = {"status", "reason", "arch", "arch_not", "min_latency_ms", "stdout_contains", "stdout_lacks", "held"}
+HOLD_CODES = {"timer_disagreement", "host_time", "profile_mismatch", "l2_persistence"}
+
+
+def verdict(status="PASSED", *, arch="absent", message="", latency=1.5, stdout="", stderr="", integrity=None):
+    v = {
+        "status": status,
+        "policy": [],
+        "compile": {"output": "", "cached": False},
+        "arch_check": {"status": arch, "reason": ""},
+        "workloads": [
+            {
+                "status": status,
+                "message": message,
+                "performance": {"latency_ms": latency},
+                "stdout_tail": stdout,
+                "stderr_tail": stderr,
+            }
+        ],
+    }
+    if integrity is not None:
+        v["integrity"] = integrity
+    return v
+
+
+def entry(**expect):
+    return {"name": "synthetic", "expect": expect}
+
+
+def holds(*codes):
+    return {"holds": [{"code": c, "reason": f"{c} because"} for c in codes]}
+
+
+def test_held_without_an_integrity_record_fails_with_the_plain_message():
+    ok, detail = corpus.judge(entry(status=["PASSED"], held=["timer_disagreement"]), verdict())
+    assert not ok
+    assert corpus.NO_INTEGRITY in detail
+
+
+def test_held_passes_when_any_listed_code_is_held():
+    e = entry(status=["PASSED"], held=["timer_disagreement", "host_time"])
+    assert corpus.judge(e, verdict(integrity=holds("host_time", "l2_persistence")))[0]
+    ok, detail = corpus.judge(e, verdict(integrity=holds("l2_persistence")))
+    assert not ok
+    assert "not held for timer_disagreement/host_time" in detail and "l2_persistence" in detail
+
+
+def test_empty_held_means_a_record_with_no_holds():
+    e = entry(status=["PASSED"], arch="absent", held=[])
+    assert corpus.judge(e, verdict(integrity={"holds": []}))[0]
+    assert not corpus.judge(e, verdict())[0]  # no record at all
+    ok, detail = corpus.judge(e, verdict(integrity=holds("profile_mismatch")))
+    assert not ok and "must not be held" in detail
+
+
+def test_arch_not():
+    e = entry(status=["PASSED"], arch_not=["verified"])
+    assert corpus.judge(e, verdict(arch="not_executed"))[0]
+    ok, detail = corpus.judge(e, verdict(arch="verified"))
+    assert not ok and "arch verified" in detail
+
+
+def test_stdout_lacks_substitutes_the_planted_values_and_reads_both_tails():
+    e = entry(status=["PASSED"], stdout_lacks=["{canary}", "{seed_hex}"])
+    assert corpus.judge(e, verdict(stdout="[env] HOME=/tmp\n"))[0]
+    ok, detail = corpus.judge(e, verdict(stdout=f"[env] SECRET_KEY = {corpus.CANARY}\n"))
+    assert not ok and "{canary}" in detail
+    assert corpus.CANARY not in detail  # the table never repeats the secret itself
+    assert not corpus.judge(e, verdict(stderr=f"[bytes] seed {corpus.SEED_HEX}"))[0]
+
+
+def test_reason_checked_only_when_not_passed_and_latency_only_when_passed():
+    e = entry(status=["PASSED", "INCORRECT_NUMERICAL"], reason=["timed call"], min_latency_ms=0.3)
+    assert corpus.judge(e, verdict(latency=1.2))[0]  # neutralised: timed at its honest speed
+    ok, detail = corpus.judge(e, verdict(latency=0.01))
+    assert not ok and "latency 0.01" in detail
+    caught = verdict("INCORRECT_NUMERICAL", message="output of timed call 17 differs from the reference", latency=None)
+    assert corpus.judge(e, caught)[0]
+    ok, _ = corpus.judge(e, verdict("INCORRECT_NUMERICAL", message="trial 1 differs", latency=None))
+    assert not ok
+
+
+def test_new_status_is_compared_as_a_string():
+    e = entry(status=["FOREIGN_KERNEL"], reason=["nvjet", "not compiled from the submission"])
+    v = verdict("FOREIGN_KERNEL", message="kernel nvjet_sm90_tst_256x128 was not compiled from the submission")
+    assert corpus.judge(e, v)[0]
+    assert not corpus.judge(e, verdict("PASSED"))[0]
+
+
+def test_old_fields_behave_as_before():
+    rejected = verdict("POLICY_REJECTED")
+    rejected["policy"] = [{"message": "loads code at run time: 'dlopen'"}]
+    assert corpus.judge(entry(status=["POLICY_REJECTED"], reason=["loads code at run time"]), rejected)[0]
+    e = entry(status=["INCORRECT_NUMERICAL"], reason=["trial 1"], stdout_contains="PASSED")
+    assert corpus.judge(e, verdict("INCORRECT_NUMERICAL", message="trial 1 differs", stdout="PASSED!"))[0]
+    assert not corpus.judge(e, verdict("INCORRECT_NUMERICAL", message="trial 1 differs", stdout="x"))[0]
+
+
+def test_judge_does_not_modify_the_verdict():
+    v = verdict(integrity=holds("host_time"))
+    before = copy.deepcopy(v)
+    corpus.judge(entry(status=["PASSED"], held=["host_time"], stdout_lacks=["{canary}"]), v)
+    assert v == before
+
+
+def test_manifest_entries_are_consistent():
+    data = json.loads(corpus.MANIFEST.read_text())
+    names = [e["name"] for e in data["entries"]]
+    assert len(names) == len(set(names))
+    for e in data["entries"]:
+        assert (corpus.HERE / e["file"]).is_file(), e["file"]
+        assert set(e["expect"]) <= KNOWN_EXPECT, e["name"]
+        assert set(e["expect"].get("held", [])) <= HOLD_CODES, e["name"]
+        assert e["on"] in data["tasks"]
+        if e.get("secrets"):
+            assert e["expect"].get("stdout_lacks"), e["name"]
+
+
+@pytest.mark.parametrize("code", sorted(HOLD_CODES))
+def test_every_hold_code_has_at_least_two_attacks(code):
+    attacks = [e for e in corpus.entries(gpu=True) if code in e["expect"].get("held", [])]
+    assert len(attacks) >= 2, code
+
+
+def test_honest_controls_expect_no_holds():
+    controls = [e for e in corpus.entries() if e["name"].startswith("control_")]
+    assert len(controls) >= 6
+    for e in controls:
+        assert e["expect"]["status"] == ["PASSED"] and e["expect"]["held"] == [], e["name"]
+        assert e["expect"]["arch"] in ("absent", "verified"), e["name"]

@@ -1,0 +1,91 @@
+"""The Python payloads that the in-process attack kernels run (tests/adversarial/*.cu, through PyRun_SimpleString)
+still reach the evaluator internals they target. If a refactor renames what they patch, an attack silently turns
+into an honest kernel and its corpus entry would "pass" for the wrong reason; this test fails first instead.
+
+Each payload is read from its kernel's C string literal and executed here, as the kernel would execute it in the
+candidate's __main__, against the real evaluator modules (CPU only, nothing patched is left behind).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent / "adversarial"
+
+
+def payload(kernel: str, name: str) -> str:
+    """The value of `static const char <name>[] = "..." "...";` in the kernel's source."""
+    text = (HERE / kernel).read_text()
+    match = re.search(rf"static const char {name}\[\] =(.*?);\n", text, re.DOTALL)
+    assert match, f"{kernel}: no {name}"
+    pieces = re.findall(r'"((?:[^"\\]|\\.)*)"', match.group(1))
+    return "".join(ast.literal_eval('"' + p + '"') for p in pieces)
+
+
+def run_as_main(code: str) -> dict:
+    namespace = {"__name__": "__main__"}
+    exec(compile(code, "<payload>", "exec"), namespace)  # noqa: S102 - the point of the test
+    return namespace
+
+
+def test_patch_timer_divides_the_interval_merge_by_eight():
+    import torch
+
+    import evaluator.timing as timing
+
+    real_merge, real_elapsed = timing.merge_intervals, torch.cuda.Event.elapsed_time
+    try:
+        before = timing.merge_intervals([(0, 800), (1000, 1800)])
+        run_as_main(payload("python_patch_timer.cu", "kPatch"))
+        run_as_main(payload("python_patch_timer.cu", "kPatch"))  # idempotent: called on every run
+        assert timing.merge_intervals([(0, 800), (1000, 1800)]) == pytest.approx(before / 8)
+        assert torch.cuda.Event.elapsed_time is not real_elapsed
+    finally:
+        timing.merge_intervals = real_merge
+        torch.cuda.Event.elapsed_time = real_elapsed
+        for obj in (timing, torch.cuda.Event):
+            if hasattr(obj, "_adv_patched"):
+                delattr(obj, "_adv_patched")
+
+
+def test_gc_scan_finds_the_timed_series_and_shrinks_only_the_candidate():
+    from evaluator.timing import TimedSeries
+
+    series = {"candidate": TimedSeries(), "baseline": TimedSeries()}  # the shape time_interleaved builds
+    run_as_main(payload("gc_shrink_samples.cu", "kScan"))
+    series["candidate"].samples_ms.append(5.0)
+    series["baseline"].samples_ms.append(5.0)
+    assert series["candidate"].samples_ms == [0.5]
+    assert series["baseline"].samples_ms == [5.0]
+
+
+def test_send_wrapper_rewrites_the_timing_message_of_the_child_session():
+    import evaluator.child as child
+
+    sent = []
+    session = child.Session.__new__(child.Session)  # the real class; its __init__ needs a task and a GPU
+    session.send = sent.append
+    run_as_main(payload("forged_channel_rewrite.cu", "kWrap"))
+    session.send({"event": "trial", "index": 0})
+    session.send({"event": "timing", "series": {"candidate": {"samples_ms": [8.0]}, "baseline": {"samples_ms": [8.0]}}})
+    assert sent[0] == {"event": "trial", "index": 0}
+    assert sent[1]["series"]["candidate"]["samples_ms"] == [1.0]
+    assert sent[1]["series"]["baseline"]["samples_ms"] == [8.0]
+
+
+def test_secret_scan_would_print_a_planted_secret(capsys, monkeypatch):
+    monkeypatch.setenv("PTXBENCH_CANARY_SECRET", "payload-test-canary")
+
+    class Holder:  # as the child's Session holds its job dict (a dict of atomic values, untracked by gc itself)
+        pass
+
+    holder = Holder()
+    holder.job = {"profile_seed": 1234567, "secret_seed": "payload-test-seed"}
+    run_as_main(payload("secrets_python_reach.cu", "kLook"))
+    out = capsys.readouterr().out
+    assert "payload-test-canary" in out
+    assert "payload-test-seed" in out and "1234567" in out
