@@ -21,7 +21,6 @@ def test_reference_solution_compiles_with_its_target_instructions(meta_path: Pat
     if find_bwrap() is None and not allow_unsandboxed_from_env():
         pytest.fail("bubblewrap is missing: `make test` installs it")
     meta = json.loads(meta_path.read_text())
-    folder = meta_path.parent
     task = find_task(REPO / "tasks", meta["definition"])
     arch = meta["spec"]["arch"]
     language = meta["spec"].get("language", "cuda")
