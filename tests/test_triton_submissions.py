@@ -1,0 +1,101 @@
+"""Triton as a kernel language in the portal: the submission form and API carry it, and a model run in Triton
+gets Triton's rules and signature, has its ```python reply extracted and submitted as Triton, and the real
+evaluator (CPU stages) scores that file as Triton."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import override_settings
+
+from portal.agent import services
+from portal.agent.extract import extract_kernel
+from portal.agent.models import ModelRun, Turn
+from portal.agent.services import RunRequest
+from portal.submissions.models import Evaluation, Submission
+from tests.agent_support import API_KEY, LOOP_SETTINGS, drain, fenced, replay  # noqa: F401 - fixture
+from tests.factories import GEMM, REPO, make_token, make_user, starter_source, sync_catalog
+
+TRITON_GEMM = (REPO / "tasks/gemm_n4096_k4096/solutions/triton_tma_wgmma/kernel.py").read_text()
+
+
+@pytest.fixture
+def alice():
+    sync_catalog()
+    return make_user("alice")
+
+
+def _api(client, token, body):
+    return client.post(
+        "/api/v1/submissions", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
+
+
+@pytest.mark.django_db
+def test_api_submission_records_the_language_and_refuses_unknown_ones(client, alice):
+    token = make_token(alice)
+    body = {"task": GEMM, "arch": "sm_90a", "source": TRITON_GEMM, "language": "triton"}
+    response = _api(client, token, body)
+    assert response.status_code == 201, response.content
+    assert response.json()["language"] == "triton"
+    assert Submission.objects.get().language == Submission.Language.TRITON
+    plain = _api(client, token, {"task": GEMM, "arch": "sm_90a", "source": starter_source()})
+    assert plain.status_code == 201 and plain.json()["language"] == "cuda"
+    bad = _api(client, token, {**body, "language": "fortran", "force": True})
+    assert bad.status_code == 400 and "unknown language 'fortran'" in bad.json()["error"]
+
+
+@pytest.mark.django_db
+def test_form_submission_in_triton(client, alice):
+    client.force_login(alice)
+    response = client.post("/submit/", {"task": GEMM, "arch": "sm_90a", "language": "triton", "source": TRITON_GEMM})
+    assert response.status_code == 302
+    assert Submission.objects.get().language == "triton"
+    assert 'name="language"' in client.get("/submit/").content.decode()
+
+
+def test_extraction_takes_the_last_python_block_with_a_triton_kernel():
+    reply = (
+        "Plan first.\n```python\nimport torch  # a sketch, no kernel\n```\n"
+        + fenced("__global__ void k() {}\nTVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run_impl);")
+        + "\nThe file:\n"
+        + fenced(TRITON_GEMM, "python")
+    )
+    assert extract_kernel(reply, language="triton").kernel == TRITON_GEMM.rstrip() + "\n"
+    assert "TVM_FFI_DLL_EXPORT_TYPED_FUNC" in extract_kernel(reply).kernel  # a CUDA run still takes the .cu
+    assert extract_kernel(fenced(TRITON_GEMM, "python")).kernel == ""
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(**LOOP_SETTINGS)
+def test_a_triton_model_run_submits_its_python_reply_as_triton(alice, replay):  # noqa: F811
+    pytest.importorskip("triton", reason="Triton is not installed (pip install '.[triton]')")
+    reply = {"content": "Here is the kernel.\n\n" + fenced(TRITON_GEMM, "python")}
+    server = replay({"tasks": {GEMM: [reply]}})
+    run = services.run_create(
+        user=alice,
+        request=RunRequest(
+            base_url=server.base_url,
+            model="replay-model",
+            arch="sm_90a",
+            task_slugs=[GEMM],
+            api_key=API_KEY,
+            turns=1,
+            trajectories_per_task=1,
+            request_timeout=5.0,
+            language="triton",
+        ),
+    )
+    assert run.language == "triton"
+    opening = run.trajectories.get().messages
+    assert "```python" in opening[0]["content"] and "@triton.jit" in opening[0]["content"]
+    assert "def run(A, B, C) -> None" in opening[1]["content"] and "```cuda" not in opening[1]["content"]
+    drain()
+    turn = Turn.objects.get(trajectory__run=run)
+    assert turn.kernel == TRITON_GEMM.rstrip() + "\n"
+    evaluation = turn.evaluation
+    assert evaluation.state == Evaluation.State.DONE, evaluation.infra_error
+    assert evaluation.submission.language == "triton" and evaluation.submission.kind == Submission.Kind.AGENT
+    verdict = evaluation.verdict
+    assert verdict["language"] == "triton" and verdict["status"] == "STATIC_ONLY", verdict["compile"]["output"]
+    assert verdict["sass"]["families"]["gmma"] > 0
+    assert ModelRun.objects.get(id=run.id).language == "triton"
