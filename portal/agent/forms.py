@@ -27,6 +27,7 @@ class RunForm(forms.Form):
     language = forms.ChoiceField(
         choices=Submission.Language.choices,
         initial=Submission.Language.CUDA,
+        required=False,  # absent: CUDA
         label="Kernel language",
         help_text="CUDA replies in a ```cuda block, Triton in a ```python block",
     )
