@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip -q --disable-pip-version-check
 RUFF := $(VENV)/bin/ruff
 
-.PHONY: run test test-gpu lint format migrations-check venv deps-run deps-test system-run system-test clean
+.PHONY: run test test-fast test-gpu lint format migrations-check venv deps-run deps-test system-run system-test clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -42,6 +42,13 @@ test: deps-test system-test
 	$(RUFF) format --check .
 	DEBUG=1 $(PY) manage.py makemigrations --check --dry-run
 	$(PY) -m pytest -m "not gpu" -q
+
+## The same without the nvcc-heavy sweeps (tests marked `slow`): for the edit-test loop; `make test` runs them.
+test-fast: deps-test system-test
+	$(RUFF) check .
+	$(RUFF) format --check .
+	$(PY) manage.py makemigrations --check --dry-run
+	$(PY) -m pytest -m "not gpu and not slow" -q
 
 ## On a GPU host (H100/H200, carry .gpu-bundle/ from scripts/fetch_gpu_bundle.sh): GPU tests, the adversarial
 ## corpus twice, the evaluator benchmark; a compact table on stdout, logs under $$OUT (default ./gpu-out).

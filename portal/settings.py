@@ -7,6 +7,7 @@ from pathlib import Path
 
 import dj_database_url
 
+from evaluator.arches import ARCHES
 from portal.dev_secrets import stored_secret
 from portal.env import env_bool, env_int, env_list, env_required, env_str
 
@@ -76,6 +77,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "portal.core.context_processors.synthetic_demo",
             ],
         },
     },
@@ -104,8 +106,10 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
-# One queue per GPU architecture (workers on hosts with that GPU), plus LLM calls and CPU-only work.
-RQ_QUEUE_NAMES = ("gpu-sm90", "gpu-sm100", "agent", "default")
+# One queue per GPU architecture (workers on hosts with that GPU; evaluator/arches.py names them), plus LLM calls
+# (`agent`, portal/agent/queueing.py) and CPU-only work (`default`).
+GPU_QUEUE_NAMES = tuple(dict.fromkeys(arch.queue for arch in ARCHES.values()))
+RQ_QUEUE_NAMES = (*GPU_QUEUE_NAMES, "agent", "default")
 RQ_QUEUES = {
     name: {"URL": REDIS_URL, "DEFAULT_TIMEOUT": env_int("RQ_DEFAULT_TIMEOUT", 3600)} for name in RQ_QUEUE_NAMES
 }
@@ -149,9 +153,17 @@ STORAGES = {
     "staticfiles": {
         "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
         if not DEBUG
-        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+        # DEBUG (make run on a fresh clone): no manifest, but collectstatic still writes .gz next to each file
+        # and WhiteNoise serves it to clients that accept gzip (plotly.min.js: 4.8 MB -> 1.4 MB).
+        else "whitenoise.storage.CompressedStaticFilesStorage"
     },
 }
+
+# WhiteNoise finds files through the finders on every request while DEBUG (edit and reload); those are the sources,
+# without the .gz collectstatic writes. The run command (scripts/run_portal.sh) collects first and sets
+# STATIC_FROM_FINDERS=0, so every page gets the compressed, cacheable copies from STATIC_ROOT.
+WHITENOISE_USE_FINDERS = env_bool("STATIC_FROM_FINDERS", DEBUG)
+WHITENOISE_AUTOREFRESH = WHITENOISE_USE_FINDERS
 
 LOGIN_URL = "/accounts/login/"
 # Failed-login and sign-up throttles (portal/accounts/throttle.py). Failures within LOGIN_WINDOW_SECONDS, counted

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # GPU tests and benchmark of the evaluator on an H100/H200 host.
-#   scripts/gpu_tests.sh [tests|bench|corpus|all] [extra pytest args...]
+#   scripts/gpu_tests.sh [tests|bench|corpus|all|baselines] [extra pytest args...]
+# baselines (not part of all): scripts/measure_baselines.py, every library baseline of the suite timed by the
+# evaluator's own timer (evaluator/timing.py), into $OUT/baselines/ (baselines.json, baselines.md, baselines.log).
 # corpus: the adversarial corpus (tests/adversarial/corpus.json) twice back to back through the evaluator, with
 # the expected-vs-actual table and wall time of each round (also in $OUT/corpus.log and $OUT/corpus.json).
 # Sandbox: candidate code runs under bubblewrap. GPU hosts lack the package: a bubblewrap .deb carried in .whl/
@@ -59,6 +61,12 @@ fi
 if [[ "$what" == bench || "$what" == all ]]; then
   timeout "${BENCH_LIMIT:-400}" python3 bench/evaluator_bench.py --out "$art" ${BENCH_ARGS:-} 2>&1 | tee "$art/bench.log"
 fi
+if [[ "$what" == baselines ]]; then
+  mkdir -p "$OUT/baselines"
+  timeout "${BASELINES_LIMIT:-540}" python3 scripts/measure_baselines.py --out "$OUT/baselines" ${BASELINES_ARGS:-} 2>&1 \
+    | tee "$OUT/baselines/baselines.log"
+  rc=${PIPESTATUS[0]}
+fi
 cp "$art"/bench-report.json "$art"/bench.log "$OUT/" 2>/dev/null
 tar czf "$OUT/gpu-artifacts.tgz" -C "$art" .
 echo
@@ -68,4 +76,5 @@ tail -1 "$OUT/gpu-tests.log" 2>/dev/null
 cat "$OUT/sandbox.log" 2>/dev/null | tail -1
 [[ -f "$OUT/corpus.log" ]] && sed -n '/^== corpus round/,/^$/p' "$OUT/corpus.log"
 [[ -f "$art/bench.log" ]] && sed -n '/^end to end/,$p' "$art/bench.log"
+[[ -f "$OUT/baselines/baselines.md" ]] && cat "$OUT/baselines/baselines.md"
 exit $rc

@@ -1,12 +1,14 @@
 """Standalone GPU harness for the reference kernels in tasks/*/solutions/.
 
-Builds each solution's kernel.cu the way the evaluator does (nvcc, tvm_ffi headers and library), checks it
+Builds each solution's kernel.cu with the evaluator's own compile function (evaluator/compile.py: the same
+nvcc command, ptxas resources and cubin) and counts its SASS with evaluator/sass.py, checks it
 against an fp32 reference on every workload with fresh random inputs and NaN-poisoned outputs, times it
 against the library baseline (triton.testing.do_bench, median), and optionally profiles one call under
 Nsight Compute to capture the per-SASS-instruction source page (executed and predicated-on counts).
 
 Each solution runs in its own child process with a time limit, so a hung or crashing kernel costs at most
-that limit. This is a developer tool, independent of evaluator/ (it needs only torch, triton, tvm_ffi).
+that limit. This is a developer tool: compiling, SASS and Nsight Compute parsing come from evaluator/ (one home
+for that knowledge); timing here is triton's do_bench for quick iteration, the evaluator's timer scores.
 
     python scripts/kernel_dev.py tasks/gemm_n7168_k5120/solutions/hopper_tma_wgmma --ncu --out $OUT
     python scripts/kernel_dev.py --build-only --arch sm_100a tasks/gemm_n7168_k5120/solutions/blackwell_tcgen05
@@ -28,6 +30,13 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from evaluator.compile import compile_kernel  # noqa: E402
+from evaluator.ncu import NcuParseError, find_ncu, parse_source_page  # noqa: E402
+from evaluator.sass import count_families, disassemble, instruction_family  # noqa: E402
+
 ATOL = 1e-2
 RTOL = 1e-2
 
@@ -75,90 +84,52 @@ def load_solution(spec: str) -> Solution:
 # ---------------------------------------------------------------------------------------------- build
 
 
-def tvm_ffi_dirs() -> tuple[str, str]:
-    import tvm_ffi
-
-    root = os.path.dirname(tvm_ffi.__file__)
-    return os.path.join(root, "include"), os.path.join(root, "lib")
-
-
-def nvcc_command(src: Path, out: Path, arch: str, defines: list[str]) -> list[str]:
-    inc, lib = tvm_ffi_dirs()
-    virt = arch.replace("sm_", "compute_")
-    return [
-        shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc",
-        "-O3",
-        "-lineinfo",
-        "-std=c++17",
-        "-gencode",
-        f"arch={virt},code={arch}",
-        "-shared",
-        "-Xcompiler",
-        "-fPIC",
-        "-Xptxas",
-        "-v",
-        *defines,
-        f"-I{inc}",
-        f"-L{lib}",
-        "-ltvm_ffi",
-        "-o",
-        str(out),
-        str(src),
-    ]
-
-
-def build(sol: Solution, build_dir: Path, arch: str, reuse: bool = False) -> tuple[Path | None, str]:
-    """Compile one solution (or reuse a build newer than its source); returns (shared object or None, log)."""
-    build_dir.mkdir(parents=True, exist_ok=True)
-    out = build_dir / f"{sol.slug}.{arch}.so"
-    src = sol.path / "kernel.cu"
-    if reuse and out.exists() and out.stat().st_mtime > src.stat().st_mtime:
-        return out, "(reused)\n" + (out.with_suffix(".log").read_text() if out.with_suffix(".log").exists() else "")
-    cmd = nvcc_command(src, out, arch, sol.defines)
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    log = proc.stdout + proc.stderr
-    out.with_suffix(".log").write_text(log)
-    return (out if proc.returncode == 0 else None), log
-
-
-def ptxas_summary(log: str) -> str:
-    """Registers and spill figures of each kernel entry, from the -Xptxas -v log."""
+def define_lines(defines: list[str]) -> str:
+    """`-DNAME=VALUE` flags as `#define` lines: the evaluator's nvcc command takes no extra flags (as nvcc, a bare
+    `-DNAME` defines NAME as 1)."""
     lines = []
-    for line in log.splitlines():
-        if "registers" in line or "spill" in line or "warning" in line.lower():
-            lines.append(line.strip().removeprefix("ptxas info    : "))
+    for flag in defines:
+        name, _, value = flag.removeprefix("-D").partition("=")
+        lines.append(f"#define {name} {value or '1'}\n")
+    return "".join(lines)
+
+
+@dataclasses.dataclass
+class Build:
+    """One solution compiled by the evaluator's compile function."""
+
+    library: Path | None  # the shared object, None when the compile failed
+    log: str  # nvcc's output
+    resources: list  # evaluator.verdict.KernelResources per kernel (ptxas -v)
+    sass: dict  # target families and their opcodes (evaluator.sass.count_families), {} without a cubin
+
+
+def build(sol: Solution, build_dir: Path, arch: str, reuse: bool = False) -> Build:
+    """Compile one solution as the evaluator does; with `reuse`, through a compile cache in build_dir (the
+    evaluator's: keyed by source, flags and toolchain, so a changed kernel is always rebuilt)."""
+    source = define_lines(sol.defines) + (sol.path / "kernel.cu").read_text()
+    workdir = build_dir / f"{sol.slug}.{arch}"
+    cache = build_dir / "compile-cache" if reuse else None
+    compiled = compile_kernel(source, arch, workdir, timeout_s=600, cache_dir=cache)
+    result = compiled.result
+    log = ("(cached)\n" if result.cached else "") + result.output
+    (workdir / "build.log").write_text(log)
+    sass = {}
+    if compiled.cubin is not None:
+        counts = count_families(disassemble(compiled.cubin), arch)
+        sass = {"families": counts.families, "opcodes": counts.opcodes}
+    return Build(compiled.library, log, result.resources, sass)
+
+
+def ptxas_summary(b: Build) -> str:
+    """Registers and spill figures of each kernel entry, and nvcc's warnings."""
+    lines = [
+        f"{k.name}: {k.registers} registers, {k.shared_bytes or 0} bytes smem, stack {k.stack_frame_bytes}, "
+        f"spill stores {k.spill_store_bytes}, spill loads {k.spill_load_bytes}"
+        for k in b.resources
+    ]
+    lines += [line.strip() for line in b.log.splitlines() if "warning" in line.lower()]
     return "\n".join(lines)
-
-
-def find_cuobjdump() -> str | None:
-    """cuobjdump from PATH, the CUDA toolkit, or the nvidia-cuda-cuobjdump wheel of this interpreter."""
-    found = shutil.which("cuobjdump")
-    if found:
-        return found
-    candidates = [Path("/usr/local/cuda/bin/cuobjdump")]
-    try:
-        import nvidia
-
-        candidates += [Path(p) / "cu13" / "bin" / "cuobjdump" for p in nvidia.__path__]
-    except ImportError:
-        pass
-    return next((str(c) for c in candidates if c.exists()), None)
-
-
-def sass_opcodes(so: Path) -> dict[str, int]:
-    """Static count of the target opcode families in the shared object's SASS."""
-    cuobjdump = find_cuobjdump()
-    if cuobjdump is None:
-        return {"error": -1}
-    proc = subprocess.run([cuobjdump, "-sass", str(so)], capture_output=True, text=True, timeout=120)
-    counts: dict[str, int] = {}
-    for line in proc.stdout.splitlines():
-        for word in line.replace(";", " ").split():
-            if word.startswith(("HGMMA", "UTMALDG", "UTMASTG", "UTCHMMA", "UTCQMMA", "UTCBAR", "LDTM", "STTM", "HMMA")):
-                counts[word] = counts.get(word, 0) + 1
-            elif word.startswith(("UTCATOMSWS", "UTCMMA")):
-                counts[word] = counts.get(word, 0) + 1
-    return counts
 
 
 # ---------------------------------------------------------------------------------------------- child
@@ -343,7 +314,7 @@ def run_child(
 
 
 def run_ncu(sol: Solution, so: Path, kernel_regex: str, size: int, out_dir: Path, timeout: float) -> str:
-    ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
+    ncu = find_ncu() or "/usr/local/cuda/bin/ncu"
     csv_path = out_dir / f"ncu_source_{sol.slug}.csv"
     cmd = [
         ncu,
@@ -380,46 +351,22 @@ def run_ncu(sol: Solution, so: Path, kernel_regex: str, size: int, out_dir: Path
 
 
 def summarize_ncu(text: str) -> str:
-    """Sum executed and predicated-on counts per opcode family from the source-page CSV."""
-    import csv
-    import io
-
-    lines = text.splitlines()
-    start = next((i for i, ln in enumerate(lines) if ln.startswith('"#"') or ln.startswith('"Address"')), None)
-    if start is None:
-        start = next((i for i, ln in enumerate(lines) if "Source" in ln and "," in ln), None)
-    if start is None:
-        return "no CSV table found"
-    reader = csv.DictReader(io.StringIO("\n".join(lines[start:])))
-    fam: dict[str, list[int]] = {}
-    exec_key = pred_key = src_key = None
-    for rec in reader:
-        if exec_key is None:
-            keys = list(rec.keys())
-            exec_key = next((k for k in keys if k and k.startswith("Instructions Executed")), None)
-            pred_key = next((k for k in keys if k and k.startswith("Predicated-On Thread")), None)
-            src_key = next((k for k in keys if k and k.strip() == "Source"), None)
-            if exec_key is None or src_key is None:
-                return "columns not found: " + ",".join(k for k in keys if k)[:300]
-        src = (rec.get(src_key) or "").strip()
-        op = src.split()[0] if src else ""
-        if op.startswith("@"):
-            op = src.split()[1] if len(src.split()) > 1 else ""
-        base = op.split(".")[0]
-        if base in ("HGMMA", "UTMALDG", "UTMASTG", "FFMA", "UTCHMMA", "LDTM", "SYNCS"):
-            key = op if base in ("HGMMA", "UTMALDG") else base
-
-            def num(v: str | None) -> int:
-                try:
-                    return int(float((v or "0").replace(",", "")))
-                except ValueError:
-                    return 0
-
-            agg = fam.setdefault(key, [0, 0, 0])
+    """Static, executed and predicated-on counts per target opcode (families of evaluator/arches.py), read with
+    the evaluator's source-page parser."""
+    try:
+        kernels = parse_source_page(text)
+    except NcuParseError as exc:
+        return f"no source page: {exc}"
+    per_opcode: dict[str, list[int]] = {}
+    for kernel in kernels:
+        for row in kernel.rows:
+            if instruction_family(row.opcode) is None:
+                continue
+            agg = per_opcode.setdefault(row.opcode, [0, 0, 0])
             agg[0] += 1
-            agg[1] += num(rec.get(exec_key))
-            agg[2] += num(rec.get(pred_key)) if pred_key else 0
-    return "; ".join(f"{k}: static={v[0]} exec={v[1]} pred_on={v[2]}" for k, v in sorted(fam.items()))
+            agg[1] += row.executed
+            agg[2] += row.predicated_on
+    return "; ".join(f"{k}: static={v[0]} exec={v[1]} pred_on={v[2]}" for k, v in sorted(per_opcode.items()))
 
 
 def gpu_banner() -> str:
@@ -458,7 +405,7 @@ def main() -> None:
     ap.add_argument("solutions", nargs="*", help="solution folders, optionally path::-DFLAG=1,-DOTHER")
     ap.add_argument("--arch", default="sm_90a")
     ap.add_argument("--build-only", action="store_true")
-    ap.add_argument("--reuse-build", action="store_true", help="skip nvcc when the .so is newer than kernel.cu")
+    ap.add_argument("--reuse-build", action="store_true", help="reuse an identical earlier build (compile cache)")
     ap.add_argument("--build-dir", default=str(REPO / "build" / "kernel_dev"))
     ap.add_argument("--out", default=os.environ.get("OUT", str(REPO / "build" / "kernel_dev" / "out")))
     ap.add_argument("--ncu", action="store_true", help="profile one headline call per solution under ncu")
@@ -488,19 +435,19 @@ def main() -> None:
         builds = list(pool.map(lambda s: build(s, Path(args.build_dir), args.arch, args.reuse_build), sols))
     print(f"# built {len(sols)} in {time.time() - t0:.1f}s", flush=True)
     log_lines = []
-    for sol, (so, log) in zip(sols, builds, strict=True):
-        head = f"== {sol.name} ({sol.definition}) build {'ok' if so else 'FAILED'}"
-        summary = ptxas_summary(log)
-        ops = sass_opcodes(so) if so else {}
-        print(head + "\n" + summary + "\nSASS: " + json.dumps(ops), flush=True)
-        log_lines.append(head + "\n" + log + "\nSASS: " + json.dumps(ops))
+    for sol, b in zip(sols, builds, strict=True):
+        head = f"== {sol.name} ({sol.definition}) build {'ok' if b.library else 'FAILED'}"
+        summary = ptxas_summary(b) if b.library else b.log[-1500:]
+        print(head + "\n" + summary + "\nSASS: " + json.dumps(b.sass), flush=True)
+        log_lines.append(head + "\n" + b.log + "\nSASS: " + json.dumps(b.sass))
     (out_dir / "build.log").write_text("\n".join(log_lines))
     if args.build_only:
         return
 
     table = []
     detail = []
-    for sol, (so, _) in zip(sols, builds, strict=True):
+    for sol, b in zip(sols, builds, strict=True):
+        so = b.library
         if so is None:
             table.append(f"{sol.name:<42} BUILD FAILED")
             continue

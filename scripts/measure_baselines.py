@@ -2,12 +2,15 @@
 
 For each task: draw the headline workload's inputs (standard normal, as the evaluator does; the backward tasks'
 O and LSE from their input generator), run the fp32 reference once, then per baseline check its outputs against
-the reference with the evaluator's element rule and time it: 10 warm-up calls, then N timed calls, each after
-overwriting a 256 MiB buffer so that the 60 MB L2 holds none of the inputs, each timed with CUDA events around
-the call alone. Reports the median (and quartiles) and achieved TFLOP/s by the task's FLOP convention.
+the reference with the evaluator's element rule and time it with the evaluator's own timer
+(`evaluator/timing.py`: L2 flushed and the device synchronised before every call, each call's GPU time from CUPTI
+activity records, CUDA events as the recorded fallback; `evaluator/stats.py` for median and quartiles), the
+method the evaluator's `timing` stage uses for candidates and baselines. Reports the median (and quartiles) and
+achieved TFLOP/s by the task's FLOP convention.
 
     python scripts/measure_baselines.py [--out DIR] [--reps 100] [--tasks NAME ...]
     python scripts/measure_baselines.py --device cpu --axis M=64 --axis S=64 --tasks ...   # smoke run, no GPU
+    scripts/gpu_tests.sh baselines                                                  # on the H200, into $OUT
 
 Writes baselines.json (environment, method, every sample) and baselines.md (the table) to DIR (default $OUT,
 else the current folder) and prints the table.
@@ -21,7 +24,6 @@ import json
 import math
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import time
@@ -32,10 +34,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from evaluator.stats import summarize  # noqa: E402
 from evaluator.taskdata import Task, evaluate_flops, load_tasks  # noqa: E402
 
 GROUP_ORDER = {"gemm": 0, "mha_fwd": 1, "mha_bwd": 2}
-FLUSH_BYTES = 256 << 20
 
 
 @dataclass
@@ -58,6 +60,8 @@ class Measurement:
     baseline: str  # baseline id
     baseline_name: str
     samples_ms: list[float] = field(default_factory=list)
+    timing_method: str | None = None  # "cupti" or "cuda_events" (evaluator/timing.py), "wall_clock" on CPU
+    kernels_per_call: float | None = None  # GPU activities per call, as the verdict's timing records it
     median_ms: float | None = None
     q1_ms: float | None = None
     q3_ms: float | None = None
@@ -134,36 +138,64 @@ def check_output(name: str, out: Any, ref: Any, atol: float, rtol: float) -> Out
     return OutputCheck(name, ratio, rel, median_ratio)
 
 
-def time_call(fn: Any, reps: int, warmup: int, device: str) -> list[float]:
-    """Milliseconds per call, one sample per call, L2 flushed before each."""
-    import torch
+class Timer:
+    """The evaluator's timer for this process: one CUPTI subscription (or the CUDA-events fallback and why)."""
 
-    for _ in range(warmup):
-        fn()
-    if device != "cuda":  # smoke runs only: wall clock
-        samples = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            fn()
-            samples.append((time.perf_counter() - t0) * 1e3)
-        return samples
-    flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
-    torch.cuda.synchronize()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    for i in range(reps):
-        flush.zero_()
-        starts[i].record()
-        fn()
-        ends[i].record()
-    torch.cuda.synchronize()
-    return [s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)]
+    def __init__(self, device: str) -> None:
+        self.device = device
+        self.cupti = None
+        self.fallback_reason = ""
+        self.flush_l2 = None
+        if device == "cuda":
+            from evaluator.timing import l2_flusher, make_timer
+
+            self.cupti, self.fallback_reason = make_timer()
+            self.flush_l2 = l2_flusher(0)
+
+    @property
+    def method(self) -> str:
+        if self.device != "cuda":
+            return "wall_clock"
+        return "cupti" if self.cupti is not None else "cuda_events"
+
+    def time(self, fn: Any, reps: int, warmup: int) -> tuple[list[float], float]:
+        """Milliseconds per call (one sample per call) and GPU activities per call, as the evaluator times."""
+        if self.device != "cuda":  # smoke runs only: wall clock, no L2 to flush
+            for _ in range(warmup):
+                fn()
+            samples = []
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                fn()
+                samples.append((time.perf_counter() - t0) * 1e3)
+            return samples, 0.0
+        from evaluator.timing import time_interleaved
+
+        series = time_interleaved(
+            {"baseline": lambda _i: fn()}, warmup=warmup, iters=reps, flush_l2=self.flush_l2, timer=self.cupti
+        )["baseline"]
+        if self.cupti is not None:
+            self.cupti.records.clear()  # matched to this baseline's windows already
+        counted = [a for a in series.activities if a >= 0]
+        return series.samples_ms, (sum(counted) / len(counted) if counted else 0.0)
+
+    def close(self) -> None:
+        if self.cupti is not None:
+            self.cupti.close()
 
 
 def measure_task(
-    task: Task, reps: int, warmup: int, seed: int, device: str = "cuda", override: dict[str, int] | None = None
+    task: Task,
+    reps: int,
+    warmup: int,
+    seed: int,
+    device: str = "cuda",
+    override: dict[str, int] | None = None,
+    timer: Timer | None = None,
 ) -> list[Measurement]:
     import torch
+
+    timer = timer or Timer(device)
 
     def sync() -> None:
         if device == "cuda":
@@ -189,9 +221,10 @@ def measure_task(
             ]
             m.passed = all(c.tolerance_ratio <= 1.0 for c in m.checks)
             del outputs
-            m.samples_ms = time_call(lambda fn=fn, args=tuple(inputs): fn(*args), reps, warmup, device)
-            quartiles = statistics.quantiles(m.samples_ms, n=4)
-            m.q1_ms, m.median_ms, m.q3_ms = quartiles[0], statistics.median(m.samples_ms), quartiles[2]
+            m.samples_ms, m.kernels_per_call = timer.time(lambda fn=fn, args=tuple(inputs): fn(*args), reps, warmup)
+            m.timing_method = timer.method
+            stats = summarize(m.samples_ms, method=timer.method, warmup=warmup, kernels_per_call=m.kernels_per_call)
+            m.q1_ms, m.median_ms, m.q3_ms = stats.q25_ms, stats.median_ms, stats.q75_ms
             m.tflops = flops / (m.median_ms * 1e-3) / 1e12
         except Exception as exc:  # a baseline that fails is a result to report, not a reason to stop
             m.error = f"{type(exc).__name__}: {exc}"[:500]
@@ -245,19 +278,24 @@ def main(argv: list[str] | None = None) -> int:
         tasks = [t for t in tasks if t.name in set(args.tasks)]
     tasks.sort(key=lambda t: (GROUP_ORDER.get(t.group, 9), t.name))
     env = environment(args.device)
+    timer = Timer(args.device)
+    env["timing_method"] = timer.method + (f" ({timer.fallback_reason})" if timer.fallback_reason else "")
     results: list[Measurement] = []
     for task in tasks:
         started = time.monotonic()
-        batch = measure_task(task, args.reps, args.warmup, args.seed, args.device, override)
+        batch = measure_task(task, args.reps, args.warmup, args.seed, args.device, override, timer)
         results += batch
         summary = ", ".join(
             f"{m.baseline} {m.median_ms:.3f} ms" if m.median_ms else f"{m.baseline} ERROR" for m in batch
         )
         print(f"{task.name}: {summary} ({time.monotonic() - started:.1f} s)", flush=True)
+    timer.close()
     method = {
         "workload": "each task's headline workload; inputs standard normal (fp32 draw cast to the input dtype)",
-        "timing": f"{args.warmup} warm-up calls, then {args.reps} calls each timed alone with CUDA events, "
-        f"a {FLUSH_BYTES >> 20} MiB buffer overwritten before each call to flush L2; median and quartiles",
+        "timing": f"the evaluator's timer (evaluator/timing.py, {timer.method}): {args.warmup} warm-up calls, then "
+        f"{args.reps} timed calls, twice the L2 size overwritten and the device synchronised before each; each "
+        "call's time is the union of its GPU activity records (CUPTI), or CUDA events around it as the fallback; "
+        "median and quartiles by evaluator/stats.py",
         "check": "outputs against the task's fp32 reference with the evaluator's element rule (atol=rtol=1e-2)",
         "seed": args.seed,
     }

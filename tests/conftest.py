@@ -1,7 +1,9 @@
-"""Shared fixtures: a real Redis server for the whole session, wired into django-rq for every test."""
+"""Shared fixtures: a real Redis server for the whole session, wired into django-rq for every test; the session's
+shared compile cache; unsandboxed mode allowed, per test, where bubblewrap cannot run."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -15,7 +17,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 def pytest_configure(config):
     """Before any test module is imported: names other than literals and loopback never reach a resolver."""
-    from tests import dns_guard
+    from tests.support import dns_guard
 
     dns_guard.install()
 
@@ -23,7 +25,7 @@ def pytest_configure(config):
 @pytest.fixture(autouse=True)
 def _no_dns_queries():
     """A test that asked the resolver for an outside name fails, even when the code swallowed the refusal."""
-    from tests import dns_guard
+    from tests.support import dns_guard
 
     dns_guard.REFUSED_NAMES.clear()
     yield
@@ -97,14 +99,36 @@ def _django_configured() -> bool:
         return False
 
 
+@pytest.fixture(scope="session")
+def shared_compile_cache(tmp_path_factory) -> Path:
+    """One compile cache for the whole session (evaluator/compile_cache.py): nvcc at about 6 s a compile is most
+    of the suite's time, and most tests that compile are about something else."""
+    return tmp_path_factory.mktemp("compile-cache")
+
+
 @pytest.fixture(autouse=True)
-def _no_compile_cache(monkeypatch):
-    """Every test compiles for real unless it asks for the compile cache itself (gpu_worker would otherwise set
-    EVALUATOR_COMPILE_CACHE for the rest of the session, and a time-out test would get a cached success)."""
-    monkeypatch.setenv("EVALUATOR_COMPILE_CACHE", "")
+def _compile_cache(request, monkeypatch):
+    """Tests share the session's compile cache, except those marked `no_compile_cache` (their subject is
+    compiling, the cache itself or a time-out, which a cached success would hide): they compile for real. Set for
+    every test, so a leak (gpu_worker sets EVALUATOR_COMPILE_CACHE for the process) never reaches the next one."""
+    if request.node.get_closest_marker("no_compile_cache"):
+        value = ""
+    else:
+        value = str(request.getfixturevalue("shared_compile_cache"))
+    monkeypatch.setenv("EVALUATOR_COMPILE_CACHE", value)
     try:
         from django.conf import settings
     except ImportError:  # the GPU host runs the evaluator tests without Django
         return
     if settings.configured:
-        monkeypatch.setattr(settings, "EVALUATOR_COMPILE_CACHE", "")
+        monkeypatch.setattr(settings, "EVALUATOR_COMPILE_CACHE", value)
+
+
+@pytest.fixture
+def allow_unsandboxed_without_bwrap(monkeypatch):
+    """Where bubblewrap cannot run here the evaluator refuses: allow unsandboxed mode explicitly for this test, as
+    an operator would (the verdicts record it). An operator's own EVALUATOR_ALLOW_UNSANDBOXED is left as it is."""
+    from tests.support.sandbox import sandbox_problem
+
+    if sandbox_problem() is not None and "EVALUATOR_ALLOW_UNSANDBOXED" not in os.environ:
+        monkeypatch.setenv("EVALUATOR_ALLOW_UNSANDBOXED", "1")

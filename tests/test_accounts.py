@@ -8,7 +8,7 @@ import pytest
 
 from portal.accounts.models import ApiToken
 from portal.accounts.services import token_authenticate, user_ban
-from tests.factories import GEMM, make_token, make_user, starter_source, sync_catalog
+from tests.support.factories import GEMM, make_token, make_user, starter_source, sync_catalog
 
 pytestmark = pytest.mark.django_db
 

@@ -14,8 +14,8 @@ from django.core.management import CommandError, call_command
 from django.test import override_settings
 
 from portal.agent.models import ModelRun, Turn
-from tests.agent_support import API_KEY, LOOP_SETTINGS, NO_CODE, drain, replay  # noqa: F401
-from tests.factories import GEMM, REPO, sync_catalog
+from tests.support.agent_support import API_KEY, LOOP_SETTINGS, NO_CODE, drain, replay  # noqa: F401
+from tests.support.factories import GEMM, REPO, sync_catalog
 
 
 @pytest.mark.django_db(transaction=True)

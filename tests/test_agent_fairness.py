@@ -18,8 +18,8 @@ from rq import SimpleWorker
 from portal.agent import services
 from portal.agent.models import ModelRun, Trajectory, Turn
 from portal.agent.services import RunRefused, RunRequest, endpoint_config
-from tests.agent_support import API_KEY, HANG, LOOP_SETTINGS, NO_CODE, replay  # noqa: F401 - fixture
-from tests.factories import GEMM, make_user, sync_catalog
+from tests.support.agent_support import API_KEY, HANG, LOOP_SETTINGS, NO_CODE, replay  # noqa: F401 - fixture
+from tests.support.factories import GEMM, make_user, sync_catalog
 
 pytestmark = pytest.mark.django_db(transaction=True)
 # The run may ask for an hour and ten retries (the form's old maxima); the step's wall clock caps it.

@@ -17,8 +17,8 @@ from django.test import override_settings  # noqa: E402
 from portal.agent import services  # noqa: E402
 from portal.agent.models import ModelRun, RunTaskMetrics, Trajectory, Turn  # noqa: E402
 from portal.agent.services import RunRequest  # noqa: E402
-from tests.agent_support import API_KEY, LOOP_SETTINGS, broken_reply, drain, fenced, replay  # noqa: E402, F401
-from tests.factories import GEMM, REPO, make_user, sync_catalog  # noqa: E402
+from tests.support.agent_support import API_KEY, LOOP_SETTINGS, broken_reply, drain, fenced, replay  # noqa: E402, F401
+from tests.support.factories import GEMM, REPO, make_user, sync_catalog  # noqa: E402
 
 REFERENCE = next((REPO / "tasks" / GEMM / "solutions" / "hopper_tma_wgmma").glob("*.cu"))
 

@@ -15,7 +15,7 @@ from portal.agent.models import ModelRun, RunTaskMetrics, Trajectory, Turn
 from portal.agent.services import RunRequest
 from portal.catalog.models import Task
 from portal.submissions.models import Evaluation, Submission
-from tests.agent_support import (
+from tests.support.agent_support import (
     API_KEY,
     HANG,
     LOOP_SETTINGS,
@@ -26,7 +26,7 @@ from tests.agent_support import (
     fixed_reply,
     replay,  # noqa: F401 - fixture
 )
-from tests.factories import GEMM, make_user, sync_catalog
+from tests.support.factories import GEMM, make_user, sync_catalog
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 OTHER = "gemm_n2048_k4096"
@@ -196,8 +196,8 @@ def test_cancel_stops_the_loop_and_no_further_model_call_is_made(alice, replay):
 def test_an_imported_trajectory_is_rescored_without_calling_a_model(alice, tmp_path):
     from django.core.management import call_command
 
-    from tests.agent_support import fenced
-    from tests.factories import BROKEN_KERNEL
+    from tests.support.agent_support import fenced
+    from tests.support.factories import BROKEN_KERNEL
 
     document = {
         "trajectory_format": "mini-swe-agent-1.1",

@@ -20,8 +20,8 @@ from portal.agent import services
 from portal.agent.client import ModelReply
 from portal.agent.models import ModelRun, Trajectory, Turn
 from portal.agent.services import RunRequest
-from tests.agent_support import API_KEY, FERNET_KEY, LOOP_SETTINGS, NO_CODE, drain, replay  # noqa: F401
-from tests.factories import GEMM, REPO, make_user, sync_catalog
+from tests.support.agent_support import API_KEY, FERNET_KEY, LOOP_SETTINGS, NO_CODE, drain, replay  # noqa: F401
+from tests.support.factories import GEMM, REPO, make_user, sync_catalog
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SLOW_THEN_FAST = {"attempts": [{"delay": 60, "content": "slow thoughts, no code"}, {"content": "fast, no code"}]}

@@ -12,8 +12,8 @@ import pytest
 
 from portal.agent.client import EndpointConfig, ModelCallError, chat_completion
 from portal.agent.ssrf import Allowlist, EndpointRefused, PinnedTransport, blocked_reason, check_endpoint_url
-from tests import dns_guard
-from tests.agent_support import replay  # noqa: F401 - fixture
+from tests.support import dns_guard
+from tests.support.agent_support import replay  # noqa: F401 - fixture
 
 NOBODY = Allowlist.parse([])
 LOCAL = Allowlist.parse(["127.0.0.1/32"])

@@ -12,8 +12,8 @@ from django.test import override_settings
 
 from portal.agent.models import ModelRun, Trajectory
 from portal.agent.trajectories import TRAJECTORY_FORMAT
-from tests.agent_support import API_KEY, LOOP_SETTINGS, NO_CODE, drain, fenced, replay  # noqa: F401
-from tests.factories import BROKEN_KERNEL, GEMM, make_token, make_user, sync_catalog
+from tests.support.agent_support import API_KEY, LOOP_SETTINGS, NO_CODE, drain, fenced, replay  # noqa: F401
+from tests.support.factories import BROKEN_KERNEL, GEMM, make_token, make_user, sync_catalog
 
 pytestmark = pytest.mark.django_db(transaction=True)
 HOSTILE = "<script>alert('pwned')</script>"

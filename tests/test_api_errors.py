@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 
 from portal.submissions.models import Submission
-from tests.factories import GEMM, make_token, make_user, sync_catalog
+from tests.support.factories import GEMM, make_token, make_user, sync_catalog
 
 pytestmark = pytest.mark.django_db
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from portal.core import serializers
-from tests import leaderboard_factories as lf
-from tests.leaderboard_factories import GEMM, leaderboard_isolation  # noqa: F401 - autouse fixture
-from tests.ranking_fixtures import mixed_board
+from tests.support import leaderboard_factories as lf
+from tests.support.leaderboard_factories import GEMM, leaderboard_isolation  # noqa: F401 - autouse fixture
+from tests.support.ranking_fixtures import mixed_board
 
 pytestmark = pytest.mark.django_db
 
@@ -90,7 +90,7 @@ def test_schema_refuses_unknown_fields_wrong_types_and_out_of_bounds():
 
 
 def test_submission_endpoint_validates_its_declared_schema(client):
-    from tests.factories import make_token, sync_catalog
+    from tests.support.factories import make_token, sync_catalog
 
     sync_catalog()
     token = make_token(lf.user("uma"))

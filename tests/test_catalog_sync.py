@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from portal.catalog.models import ArchitectureTarget, KnowledgePack, Task, Workload
-from tests.factories import GEMM, REPO, copy_task
+from tests.support.factories import GEMM, REPO, copy_task
 
 pytestmark = pytest.mark.django_db
 

@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 
-from tests import leaderboard_factories as lf
-from tests.leaderboard_factories import GEMM, MHA, leaderboard_isolation  # noqa: F401 - autouse fixture
-from tests.ranking_fixtures import mixed_board
+from tests.support import leaderboard_factories as lf
+from tests.support.leaderboard_factories import GEMM, MHA, leaderboard_isolation  # noqa: F401 - autouse fixture
+from tests.support.ranking_fixtures import mixed_board
 
 pytestmark = pytest.mark.django_db
 
@@ -46,7 +46,7 @@ def test_two_kernels_side_by_side(client):
 
 
 def test_kernel_compare_shows_instruction_and_opcode_counts(client):
-    from tests.factories import sync_catalog
+    from tests.support.factories import sync_catalog
 
     sync_catalog()
     owner = lf.user("kim")
@@ -116,7 +116,7 @@ def test_empty_compare_page_is_a_form(client):
 
 
 def test_hostile_names_are_escaped_on_the_compare_page(client):
-    from tests.factories import sync_catalog
+    from tests.support.factories import sync_catalog
 
     sync_catalog()
     owner = lf.user("mal")

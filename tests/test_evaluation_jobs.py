@@ -20,9 +20,17 @@ from portal.catalog.models import Task
 from portal.submissions import artifacts, queueing
 from portal.submissions.models import Evaluation
 from portal.submissions.services import evaluation_reconcile, submission_create
-from tests.factories import BROKEN_KERNEL, GEMM, REPO, make_user, start_manage_process, starter_source, sync_catalog
+from tests.support.factories import (
+    BROKEN_KERNEL,
+    GEMM,
+    REPO,
+    make_user,
+    start_manage_process,
+    starter_source,
+    sync_catalog,
+)
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("allow_unsandboxed_without_bwrap")]
 CPU = "policy,compile,sass"
 
 
@@ -103,6 +111,7 @@ def test_infrastructure_faults_are_retried_then_failed_with_the_reason(alice):
     assert [e["state"] for e in evaluation.progress] == ["error", "error"]
 
 
+@pytest.mark.no_compile_cache  # a cached compile must not let the evaluator finish inside the limit
 @override_settings(EVALUATOR_STAGES=CPU, EVALUATION_TIMEOUT=1, EVALUATION_MAX_ATTEMPTS=1)
 def test_an_evaluator_past_its_time_limit_is_stopped(alice):
     evaluation = _submit(alice, starter_source())

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from portal.leaderboard import charts
-from tests import leaderboard_factories as lf
-from tests.browser import chromium_page
-from tests.leaderboard_factories import GEMM, MHA, leaderboard_isolation  # noqa: F401 - autouse fixture
+from tests.support import leaderboard_factories as lf
+from tests.support.browser import chromium_page
+from tests.support.leaderboard_factories import GEMM, MHA, leaderboard_isolation  # noqa: F401 - autouse fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -27,13 +26,16 @@ def _choose(page, selector: str, value: str) -> None:
 
 
 def test_charts_draw_and_filters_update_the_model_table(live_server):
-    lf.standard_runs()
+    from portal.leaderboard.views import MODEL_CHARTS
+
+    runs = lf.standard_runs()
+    lf.turns(runs["a"], GEMM, [[("COMPILE_ERROR", "", None, 90), ("PASSED", "verified", 1.4, 120)]])
     kim = lf.user("kim")
     for speedup in (0.8, 1.1, 1.3):
         lf.evaluation(owner=kim, speedup=speedup)
     with chromium_page() as page:
         page.goto(f"{live_server.url}/leaderboard/?arch=sm_90a&task={GEMM}&k=8")
-        for name in charts.CHARTS:
+        for name in MODEL_CHARTS:
             page.wait_for_selector(f"#chart-{name} .main-svg", timeout=30_000)
             # One drawn trace group per series (bars or lines), not just an empty frame.
             assert page.locator(f"#chart-{name} g.trace").count() > 0, name
@@ -62,7 +64,7 @@ def test_charts_draw_and_filters_update_the_model_table(live_server):
 
 
 def test_kernel_board_draws_its_distribution_and_switches_architecture(live_server):
-    from tests.factories import sync_catalog
+    from tests.support.factories import sync_catalog
 
     sync_catalog()
     kim = lf.user("kim")

@@ -14,8 +14,8 @@ from django.core.management import call_command
 
 from portal.leaderboard import charts
 from portal.leaderboard.finders import plotly_js_path
-from tests import leaderboard_factories as lf
-from tests.leaderboard_factories import GEMM, MHA, leaderboard_isolation  # noqa: F401 - autouse fixture
+from tests.support import leaderboard_factories as lf
+from tests.support.leaderboard_factories import GEMM, MHA, leaderboard_isolation  # noqa: F401 - autouse fixture
 
 pytestmark = pytest.mark.django_db
 
@@ -33,26 +33,86 @@ def chart(client, name, **params):
     return body
 
 
-def test_correctness_vs_turn_limit(client, runs):
+_turns = lf.turns
+FAIL = ("COMPILE_ERROR", "", None, 100)
+
+
+def test_correctness_and_verified_for_every_turn_by_model_name(client, runs):
+    # Model A: two runs (one from the standard set, one more), pooled into one series named by the model id.
+    _turns(
+        runs["a"], GEMM, [[FAIL, ("PASSED", "absent", 0.9, 200), ("PASSED", "verified", 1.2, 300)], [FAIL, FAIL, FAIL]]
+    )
+    second = lf.model_run(lf.user("zed"), model="vendor/model-a", display_name="Model A again")
+    _turns(second, GEMM, [[("PASSED", "verified", 1.1, 400), FAIL, FAIL]])
+    _turns(runs["b"], MHA, [[FAIL, FAIL, ("PASSED", "verified", 1.5, 50)]])
     body = chart(client, "correctness", arch="sm_90a", task=GEMM)
-    series = {s["model"]: s["points"] for s in body["data"]["series"]}
-    assert series["Model A"] == [
-        {"k": 1, "correct": 1, "n": 4, "rate": 0.25},
-        {"k": 8, "correct": 3, "n": 4, "rate": 0.75},
-    ]
-    assert series["Model C"] == [{"k": 8, "correct": 1, "n": 2, "rate": 0.5}]
-    trace = next(t for t in body["figure"]["data"] if t["name"] == "Model A")
-    assert trace["x"] == [1, 8] and trace["y"] == [25.0, 75.0] and trace["customdata"] == ["1/4", "3/4"]
+    assert body["data"]["turns"] == [1, 2, 3]
+    (a,) = body["data"]["series"]  # Model B has no GEMM turns: the task filter holds
+    assert (a["model"], a["n"], a["correct"], a["verified"]) == ("vendor/model-a", 3, [1, 2, 2], [1, 1, 2])
+    names = [t["name"] for t in body["figure"]["data"]]
+    assert names == ["vendor/model-a · correct", "vendor/model-a · correct + verified"]
+    assert body["figure"]["data"][0]["y"] == [33.33, 66.67, 66.67]
+    everything = chart(client, "correctness", arch="sm_90a")["data"]["series"]
+    assert {s["model"] for s in everything} == {"vendor/model-a", "vendor/model-b"}
+
+    by_turn = chart(client, "speedup-by-turn", arch="sm_90a", task=GEMM)["data"]["series"]
+    # Run a: best within t = 0, 0.9, 1.2; the second run: 1.1 from turn 1; mean over the two runs.
+    assert by_turn[0]["runs"] == 2
+    assert by_turn[0]["geomean"] == pytest.approx([1.1, 1.0, 1.15])
 
 
-def test_best_speedup_per_task_with_library_line(client, runs):
+def test_empty_states_are_a_message_not_bare_axes(client, runs):
+    body = chart(client, "correctness", arch="sm_100a")  # sm_100a has metrics but no turns
+    assert body["empty"] and body["figure"]["data"] == []
+    assert body["figure"]["layout"]["xaxis"]["visible"] is False
+    html = client.get("/leaderboard/", {"arch": "sm_100a"}).content.decode()
+    assert 'class="empty chart-empty">No model turns here yet.' in html
+    assert 'data-figure="figure-correctness"' not in html
+
+
+def test_fast_p_is_the_share_of_tasks_correct_and_faster_than_p(client, runs):
+    body = chart(client, "fast-p", arch="sm_90a", k="8")
+    assert body["data"]["p"][0] == 0 and body["data"]["p"][-1] == 2.0 and len(body["data"]["p"]) == 41
+    curves = {s["model"]: s["fast_p"] for s in body["data"]["series"]}
+    p = body["data"]["p"]
+    # Model A (k=8): GEMM 1.4, MHA 0.8 -> p=0: 2/2, p=1: 1/2, p=1.5: 0.
+    assert curves["vendor/model-a"][p.index(0)] == 1.0
+    assert curves["vendor/model-a"][p.index(1.0)] == 0.5
+    assert curves["vendor/model-a"][p.index(1.5)] == 0.0
+    # Model C: GEMM only, 2.0x -> above every p < 2.
+    assert curves["vendor/model-c"][p.index(1.95)] == 1.0
+    assert "vendor/model-d" not in curves and "vendor/model-e" not in curves  # hidden, banned
+
+
+def test_reasoning_tokens_against_speedup_one_point_per_run(client, runs):
+    _turns(runs["a"], GEMM, [[("PASSED", "verified", 1.2, 300), ("PASSED", "verified", 1.3, 500)]])
+    body = chart(client, "reasoning", arch="sm_90a", k="8")
+    (series,) = body["data"]["series"]
+    (point,) = series["points"]
+    assert series["model"] == "vendor/model-a" and point["reasoning_tokens"] == 400.0
+    assert point["speedup"] == pytest.approx(math.sqrt(1.4 * 0.8))
+
+
+def test_best_speedup_per_task_is_horizontal_and_by_model(client, runs):
     body = chart(client, "best-speedup", arch="sm_90a", k="8")
     speedups = {s["model"]: s["speedups"] for s in body["data"]["series"]}
-    assert speedups["Model A"][GEMM] == 1.4 and speedups["Model A"][MHA] == 0.8
-    assert speedups["Model C"][MHA] is None
+    assert speedups["vendor/model-a"][GEMM] == 1.4 and speedups["vendor/model-a"][MHA] == 0.8
+    assert speedups["vendor/model-c"][MHA] is None
     assert GEMM in body["data"]["tasks"] and MHA in body["data"]["tasks"]
-    lines = [s for s in body["figure"]["layout"]["shapes"] if s.get("y0") == 1.0 and s.get("y1") == 1.0]
+    bars = body["figure"]["data"]
+    assert all(b["orientation"] == "h" for b in bars) and bars[0]["name"].startswith("vendor/")
+    assert body["figure"]["layout"]["yaxis"]["automargin"] is True
+    assert body["figure"]["layout"]["height"] >= 120 + 17 * (8 * len(bars) + 12) or len(body["data"]["tasks"]) < 17
+    lines = [s for s in body["figure"]["layout"]["shapes"] if s.get("x0") == 1.0 and s.get("x1") == 1.0]
     assert lines, "the 1.0x library line is missing"
+    one_task = chart(client, "best-speedup", arch="sm_90a", k="8", task=MHA)["data"]
+    assert one_task["tasks"] == [MHA]
+
+
+def test_more_models_than_the_cap_are_all_counted_in_the_title(client, runs, monkeypatch):
+    monkeypatch.setattr(charts, "MAX_MODELS", 2)
+    body = chart(client, "fast-p", arch="sm_90a", k="8")
+    assert len(body["data"]["series"]) == 2 and "top 2 of 3 models" in body["figure"]["layout"]["title"]["text"]
 
 
 def test_arch_comparison_pairs_the_same_model(client, runs):
@@ -84,7 +144,11 @@ def test_unknown_chart_and_bad_parameters(client, runs):
 
 def test_page_embeds_every_chart_as_a_json_block(client, runs):
     html = client.get("/leaderboard/", {"arch": "sm_90a", "k": "8"}).content.decode()
-    for name in charts.CHARTS:
+    from portal.leaderboard.views import MODEL_CHARTS
+
+    for name in MODEL_CHARTS:
+        if name in ("correctness", "speedup-by-turn", "reasoning"):
+            continue  # the standard runs have metrics but no turns: these show their empty state
         match = re.search(rf'<script id="figure-{name}" type="application/json">(.*?)</script>', html, re.S)
         assert match, name
         figure = json.loads(match.group(1))

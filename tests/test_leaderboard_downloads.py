@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from portal.submissions.models import Artifact
-from tests import leaderboard_factories as lf
-from tests.factories import sync_catalog
-from tests.leaderboard_factories import GEMM, HEADLINE, leaderboard_isolation  # noqa: F401 - autouse fixture
+from tests.support import leaderboard_factories as lf
+from tests.support.factories import sync_catalog
+from tests.support.leaderboard_factories import GEMM, HEADLINE, leaderboard_isolation  # noqa: F401 - autouse fixture
 
 pytestmark = pytest.mark.django_db
 

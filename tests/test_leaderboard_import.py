@@ -13,9 +13,9 @@ from django.core.management import CommandError, call_command
 from portal.leaderboard.cache import Generation
 from portal.leaderboard.selectors import kernel_board
 from portal.submissions.models import Artifact, Evaluation, Submission
-from tests import leaderboard_factories as lf
-from tests.factories import REPO, sync_catalog
-from tests.leaderboard_factories import GEMM, leaderboard_isolation  # noqa: F401 - autouse fixture
+from tests.support import leaderboard_factories as lf
+from tests.support.factories import REPO, sync_catalog
+from tests.support.leaderboard_factories import GEMM, leaderboard_isolation  # noqa: F401 - autouse fixture
 
 pytestmark = pytest.mark.django_db
 SOLUTION = "hopper_tma_wgmma"
@@ -108,3 +108,24 @@ def test_committed_index_is_valid():
     for entry in entries:
         assert (REPO / "docs" / "verdicts" / entry.verdict).is_file()
         assert (REPO / "tasks" / entry.task / "solutions" / entry.solution / "kernel.cu").is_file()
+        if entry.ncu_source:
+            assert (REPO / "docs" / "verdicts" / entry.ncu_source).is_file()
+
+
+def test_import_attaches_the_profiler_csv_and_its_sass_even_to_an_earlier_import(tmp_path, client):
+    sync_catalog()
+    folder = _verdict_dir(tmp_path)
+    call_command("import_reference_verdicts", "--dir", str(folder), stdout=StringIO())
+    (evaluation,) = Evaluation.objects.filter(submission__kind="reference")
+    assert not evaluation.artifacts.filter(name="ncu_source.csv").exists()
+    committed = REPO / "docs" / "verdicts" / "raw" / "2026-11-30_h200" / f"ncu_source_{GEMM}__{SOLUTION}.csv"
+    (folder / "ncu.csv").write_bytes(committed.read_bytes())
+    index = json.loads((folder / "index.json").read_text())
+    index[0]["ncu_source"] = "ncu.csv"
+    (folder / "index.json").write_text(json.dumps(index))
+    call_command("import_reference_verdicts", "--dir", str(folder), stdout=StringIO())
+    names = set(evaluation.artifacts.values_list("name", flat=True))
+    assert {"ncu_source.csv", "kernel.sass"} <= names
+    page = client.get(f"/evidence/evaluations/{evaluation.id}/").content.decode()
+    assert '<span class="sass-target sass-gmma">' in page and '<span class="sass-target sass-tma">' in page
+    assert "/* executed " in page  # each line carries its executed count from the profiler

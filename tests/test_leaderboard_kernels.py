@@ -11,9 +11,9 @@ import pytest
 from portal.leaderboard import ranking
 from portal.leaderboard.cache import Generation, leaderboard_changed
 from portal.leaderboard.selectors import kernel_board
-from tests import leaderboard_factories as lf
-from tests.factories import sync_catalog
-from tests.leaderboard_factories import leaderboard_isolation  # noqa: F401 - autouse fixture
+from tests.support import leaderboard_factories as lf
+from tests.support.factories import sync_catalog
+from tests.support.leaderboard_factories import leaderboard_isolation  # noqa: F401 - autouse fixture
 
 pytestmark = pytest.mark.django_db
 

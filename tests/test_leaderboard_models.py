@@ -12,8 +12,8 @@ import pytest
 from portal.leaderboard import ranking
 from portal.leaderboard.cache import Generation
 from portal.leaderboard.selectors import BoardQuery, model_board, model_summary
-from tests import leaderboard_factories as lf
-from tests.leaderboard_factories import GEMM, MHA, leaderboard_isolation  # noqa: F401 - autouse fixture
+from tests.support import leaderboard_factories as lf
+from tests.support.leaderboard_factories import GEMM, MHA, leaderboard_isolation  # noqa: F401 - autouse fixture
 
 pytestmark = pytest.mark.django_db
 

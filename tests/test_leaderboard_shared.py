@@ -21,9 +21,9 @@ from portal.leaderboard import cache
 from portal.leaderboard.cache import KERNELS, Generation, clear_process_cache, entry_name, shared_store
 from portal.leaderboard.cache import leaderboard_changed as new_generation
 from portal.leaderboard.selectors import kernel_board
-from tests import leaderboard_factories as lf
-from tests.factories import REPO, sync_catalog
-from tests.leaderboard_factories import GEMM, leaderboard_isolation  # noqa: F401 - autouse fixture
+from tests.support import leaderboard_factories as lf
+from tests.support.factories import REPO, sync_catalog
+from tests.support.leaderboard_factories import GEMM, leaderboard_isolation  # noqa: F401 - autouse fixture
 
 pytestmark = pytest.mark.django_db
 BOARD_KEY = ("kernel_board", GEMM, "sm_90a", "")

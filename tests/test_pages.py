@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 
 from portal.catalog.models import KnowledgePack, Task
-from tests.factories import GEMM
+from tests.support.factories import GEMM
 
 pytestmark = pytest.mark.django_db
 
@@ -67,7 +67,7 @@ def test_pack_download_is_an_attachment_with_the_stored_bytes(client, catalog):
 def test_pack_page_renders_markdown_without_passing_raw_html(client, catalog):
     KnowledgePack.objects.filter(slug="hopper").update(text="# Title\n\n<script>alert(1)</script>\n")
     html = client.get("/packs/hopper/").content.decode()
-    assert "<h1>Title</h1>" in html
+    assert '<h1 id="title">Title <a class="headerlink" href="#title"' in html  # with its anchor
     assert "<script>alert(1)</script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
 

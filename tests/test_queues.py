@@ -15,6 +15,17 @@ def test_queue_names():
     assert set(settings.RQ_QUEUES) == {"gpu-sm90", "gpu-sm100", "agent", "default"}
 
 
+def test_gpu_queue_names_come_from_the_architectures():
+    from django.conf import settings
+
+    from evaluator.arches import ARCHES
+    from portal.agent.queueing import QUEUE
+
+    assert settings.GPU_QUEUE_NAMES == tuple(arch.queue for arch in ARCHES.values())
+    assert settings.RQ_QUEUE_NAMES == (*settings.GPU_QUEUE_NAMES, QUEUE, "default")
+    assert set(settings.RQ_QUEUES) == set(settings.RQ_QUEUE_NAMES)
+
+
 @pytest.mark.django_db(transaction=True)
 def test_job_round_trip_through_real_redis():
     queue = django_rq.get_queue("default")

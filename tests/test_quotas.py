@@ -18,8 +18,8 @@ from portal.agent import services
 from portal.agent.models import ModelRun, Trajectory, Turn
 from portal.agent.services import RunRefused, RunRequest
 from portal.submissions.models import Evaluation
-from tests.agent_support import API_KEY, LOOP_SETTINGS, broken_reply, replay  # noqa: F401 - fixture
-from tests.factories import GEMM, make_token, make_user, starter_source, sync_catalog
+from tests.support.agent_support import API_KEY, LOOP_SETTINGS, broken_reply, replay  # noqa: F401 - fixture
+from tests.support.factories import GEMM, make_token, make_user, starter_source, sync_catalog
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TASKS = [GEMM, "gemm_n2048_k4096", "gemm_n4096_k4096"]

@@ -9,8 +9,8 @@ import pytest
 from portal.leaderboard import cache
 from portal.submissions.models import Evaluation
 from portal.submissions.services import evaluation_claim, evaluation_record_verdict, submission_create
-from tests import leaderboard_factories as lf
-from tests.factories import GEMM, make_token, make_user, starter_source, sync_catalog
+from tests.support import leaderboard_factories as lf
+from tests.support.factories import GEMM, make_token, make_user, starter_source, sync_catalog
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,9 +11,9 @@ import pytest
 from portal.leaderboard import ranking
 from portal.leaderboard.cache import Generation
 from portal.leaderboard.selectors import BoardQuery, kernel_board, model_groups
-from tests import leaderboard_factories as lf
-from tests.leaderboard_factories import GEMM, leaderboard_isolation  # noqa: F401 - autouse fixture
-from tests.ranking_fixtures import mixed_board, three_runs_of_one_model
+from tests.support import leaderboard_factories as lf
+from tests.support.leaderboard_factories import GEMM, leaderboard_isolation  # noqa: F401 - autouse fixture
+from tests.support.ranking_fixtures import mixed_board, three_runs_of_one_model
 
 pytestmark = pytest.mark.django_db
 

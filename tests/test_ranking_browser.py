@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests import leaderboard_factories as lf
-from tests.browser import chromium_page
-from tests.leaderboard_factories import GEMM, leaderboard_isolation  # noqa: F401 - autouse fixture
-from tests.ranking_fixtures import mixed_board, three_runs_of_one_model
+from tests.support import leaderboard_factories as lf
+from tests.support.browser import chromium_page
+from tests.support.leaderboard_factories import GEMM, leaderboard_isolation  # noqa: F401 - autouse fixture
+from tests.support.ranking_fixtures import mixed_board, three_runs_of_one_model
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

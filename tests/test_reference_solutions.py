@@ -11,7 +11,7 @@ import pytest
 from evaluator.jail import allow_unsandboxed_from_env, find_bwrap
 from evaluator.pipeline import evaluate
 from evaluator.taskdata import find_task
-from tests.factories import REPO
+from tests.support.factories import REPO
 
 SOLUTIONS = sorted((REPO / "tasks").glob("*/solutions/*/solution.json"))
 

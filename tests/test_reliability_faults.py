@@ -23,12 +23,12 @@ from rq import Queue, SimpleWorker
 from rq.job import Job, JobStatus
 
 from portal.catalog.models import Task
+from portal.core.management.commands import reconcile as reconcile_command
 from portal.submissions import queueing, services
-from portal.submissions.management.commands import reconcile as reconcile_command
 from portal.submissions.models import Evaluation, Submission
-from tests.factories import GEMM, make_token, make_user, starter_source, sync_catalog
+from tests.support.factories import GEMM, make_token, make_user, starter_source, sync_catalog
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("allow_unsandboxed_without_bwrap")]
 
 
 def _dead_redis_url() -> str:

@@ -8,7 +8,7 @@ from django.contrib.sessions.models import Session
 
 from portal.accounts.models import Profile
 from portal.accounts.services import user_ban, user_unban
-from tests.factories import make_token, make_user
+from tests.support.factories import make_token, make_user
 
 pytestmark = pytest.mark.django_db
 

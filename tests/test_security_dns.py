@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from tests import dns_guard
+from tests.support import dns_guard
 
 
 def _guarded(function) -> bool:

@@ -12,7 +12,7 @@ import sys
 import pytest
 from django.test import Client
 
-from tests.factories import REPO
+from tests.support.factories import REPO
 
 PRINT = "from django.conf import settings as s; print(s.DEBUG, s.SECRET_KEY)"
 OLD_DEFAULT_SECRET = "insecure-development-key-do-not-use-in-production"  # noqa: S105 - the known key once used

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from tests.factories import REPO
+from tests.support.factories import REPO
 
 PROD_ENV = {
     "DEBUG": "0",

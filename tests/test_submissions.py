@@ -6,7 +6,7 @@ import pytest
 from django.test import override_settings
 
 from portal.submissions.models import Evaluation, Submission
-from tests.factories import GEMM, make_token, make_user, starter_source, sync_catalog
+from tests.support.factories import GEMM, make_token, make_user, starter_source, sync_catalog
 
 pytestmark = pytest.mark.django_db
 

@@ -8,8 +8,8 @@ import signal
 
 import pytest
 
-from tests.browser import chromium_page
-from tests.factories import GEMM, make_user, start_manage_process, starter_source, sync_catalog
+from tests.support.browser import chromium_page
+from tests.support.factories import GEMM, make_user, start_manage_process, starter_source, sync_catalog
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -14,8 +14,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from task_suite_build import compile_all  # noqa: E402
-from task_suite_math import (  # noqa: E402
+from evaluator.arches import arch_for_capability  # noqa: E402
+from evaluator.taskdata import Task, load_tasks  # noqa: E402
+from tests.support.task_suite_build import compile_all  # noqa: E402
+from tests.support.task_suite_math import (  # noqa: E402
     attention_exact,
     attention_grads_from_inputs,
     excess_error,
@@ -24,9 +26,6 @@ from task_suite_math import (  # noqa: E402
     relative_norm_error,
     tolerance_ratio,
 )
-
-from evaluator.arches import arch_for_capability  # noqa: E402
-from evaluator.taskdata import Task, load_tasks  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 if not torch.cuda.is_available():
@@ -132,7 +131,7 @@ def starters(suite, tmp_path_factory) -> dict[str, Path]:
         pytest.skip("nvcc is not on PATH")
     pytest.importorskip("tvm_ffi")
     out = tmp_path_factory.mktemp("starters")
-    return compile_all(TASKS, SUITE, out, arch.gencode, workers=min(8, os.cpu_count() or 1))
+    return compile_all(TASKS, SUITE, out, arch.name, workers=min(8, os.cpu_count() or 1))
 
 
 def _odd_axes(task: Task) -> dict[str, dict[str, int]]:

@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from django.test import override_settings
 
 from portal.accounts.usernames import skeleton
-from tests.factories import make_user
+from tests.support.factories import make_user
 
 pytestmark = pytest.mark.django_db
 RIGHT = "the-right-passphrase-99"

@@ -13,9 +13,9 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from portal.agent.models import Trajectory, Turn
 from portal.submissions.models import Evaluation
-from tests import leaderboard_factories as lf
-from tests.factories import make_token, sync_catalog
-from tests.leaderboard_factories import GEMM, leaderboard_isolation  # noqa: F401 - autouse fixture
+from tests.support import leaderboard_factories as lf
+from tests.support.factories import make_token, sync_catalog
+from tests.support.leaderboard_factories import GEMM, leaderboard_isolation  # noqa: F401 - autouse fixture
 
 pytestmark = pytest.mark.django_db
 

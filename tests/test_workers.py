@@ -36,6 +36,7 @@ def test_gpu_worker_refuses_to_start_without_a_gpu(monkeypatch):
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("allow_unsandboxed_without_bwrap")
 def test_cpu_only_worker_registers_and_the_workers_page_lists_live_ones(client):
     call_command("gpu_worker", "--cpu-stages-only", "--arch", "sm_90a", "--burst", "--name", "box:cpu:1")
     worker = GpuWorker.objects.get(name="box:cpu:1")
@@ -73,6 +74,7 @@ def test_worker_refuses_without_a_sandbox_unless_an_operator_allows_it(monkeypat
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("allow_unsandboxed_without_bwrap")
 def test_worker_hands_its_compile_cache_to_the_evaluator(monkeypatch, settings, tmp_path):
     monkeypatch.setenv("EVALUATOR_COMPILE_CACHE", "")  # restored after the test: the command sets it
     settings.EVALUATOR_COMPILE_CACHE = str(tmp_path / "cc")

@@ -35,10 +35,3 @@ def turn_after_evaluation(turn_id: int) -> str:
     outcome = services.turn_verdict_step(turn_id=turn_id)
     log.info("turn %s verdict step: %s", turn_id, outcome)
     return outcome
-
-
-def reconcile() -> dict[str, int]:
-    counts = services.agent_reconcile()
-    if any(counts.values()):
-        log.info("agent reconcile: %s", counts)
-    return counts

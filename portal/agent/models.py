@@ -58,6 +58,8 @@ class ModelRun(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     is_hidden = models.BooleanField(default=False)
+    # Made up by `seed_leaderboard` (demo or benchmark data), never run against a model: pages show a banner.
+    is_synthetic = models.BooleanField(default=False, db_index=True)
     hidden_reason = models.TextField(blank=True)
     gpu_name = models.CharField(max_length=100, blank=True)  # from its evaluations, once one reports it
 

@@ -12,6 +12,9 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
 QUEUE = "agent"
+# By dotted path, resolved by RQ in the worker: this module imports nothing from jobs (jobs -> services -> here).
+MODEL_STEP_JOB = "portal.agent.jobs.turn_call_model"
+VERDICT_STEP_JOB = "portal.agent.jobs.turn_after_evaluation"
 
 
 def _job_timeout(turn) -> int:
@@ -21,11 +24,9 @@ def _job_timeout(turn) -> int:
 
 def enqueue_model_step(turn) -> str:
     """Queue the model call of `turn`; returns the job id (also stored on the turn by the caller)."""
-    from portal.agent import jobs
-
     job_id = f"agent-turn-{turn.id}-call-{uuid.uuid4().hex[:8]}"
     django_rq.get_queue(QUEUE).enqueue(
-        jobs.turn_call_model,
+        MODEL_STEP_JOB,
         turn.id,
         job_id=job_id,
         job_timeout=_job_timeout(turn),
@@ -37,10 +38,8 @@ def enqueue_model_step(turn) -> str:
 
 def enqueue_verdict_step(turn_id: int) -> None:
     """Queue the after-evaluation step of a turn. A fixed job id: a second enqueue replaces a waiting copy."""
-    from portal.agent import jobs
-
     django_rq.get_queue(QUEUE).enqueue(
-        jobs.turn_after_evaluation,
+        VERDICT_STEP_JOB,
         turn_id,
         job_id=f"agent-turn-{turn_id}-verdict",
         job_timeout=600,

@@ -287,10 +287,6 @@ def run_import(
     return run
 
 
-def run_hide(*, run: ModelRun, reason: str) -> None:
-    ModelRun.objects.filter(id=run.id).update(is_hidden=True, hidden_reason=reason[:2000])
-
-
 # --------------------------------------------------------------------------- step 1: the model call
 
 

@@ -3,6 +3,7 @@ from django.shortcuts import render
 
 from evaluator.arches import ARCHES
 from portal.catalog import selectors
+from portal.leaderboard import task_highlights
 
 
 def task_list(request: HttpRequest) -> HttpResponse:
@@ -10,8 +11,24 @@ def task_list(request: HttpRequest) -> HttpResponse:
 
 
 def task_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    """The task, and where to go from it: submit (pre-filled), its leaderboard, the current best kernel per
+    architecture and the library's latency per GPU."""
     task = selectors.task_detail(slug)
-    return render(request, "catalog/task_detail.html", {"task": task, "arches": ARCHES})
+    order = list(ARCHES)  # Hopper first, as everywhere
+    targets = sorted((t for t in task.targets.all() if t.arch in ARCHES), key=lambda t: order.index(t.arch))
+    arches = [t.arch for t in targets]
+    return render(
+        request,
+        "catalog/task_detail.html",
+        {
+            "task": task,
+            "arches": ARCHES,
+            "targets": targets,
+            "first_arch": arches[0] if arches else "sm_90a",
+            "best": task_highlights.best_kernels(task.slug, arches),
+            "library": task_highlights.library_latencies(task.slug),
+        },
+    )
 
 
 def task_starter(request: HttpRequest, slug: str) -> HttpResponse:

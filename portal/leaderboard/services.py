@@ -15,8 +15,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluator.arches import ARCHES
+from evaluator.ncu import NcuParseError, parse_source_page
 from portal.catalog.models import Task
 from portal.leaderboard.cache import leaderboard_changed
+from portal.leaderboard.sass_view import sass_from_ncu_rows
 from portal.submissions import artifacts
 from portal.submissions.models import Evaluation, Submission
 from portal.submissions.summary import summarise_verdict
@@ -40,6 +42,7 @@ class IndexEntry:
     task: str
     solution: str  # folder under tasks/<task>/solutions/
     arch: str
+    ncu_source: str = ""  # optional: Nsight Compute source-page CSV of the same run, inside the verdicts folder
 
     @property
     def label(self) -> str:
@@ -64,7 +67,10 @@ def read_index(directory: Path) -> list[IndexEntry]:
         ]
         if missing:
             raise ValueError(f"{path}: entry {position} lacks {', '.join(missing)}")
-        entries.append(IndexEntry(item["verdict"], item["task"], item["solution"], item["arch"]))
+        ncu_source = item.get("ncu_source") or ""
+        if not isinstance(ncu_source, str):
+            raise ValueError(f"{path}: entry {position}: ncu_source must be a path string")
+        entries.append(IndexEntry(item["verdict"], item["task"], item["solution"], item["arch"], ncu_source))
     return entries
 
 
@@ -135,8 +141,20 @@ def _import_one(entry: IndexEntry, *, directory: Path, tasks_dir: Path, limit: f
             source_bytes=len(source_bytes),
             note=f"Expert reference kernel; measured verdict imported from docs/verdicts/{entry.verdict}",
         )
-    elif any(e.verdict == verdict for e in submission.evaluations.filter(state=Evaluation.State.DONE)):
-        return False
+    else:
+        existing = next(
+            (e for e in submission.evaluations.filter(state=Evaluation.State.DONE) if e.verdict == verdict), None
+        )
+        if existing is not None:
+            # Imported before the profiler files were committed: add them, nothing else changes.
+            extra = {
+                name: data
+                for name, data in _profiler_files(entry, directory).items()
+                if not existing.artifacts.filter(name=name).exists()
+            }
+            if extra:
+                artifacts.store_all(existing, extra)
+            return False
 
     headline = task.workloads.filter(is_headline=True).values_list("uuid", flat=True).first()
     summary = summarise_verdict(
@@ -161,8 +179,27 @@ def _import_one(entry: IndexEntry, *, directory: Path, tasks_dir: Path, limit: f
     compile_output = (verdict.get("compile") or {}).get("output")
     if compile_output:
         files["compile.log"] = compile_output.encode("utf-8")
+    files.update(_profiler_files(entry, directory))
     artifacts.store_all(evaluation, files)
     return True
+
+
+def _profiler_files(entry: IndexEntry, directory: Path) -> dict[str, bytes]:
+    """ncu_source.csv as committed, and kernel.sass listed from it (the SASS the profiler saw, per kernel, with
+    the executed count of each instruction), so the evaluation page can show the SASS of reference kernels."""
+    if not entry.ncu_source:
+        return {}
+    path = _inside(directory, entry.ncu_source)
+    if path is None:
+        raise ValueError("the ncu_source path leaves its folder")
+    if not path.is_file():
+        raise ValueError(f"Nsight Compute CSV {entry.ncu_source} is missing")
+    data = path.read_bytes()
+    try:
+        kernels = parse_source_page(data.decode("utf-8", errors="replace"))
+    except NcuParseError as exc:
+        raise ValueError(f"{entry.ncu_source}: {exc}") from None
+    return {"ncu_source.csv": data, "kernel.sass": sass_from_ncu_rows(kernels).encode("utf-8")}
 
 
 def _check_verdict_matches(verdict: dict[str, Any], *, entry: IndexEntry, digest: str) -> None:

@@ -12,14 +12,14 @@ from django.urls import reverse
 
 from evaluator.arches import ARCHES
 from portal.core import visibility
-from portal.leaderboard import charts, evidence, ranking, selectors
+from portal.leaderboard import charts, evidence, ranking, sass_view, selectors
 from portal.leaderboard.cache import STALE_RENDER_SECONDS, Generation
 from portal.leaderboard.downloads import ChecksumMismatch, attachment
 from portal.leaderboard.selectors import BadQuery, BoardQuery
 
 log = logging.getLogger(__name__)
 
-MODEL_CHARTS = ("correctness", "best-speedup", "distribution", "arch-comparison")
+MODEL_CHARTS = ("correctness", "speedup-by-turn", "fast-p", "reasoning", "best-speedup", "arch-comparison")
 
 
 def _filters(gen: Generation, query: BoardQuery) -> dict:
@@ -79,6 +79,7 @@ def _chart_blocks(gen: Generation, query: BoardQuery, names: tuple[str, ...]) ->
                 "name": name,
                 "element_id": f"figure-{name}",
                 "figure": result["figure"],
+                "empty": result.get("empty") or "",
                 "json_url": reverse("leaderboard_api:chart", args=[name]) + "?" + _query_string(query),
             }
         )
@@ -138,18 +139,34 @@ def kernel_leaderboard(request: HttpRequest) -> HttpResponse:
 
 
 def evaluation_detail(request: HttpRequest, evaluation_id) -> HttpResponse:
-    """The evidence behind one number: the verdict summary, every artifact with its sha256, the source
-    (highlighted on the server) and the compiler output (escaped)."""
+    """The one evaluation page: the verdict summary, per-workload results, the target-instruction table, the
+    SASS with the target opcodes marked, every artifact with its sha256, the source (highlighted on the server)
+    and the compiler output (escaped). The submission's status page links here once the evaluation is done."""
     evaluation = visibility.visible_evaluation(request.user, evaluation_id)
+    artifacts = list(evaluation.artifacts.order_by("name"))
+    verdict = evaluation.verdict or {}
+    sass_artifact = next((a for a in artifacts if a.name.endswith(".sass")), None)
+    listing = None
+    if sass_artifact is not None:
+        try:
+            text = evidence.artifact_bytes(sass_artifact).decode("utf-8", errors="replace")
+        except (FileNotFoundError, ChecksumMismatch) as exc:
+            log.warning("SASS of evaluation %s not shown: %s", evaluation.id, exc)
+        else:
+            listing = sass_view.sass_listing(text, families=ARCHES[evaluation.submission.arch].families)
     context = {
         "evaluation": evaluation,
         "submission": evaluation.submission,
-        "artifacts": list(evaluation.artifacts.all()),
+        "verdict": verdict,
+        "artifacts": artifacts,
         "badge": ranking.arch_badge(evaluation.arch_status, evaluation.arch_full),
         "phrase": ranking.verdict_phrase(
             evaluation.status, evaluation.arch_status, evaluation.arch_full, evaluation.submission.arch
         ),
-        "compile_output": ((evaluation.verdict or {}).get("compile") or {}).get("output") or "",
+        "compile_output": (verdict.get("compile") or {}).get("output") or "",
+        "sass_artifact": sass_artifact,
+        "sass": listing,
+        "target_families": ARCHES[evaluation.submission.arch].families,
     }
     return render(request, "leaderboard/evaluation.html", context)
 

@@ -68,10 +68,3 @@ def evaluate(evaluation_id: str) -> str:
         return result.verdict.get("status", "")
     log.warning("evaluation %s: infrastructure failure: %s", evaluation_id, error)
     return services.evaluation_infra_failure(evaluation_id=evaluation_id, worker_name=worker, reason=error)
-
-
-def reconcile() -> dict[str, int]:
-    counts = services.evaluation_reconcile()
-    if any(counts.values()):
-        log.info("reconcile: %s", counts)
-    return counts

@@ -37,6 +37,8 @@ class Submission(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     # Hidden by an admin: gone from every public table and page, evidence kept.
     is_hidden = models.BooleanField(default=False)
+    # Made up by `seed_leaderboard` (demo or benchmark data), never measured: pages show a "synthetic demo" banner.
+    is_synthetic = models.BooleanField(default=False, db_index=True)
     hidden_reason = models.TextField(blank=True)
 
     class Meta:

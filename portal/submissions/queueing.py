@@ -18,16 +18,16 @@ from rq.job import Job, JobStatus
 
 log = logging.getLogger(__name__)
 REDIS_UNAVAILABLE = (RedisConnectionError, RedisTimeoutError)
+# By dotted path, resolved by RQ in the worker: this module imports nothing from jobs (jobs -> services -> here).
+EVALUATE_JOB = "portal.submissions.jobs.evaluate"
 
 
 def enqueue_evaluation(evaluation) -> bool:
     """Put the evaluation's job on its queue. False when Redis is unreachable (reconcile will enqueue it)."""
-    from portal.submissions import jobs
-
     queue = django_rq.get_queue(evaluation.queue)
     try:
         queue.enqueue(
-            jobs.evaluate,
+            EVALUATE_JOB,
             str(evaluation.id),
             job_id=str(evaluation.id),
             job_timeout=settings.EVALUATION_TIMEOUT + 300,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -10,6 +11,7 @@ from django.contrib.auth.models import User
 from django.db.models import Prefetch, QuerySet
 from django.utils import timezone
 
+from evaluator.arches import ARCHES
 from evaluator.verdict import STAGES
 from portal.core import serializers
 from portal.submissions import queueing
@@ -167,3 +169,46 @@ def live_workers() -> QuerySet[GpuWorker]:
 
 def queue_depths() -> dict[str, int]:
     return queueing.queue_depths()
+
+
+@dataclass(frozen=True)
+class ArchCapability:
+    """What the live workers of one architecture can do for a new submission, for the submit form."""
+
+    arch: str
+    label: str
+    gpu_workers: int  # workers with a GPU: every stage, timing included
+    cpu_stage_workers: int  # --cpu-stages-only workers: policy, compile, SASS; verdicts say STATIC_ONLY
+    gpus: tuple[str, ...]  # GPU names of the GPU workers
+
+    @property
+    def summary(self) -> str:
+        if self.gpu_workers:
+            return (
+                f"{self.gpu_workers} GPU worker{'s' if self.gpu_workers != 1 else ''} online "
+                f"({', '.join(self.gpus)}): compiled, checked for correctness, profiled and timed."
+            )
+        if self.cpu_stage_workers:
+            return (
+                "No GPU worker online, only CPU-stage workers: policy, compile and SASS run now; correctness, "
+                "the instruction profile and timing do not (the verdict says STATIC_ONLY)."
+            )
+        return "No worker online: the submission waits in the queue until one starts."
+
+
+def worker_capabilities() -> list[ArchCapability]:
+    workers = list(live_workers())
+    out = []
+    for arch in ARCHES.values():
+        mine = [w for w in workers if w.arch == arch.name]
+        gpu = [w for w in mine if not w.mode.startswith("cpu-stages-only")]
+        out.append(
+            ArchCapability(
+                arch=arch.name,
+                label=arch.label,
+                gpu_workers=len(gpu),
+                cpu_stage_workers=len(mine) - len(gpu),
+                gpus=tuple(sorted({w.gpu_name or "GPU" for w in gpu})),
+            )
+        )
+    return out

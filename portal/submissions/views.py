@@ -35,14 +35,19 @@ def submit(request: HttpRequest) -> HttpResponse:
             )
         except SubmissionRefused as exc:
             form.add_error(None, exc.message[0].upper() + exc.message[1:] + ".")
-            return render(request, "submissions/submit.html", {"form": form}, status=exc.status)
+            return render(request, "submissions/submit.html", _submit_context(form), status=exc.status)
         if result.duplicate:
             messages.info(
                 request,
                 "This exact source was already evaluated for this task and architecture; showing that result. Tick “evaluate again” to run it anew.",
             )
         return redirect("submissions:detail", submission_id=result.submission.id)
-    return render(request, "submissions/submit.html", {"form": form}, status=400 if form.errors else 200)
+    return render(request, "submissions/submit.html", _submit_context(form), status=400 if form.errors else 200)
+
+
+def _submit_context(form: SubmissionForm) -> dict:
+    # The form says what the workers online now can do: without a GPU worker nothing is timed.
+    return {"form": form, "capabilities": selectors.worker_capabilities()}
 
 
 def detail(request: HttpRequest, submission_id: int) -> HttpResponse:

@@ -60,7 +60,7 @@
       setField(row, "complete", m.complete ? "yes" : "not yet");
     });
     (data.trajectories || []).forEach(function (t) {
-      var section = document.querySelector('section[data-trajectory="' + t.id + '"]');
+      var section = document.querySelector('[data-trajectory="' + t.id + '"]');
       if (!section) return;
       setField(section, "trajectory-state", t.state + (t.stop_reason ? ": " + t.stop_reason.replace("_", " ") : ""));
       setField(section, "stop_message", t.stop_message || "");

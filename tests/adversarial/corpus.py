@@ -128,10 +128,11 @@ def judge(entry: dict[str, Any], verdict: Verdict | dict[str, Any]) -> tuple[boo
     arch = (v.get("arch_check") or {}).get("status")
     problems = []
     if status not in expect["status"]:
-        problems.append(f"status {status}")
+        problems.append(f"status {status}, expected one of {'/'.join(expect['status'])}")
     reason = _reason(v)
     if expect.get("reason") and status != "PASSED" and not any(r in reason for r in expect["reason"]):
-        problems.append(f"reason {reason[:160]!r}")
+        wanted = " or ".join(repr(r) for r in expect["reason"])
+        problems.append(f"the message lacks {wanted} (status {status}): {reason[:300]!r}")
     if expect.get("arch") and arch != expect["arch"]:
         problems.append(f"arch {arch}")
     if expect.get("arch_not") and arch in expect["arch_not"]:

@@ -3,8 +3,6 @@ the only `mark_safe` calls wrap HTML that those escapers produced."""
 
 from __future__ import annotations
 
-import json
-
 from django import template
 from django.utils.safestring import mark_safe
 from markdown_it import MarkdownIt
@@ -45,11 +43,6 @@ def shape(spec: dict) -> str:
 @register.filter
 def axes_text(axes: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in (axes or {}).items())
-
-
-@register.filter
-def pretty_json(value) -> str:
-    return json.dumps(value, indent=2, sort_keys=True)
 
 
 def _verdict_parts(obj) -> tuple[str, str, bool, str]:

@@ -1,6 +1,8 @@
-"""Fill the database with a realistic volume of results for the leaderboard benchmark
-(bench/leaderboard_bench.py): model runs with trajectories, turns, turn evaluations and their metrics,
-and kernel submissions with evaluations. Never run it on a production database."""
+"""Fill the database with made-up results: `--demo` a small set to look at the pages (loads in a few seconds),
+the defaults a realistic volume for the leaderboard benchmark (bench/leaderboard_bench.py). Model runs with
+trajectories, turns, turn evaluations and their metrics, and kernel submissions with evaluations. Every row is
+flagged `is_synthetic` (pages then show a "synthetic demo" banner) and its figures stay physical: TFLOP/s below
+the GPU's dense peak, speedups from a fraction of peak over the library's. Never run it on a production database."""
 
 from __future__ import annotations
 
@@ -34,12 +36,26 @@ MODELS = [
     "MiniMaxAI/MiniMax-M2",
 ]
 BATCH = 2000
+# Dense BF16 tensor-core peak (TFLOP/s) of each GPU the seed names: no made-up kernel goes above it.
+PEAK_TFLOPS = {"NVIDIA H100 80GB HBM3": 989.0, "NVIDIA H200": 989.0, "NVIDIA B200": 2250.0}
+LIBRARY_FRACTION = (0.45, 0.75)  # the library's share of peak on a task, drawn once per task
+DEMO = {"runs": 16, "trajectories": 2, "turns": 8, "kernels": 600, "users": 8}  # --demo: one small set
+
+
+def physical_figures(rng: random.Random, library_fraction: float, gpu: str) -> tuple[float, float, float]:
+    """(speedup, tflops, peak_fraction) of a made-up correct kernel: a share of the GPU's peak between 3% and
+    92% (a smooth beta draw, no pile-up at the cap), the speedup being that share over the library's."""
+    fraction = 0.03 + 0.89 * rng.betavariate(2.2, 2.8)
+    return round(fraction / library_fraction, 4), round(fraction * PEAK_TFLOPS[gpu], 1), round(fraction, 4)
 
 
 class Command(BaseCommand):
     help = "Seed benchmark data: N model runs x tasks x trajectories x turns, and M kernel submissions (bulk inserts)."
 
     def add_arguments(self, parser):
+        parser.add_argument(
+            "--demo", action="store_true", help=f"a small demo set ({DEMO}); loads in seconds, for looking at pages"
+        )
         parser.add_argument("--runs", type=int, default=200)
         parser.add_argument("--trajectories", type=int, default=4)
         parser.add_argument("--turns", type=int, default=8)
@@ -52,12 +68,15 @@ class Command(BaseCommand):
         from portal.agent.metrics import TrajectoryResult, TurnResult, compute_task_metrics
         from portal.agent.models import METRIC_KS, ModelRun, RunTaskMetrics, Trajectory, Turn
 
+        if opts["demo"]:
+            opts.update(DEMO)
         if not Task.objects.filter(is_active=True).exists():
             call_command("sync_tasks", verbosity=0)
         tasks = list(Task.objects.filter(is_active=True).order_by("slug"))
         if not tasks:
             raise CommandError("no tasks: sync_tasks found none")
         rng = random.Random(opts["seed"])
+        library = {task.id: rng.uniform(*LIBRARY_FRACTION) for task in tasks}
         started = time.monotonic()
         now = timezone.now()
         prefix = uuid.uuid4().hex[:6]
@@ -86,6 +105,7 @@ class Command(BaseCommand):
                         trajectories_per_task=opts["trajectories"],
                         gpu_name=gpu,
                         is_hidden=(i % 50 == 49),
+                        is_synthetic=True,
                         finished_at=now,
                     )
                 )
@@ -115,7 +135,7 @@ class Command(BaseCommand):
                     arch_status = (
                         rng.choice(["verified", "verified", "token", "absent", "not_executed"]) if correct else ""
                     )
-                    speedup = round(rng.lognormvariate(-0.3, 0.45), 4) if correct else None
+                    speedup = physical_figures(rng, library[trajectory.task_id], run.gpu_name)[0] if correct else None
                     prompt, completion = rng.randint(3000, 12000), rng.randint(800, 6000)
                     turns.append(
                         Turn(
@@ -127,6 +147,7 @@ class Command(BaseCommand):
                             speedup=speedup,
                             prompt_tokens=prompt,
                             completion_tokens=completion,
+                            reasoning_tokens=rng.randint(completion // 4, completion),
                             model_latency_s=rng.uniform(5, 90),
                             finished_at=now,
                         )
@@ -149,7 +170,7 @@ class Command(BaseCommand):
                             source,
                             status,
                             arch_status,
-                            speedup,
+                            _figures_of(speedup, library[trajectory.task_id], run.gpu_name),
                             run.gpu_name,
                             False,
                             "",
@@ -188,18 +209,20 @@ class Command(BaseCommand):
             for i in range(opts["kernels"]):
                 arch = rng.choice(list(ARCHES))
                 correct = rng.random() < 0.7
+                task = rng.choice(tasks)
+                gpu = "NVIDIA B200" if arch == "sm_100a" else rng.choice(["NVIDIA H100 80GB HBM3", "NVIDIA H200"])
                 rows.append(
                     (
                         rng.choice(users),
-                        rng.choice(tasks),
+                        task,
                         arch,
                         "kernel",
                         f"kernel-{i}.cu",
                         f"// kernel {prefix} {i}\n",
                         "PASSED" if correct else rng.choice(["COMPILE_ERROR", "INCORRECT_NUMERICAL"]),
                         rng.choice(["verified", "verified", "token", "not_executed", "absent"]) if correct else "",
-                        round(rng.lognormvariate(-0.2, 0.4), 4) if correct else None,
-                        "NVIDIA B200" if arch == "sm_100a" else rng.choice(["NVIDIA H100 80GB HBM3", "NVIDIA H200"]),
+                        physical_figures(rng, library[task.id], gpu) if correct else None,
+                        gpu,
                         i % 97 == 0,  # hidden
                         "held" if i % 113 == 0 else "",
                     )
@@ -223,11 +246,13 @@ class Command(BaseCommand):
                     source=source,
                     source_sha256=hashlib.sha256(encoded).hexdigest(),
                     source_bytes=len(encoded),
+                    is_synthetic=True,
                 )
             )
         submissions = Submission.objects.bulk_create(submissions, batch_size=BATCH)
         for submission, row in zip(submissions, rows, strict=True):
-            *_, status, arch_status, speedup, gpu, hidden, review = row
+            *_, status, arch_status, figures, gpu, hidden, review = row
+            speedup, tflops, peak_fraction = figures or (None, None, None)
             if hidden:
                 submission.is_hidden = True
             evaluations.append(
@@ -242,8 +267,8 @@ class Command(BaseCommand):
                     speedup=speedup,
                     speedup_ci_low=speedup * 0.97 if speedup else None,
                     speedup_ci_high=speedup * 1.03 if speedup else None,
-                    tflops=speedup * 400 if speedup else None,
-                    peak_fraction=speedup * 0.4 if speedup else None,
+                    tflops=tflops,
+                    peak_fraction=peak_fraction,
                     gpu_name=gpu,
                     driver_version="570.86.15",
                     review_state=review,
@@ -267,3 +292,11 @@ class Command(BaseCommand):
         ]
         Evaluation.objects.bulk_create(checks, batch_size=BATCH)
         return Evaluation.objects.bulk_create(evaluations, batch_size=BATCH)
+
+
+def _figures_of(speedup: float | None, library_fraction: float, gpu: str) -> tuple[float, float, float] | None:
+    """A turn's (speedup, tflops, peak_fraction) from its speedup, consistent with physical_figures."""
+    if speedup is None:
+        return None
+    fraction = speedup * library_fraction
+    return speedup, round(fraction * PEAK_TFLOPS[gpu], 1), round(fraction, 4)

@@ -3,6 +3,7 @@ CUDA_VISIBLE_DEVICES, registers itself, heartbeats, and serves only its architec
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -19,6 +20,10 @@ from evaluator.verdict import CPU_STAGES
 from portal.submissions.envfile import EnvFileUnsafe, env_file_check
 from portal.submissions.gpu import detect_gpus
 from portal.submissions.models import GpuWorker
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_RETRY_SECONDS = 1.0  # first retry after a failed beat; doubles up to the heartbeat interval
 
 
 class Command(BaseCommand):
@@ -140,8 +145,33 @@ def _sandbox_mode(allow_unsandboxed: bool) -> str:
     return "sandbox: bubblewrap" if jail.mode == "bubblewrap" else "UNSANDBOXED"
 
 
-def _heartbeat(name: str, stop: threading.Event) -> None:
-    while not stop.wait(settings.WORKER_HEARTBEAT_SECONDS):
-        close_old_connections()
-        GpuWorker.objects.filter(name=name).update(heartbeat_at=timezone.now())
+def _heartbeat(name: str, stop: threading.Event, interval: float | None = None) -> None:
+    """Beat every `interval` seconds until stopped. A failed beat (a database locked by a long write, a
+    dropped connection) is logged and retried with backoff; the thread never dies while the worker serves,
+    or /workers/ would say "no GPU worker" for a worker that is working."""
+    interval = interval or settings.WORKER_HEARTBEAT_SECONDS
+    delay, failures = interval, 0
+    while not stop.wait(delay):
+        try:
+            close_old_connections()
+            GpuWorker.objects.filter(name=name).update(heartbeat_at=timezone.now())
+        except Exception as exc:  # noqa: BLE001 - any failure: log, retry, keep beating
+            failures += 1
+            delay = min(interval, HEARTBEAT_RETRY_SECONDS * 2 ** (failures - 1))
+            log.warning(
+                "worker %s: heartbeat failed (%s: %s), attempt %d; retrying in %.1f s",
+                name,
+                type(exc).__name__,
+                exc,
+                failures,
+                delay,
+            )
+            try:
+                connections["default"].close()  # a fresh connection for the next attempt
+            except Exception:  # noqa: BLE001
+                log.debug("closing the broken connection failed", exc_info=True)
+        else:
+            if failures:
+                log.warning("worker %s: heartbeat recovered after %d failed attempts", name, failures)
+            delay, failures = interval, 0
     connections.close_all()

@@ -246,13 +246,26 @@ def metrics(
     )
 
 
+def turns(run, task_slug, trajectories):
+    """Trajectories of a run on one task; each a list of turns (status, arch_status, speedup, reasoning tokens)."""
+    from portal.agent.models import Trajectory, Turn
+
+    for index, turn_list in enumerate(trajectories):
+        trajectory = Trajectory.objects.create(run=run, task=task(task_slug), index=index, state="done")
+        for number, (status, arch_status, speedup, reasoning) in enumerate(turn_list):
+            Turn.objects.create(
+                trajectory=trajectory, index=number, state="done", status=status, arch_status=arch_status,
+                speedup=speedup, reasoning_tokens=reasoning,
+            )  # fmt: skip
+
+
 def standard_runs():
     """sm_90a, k=8 unless said otherwise (n, correct, correct_arch, best, tokens):
     A (H200, day 0): GEMM 4,3,2,1.4,1000   MHA 4,1,1,0.8,2000   k=1: GEMM 4,1,0,0.9,300  MHA 4,0,0,0,600
     B (H100, day 1): GEMM 4,3,3,1.4,500    MHA 4,2,2,1.1,700
     C (H200, day 2, still running): GEMM 2,1,1,2.0,300 (incomplete), no MHA yet
     D hidden, E banned, F on sm_100a: never on the sm_90a board."""
-    from tests.factories import sync_catalog
+    from tests.support.factories import sync_catalog
 
     sync_catalog()
     alice, bob, carol = user("alice"), user("bob"), user("carol")

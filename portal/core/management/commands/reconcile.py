@@ -1,4 +1,5 @@
-"""Repair evaluations left behind by crashes (dead workers, a restarted Redis). Safe to run any time."""
+"""Repair evaluations and model runs left behind by crashes (dead workers, a restarted Redis). Safe to run any time.
+It lives in `core` because it calls both `submissions` and `agent`, and `submissions` must not import `agent`."""
 
 from __future__ import annotations
 

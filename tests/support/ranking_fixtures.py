@@ -11,7 +11,7 @@ from tests import leaderboard_factories as lf
 def mixed_board() -> dict:
     """gemm on sm_90a. Verified: slow.cu 1.1x, mid.cu 1.3x. Unverified but faster: absent.cu 2.0x,
     token.cu 1.8x, idle.cu 1.6x (not_executed), unchecked.cu 1.7x (arch stage not run)."""
-    from tests.factories import sync_catalog
+    from tests.support.factories import sync_catalog
 
     sync_catalog()
     kim, lee = lf.user("kim"), lf.user("lee")
@@ -31,7 +31,7 @@ def three_runs_of_one_model() -> dict:
     """vendor/model-x on H200, three runs on gemm at k=8 (n, correct, correct_arch, best, tokens):
     (4,2,1,1.2,1_000_000) (4,3,2,1.5,200_000) (4,4,3,1.8,34_000); plus one run of it on an H100 (its own
     row) and vendor/model-y once on H200 (4,4,4,1.0,500)."""
-    from tests.factories import sync_catalog
+    from tests.support.factories import sync_catalog
 
     sync_catalog()
     ann = lf.user("ann")

@@ -7,7 +7,7 @@ import pytest
 from rq import SimpleWorker
 
 from portal.agent.replay_server import ReplayScript, serve
-from tests.factories import BROKEN_KERNEL, starter_source
+from tests.support.factories import BROKEN_KERNEL, starter_source
 
 API_KEY = "sk-test-SECRET-0123456789abcdefWXYZ"
 # A fixed Fernet key (pytest-django runs with DEBUG off, where a key is required); subprocess workers get it too.

@@ -3,30 +3,21 @@
 from __future__ import annotations
 
 import hashlib
-import subprocess
+import shutil
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-
-def tvm_ffi_dirs() -> tuple[Path, Path]:
-    """tvm_ffi's header and library folders."""
-    import tvm_ffi
-
-    root = Path(tvm_ffi.__file__).parent
-    return root / "include", root / "lib"
+from evaluator.compile import compile_kernel
 
 
-def compile_starter(source: Path, out: Path, gencode: str = "arch=compute_90a,code=sm_90a") -> None:
-    """nvcc with the ABI's build line; raises with nvcc's output on failure."""
-    include, lib = tvm_ffi_dirs()
-    cmd = [
-        "nvcc", "-shared", "-Xcompiler", "-fPIC", "-O3", "-lineinfo", "-std=c++17", "-gencode", gencode,
-        f"-I{include}", str(source), "-o", str(out), f"-L{lib}", "-ltvm_ffi", f"-Xlinker=-rpath,{lib}",
-    ]  # fmt: skip
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    if result.returncode != 0:
-        raise AssertionError(f"nvcc failed for {source}:\n{result.stdout}\n{result.stderr}")
+def compile_starter(source: Path, out: Path, arch: str = "sm_90a") -> None:
+    """The evaluator's compile (evaluator/compile.py: the ABI's build line, and the compile cache when one is set);
+    raises with nvcc's output on failure."""
+    compiled = compile_kernel(source.read_text(encoding="utf-8"), arch, out.with_suffix(".build"))
+    if compiled.library is None:
+        raise AssertionError(f"nvcc failed for {source}:\n{compiled.result.output}")
+    shutil.copyfile(compiled.library, out)
 
 
 def distinct_starters(tasks_root: Path, names: Iterable[str]) -> dict[str, list[str]]:
@@ -38,7 +29,7 @@ def distinct_starters(tasks_root: Path, names: Iterable[str]) -> dict[str, list[
     return groups
 
 
-def compile_all(tasks_root: Path, names: Iterable[str], out_dir: Path, gencode: str, workers: int) -> dict[str, Path]:
+def compile_all(tasks_root: Path, names: Iterable[str], out_dir: Path, arch: str, workers: int) -> dict[str, Path]:
     """Compile each distinct starter once, in parallel; task name -> its shared library."""
     groups = distinct_starters(tasks_root, names)
     jobs = {
@@ -46,6 +37,6 @@ def compile_all(tasks_root: Path, names: Iterable[str], out_dir: Path, gencode: 
         for digest, members in groups.items()
     }
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for future in [pool.submit(compile_starter, src, so, gencode) for src, so in jobs.values()]:
+        for future in [pool.submit(compile_starter, src, so, arch) for src, so in jobs.values()]:
             future.result()
     return {name: jobs[digest][1] for digest, members in groups.items() for name in members}

@@ -1,0 +1,1 @@
+"""Helpers shared by the tests: factories, the agent replay harness, the browser driver, task-suite builders."""
