@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("submissions", "0002_evaluation_purpose_seed"),
+        ("submissions", "0003_is_synthetic"),
     ]
 
     operations = [

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("agent", "0002_run_budget_turn_waiting"),
+        ("agent", "0003_is_synthetic"),
     ]
 
     operations = [
