@@ -58,9 +58,11 @@ def kernels(request: HttpRequest) -> HttpResponse:
         show_all = selectors.parse_show(request.GET)
     except BadQuery as exc:
         return json_error(str(exc), 400)
-    rows = selectors.kernel_board(gen, task=query.task, arch=query.arch, gpu=query.gpu)
+    rows = selectors.kernel_board(gen, task=query.task, arch=query.arch, gpu=query.gpu, language=query.language)
     records = [serializers.kernel_entry(r) for r in ranking.visible_rows(rows, show_all=show_all)]
-    query = BoardQuery(arch=query.arch, task=query.task, k=query.k, gpu=query.gpu, sort="-speedup")
+    query = BoardQuery(
+        arch=query.arch, task=query.task, k=query.k, gpu=query.gpu, sort="-speedup", language=query.language
+    )
     extra = {"show": "all" if show_all else "verified"}
     return _table(
         request, name="kernels", query=query, records=records, columns=list(serializers.KERNEL_FIELDS), extra=extra
