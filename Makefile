@@ -47,7 +47,7 @@ test: deps-test system-test
 test-fast: deps-test system-test
 	$(RUFF) check .
 	$(RUFF) format --check .
-	$(PY) manage.py makemigrations --check --dry-run
+	DEBUG=1 $(PY) manage.py makemigrations --check --dry-run
 	$(PY) -m pytest -m "not gpu and not slow" -q
 
 ## On a GPU host (H100/H200, carry .gpu-bundle/ from scripts/fetch_gpu_bundle.sh): GPU tests, the adversarial

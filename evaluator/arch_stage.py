@@ -18,7 +18,7 @@ from pathlib import Path
 
 from evaluator import ncu as ncu_mod
 from evaluator import protocol
-from evaluator.candidate import CandidateSetup, candidate_env, child_command, write_job
+from evaluator.candidate import CandidateSetup, axes_text, candidate_env, child_command, write_job
 from evaluator.integrity import foreign_kernels
 from evaluator.jail import Jail
 from evaluator.sandbox import GroupResult, run_group
@@ -30,9 +30,6 @@ from evaluator.verdict import ArchCheck, ArchStatus, SassCounts, StageState, Wor
 class ArchOutcome:
     check: ArchCheck
     notes: list[str] = field(default_factory=list)
-    limit_events: dict[str, int] = field(default_factory=dict)  # summed over the profiled runs
-    cgroup_reasons: list[str] = field(default_factory=list)  # why a profiled run had no cgroup, per run without
-    sandbox_limits: dict[str, str] = field(default_factory=dict)  # changes to the verdict's sandbox limits
     launches: list[tuple[str, tuple[int, ...], tuple[int, ...]]] = field(default_factory=list)  # of the profiled call
     foreign_kernels: list[str] = field(default_factory=list)  # profiled kernels not compiled from the submission
 
@@ -65,7 +62,7 @@ def run_arch_stage(
         return ArchStageResult(StageState.SKIPPED, "correctness did not pass", outcome=ArchOutcome(check))
     t = time.monotonic()
     workload = arch_workload(setup.task, setup.workloads, evaluated)
-    report("arch", f"Nsight Compute on {', '.join(f'{k}={v}' for k, v in workload.axes.items()) or workload.uuid[:8]}")
+    report("arch", f"Nsight Compute on {axes_text(workload)}")
     outcome = profile_workload(
         setup,
         workload,
@@ -146,10 +143,6 @@ def profile_workload(
             readable=[workdir, ncu_root],
             gpu=True,
         )
-        for key, value in (run.limit_events or {}).items():
-            outcome.limit_events[key] = outcome.limit_events.get(key, 0) + value
-        if run.cgroup_reason is not None:
-            outcome.cgroup_reasons.append(run.cgroup_reason)
         (logs / log).write_text(run.output)
         return cmd, run
 
@@ -162,12 +155,12 @@ def profile_workload(
         and "ERR_NVGPUCTRPERM" in run.output
         and allow_unsandboxed_profile
     ):
-        jail = Jail("unsandboxed", "profiling counters need CAP_SYS_ADMIN", jail.limits)
+        jail = Jail("unsandboxed", "profiling counters need CAP_SYS_ADMIN", jail.limits, ledger=jail.ledger)
         outcome.notes.append(
             "arch: Nsight Compute was refused counter access inside the sandbox (ERR_NVGPUCTRPERM); the profiled "
             "run was repeated outside bubblewrap (limits, cgroup and clean environment kept), as allowed"
         )
-        outcome.sandbox_limits["profile"] = "outside bubblewrap: counters need CAP_SYS_ADMIN"
+        jail.ledger.overrides["profile"] = "outside bubblewrap: counters need CAP_SYS_ADMIN"
         cmd, run = profile(jail, "ncu-unsandboxed.log")
     if not run.timed_out and "No kernels were profiled" in run.output and sass.kernels:
         outcome.notes.append("ncu: NVTX range filter profiled nothing; used a kernel-name filter instead")

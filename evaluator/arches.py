@@ -33,6 +33,12 @@ class Arch:
     compute_capability: tuple[int, int]  # what torch.cuda.get_device_capability() reports
     families: tuple[str, ...]  # target families the arch check looks for
     gpus: tuple[str, ...]  # GPU models of this architecture, for filters
+    # Families that must all execute for the check to say `full` (sm_90a: GMMA and TMA); empty: never full.
+    full_families: frozenset[str] = frozenset()
+
+    def is_full(self, executed: set[str] | frozenset[str] | list[str]) -> bool:
+        """Whether the executed families make this architecture's full rule (all of `full_families`)."""
+        return bool(self.full_families) and self.full_families <= set(executed)
 
 
 ARCHES: dict[str, Arch] = {
@@ -44,6 +50,7 @@ ARCHES: dict[str, Arch] = {
         compute_capability=(9, 0),
         families=("gmma", "tma"),
         gpus=("H100", "H200", "H20", "GH200"),
+        full_families=frozenset({"gmma", "tma"}),
     ),
     "sm_100a": Arch(
         name="sm_100a",

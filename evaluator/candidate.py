@@ -25,8 +25,10 @@ from evaluator import envinfo, protocol
 from evaluator.compare import Comparison, worst
 from evaluator.correctness import Checker, fill_correctness
 from evaluator.errors import EnvironmentProblem
+from evaluator.inputs import derive_seed
 from evaluator.integrity import (
     CHECK_FRACTION,
+    CHECK_MEMORY_BYTES,
     CheckChooser,
     Launch,
     describe_foreign,
@@ -104,7 +106,7 @@ class TimingRequest:
     gpu_uuid: str | None = None  # for the SM clock before and after
     sets: int = 3  # input sets the timed calls rotate over (each refilled from the call's own seed)
     check_fraction: float = CHECK_FRACTION  # of timed calls, compared with the reference
-    max_checked: int = 16  # at most this many timed calls compared (their references are held in memory)
+    max_checked: int = 32  # at most this many timed calls compared (their references are held in memory)
 
 
 @dataclass
@@ -114,7 +116,6 @@ class WorkloadRun:
     result: WorkloadResult
     timing_seconds: float = 0.0
     limit_events: dict[str, int] = field(default_factory=dict)  # cgroup events of this process
-    cgroup_reason: str | None = None  # why this process had no cgroup (None: it had one, or no jail)
     notes: list[str] = field(default_factory=list)
     sm_clock_mhz: tuple[int | None, int | None] | None = None  # (before, after) timing, when timed
     holds: list[IntegrityHold] = field(default_factory=list)
@@ -124,6 +125,16 @@ class WorkloadRun:
     trusted_ms: float | None = None  # the parent's clock per call over back-to-back batches (the fastest batch)
     timed_launches: list[list[Launch]] = field(default_factory=list)  # for the profiled-vs-timed comparison
     l2_persisting_bytes: int = 0
+
+
+def derive_seeds(run_seed: bytes, workload: str, *, trials: int, calls: int, batches: int, batch_calls: int) -> Seeds:
+    """The per-call seeds of one workload, derived from the run seed (which never leaves the trusted parent)."""
+    return Seeds(
+        trials=[derive_seed(run_seed, workload, "trial", k) for k in range(trials)],
+        calls=[derive_seed(run_seed, workload, "call", k) for k in range(calls)],
+        recheck=derive_seed(run_seed, workload, "recheck"),
+        batches=[[derive_seed(run_seed, workload, f"batch{r}", k) for k in range(batch_calls)] for r in range(batches)],
+    )
 
 
 def stage_task(task: Task, workloads: list[Workload], workdir: Path) -> Path:
@@ -223,7 +234,9 @@ def run_workload(
     timing_refs: dict[tuple[str, int], tuple[Any, ...]] = {}
     plan = None
     if timing is not None:
-        plan = TimingPlan.draw(timing.warmup, timing.iters, seeds.batches, timing.check_fraction, timing.max_checked)
+        out_bytes = sum(t.numel() * t.element_size() for t in refs[0]) if refs else 0
+        cap = min(timing.max_checked, max(4, CHECK_MEMORY_BYTES // max(out_bytes, 1)))
+        plan = TimingPlan.draw(timing.warmup, timing.iters, seeds.batches, timing.check_fraction, cap)
         timing_refs = _timing_references(checker, workload, seeds, plan)
     deadline = time.monotonic() + timeout_s
     child = start(setup, workload, baseline=timing is not None)
@@ -266,7 +279,6 @@ def run_workload(
     finally:
         child.close(grace_s=10.0)
         run.limit_events = dict(child.limit_events)
-        run.cgroup_reason = child.cgroup_reason
         if child.limit_events.get("pids_max_hit"):
             _add_message(result, "the candidate hit the sandbox's process limit")
         if child.limit_events.get("oom_kill"):

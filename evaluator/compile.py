@@ -11,11 +11,9 @@ and diagnostics naming files outside them are cut from the log (evaluator/includ
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
-import signal
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +24,7 @@ from typing import TYPE_CHECKING
 from evaluator import compile_cache, includes
 from evaluator.arches import get_arch
 from evaluator.errors import EnvironmentProblem
+from evaluator.hashing import sha256_file
 from evaluator.sandbox import child_env, run_group
 from evaluator.verdict import CompileResult, KernelResources
 
@@ -212,13 +211,6 @@ def preprocess(
     return out.read_text(encoding="utf-8", errors="replace")
 
 
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
 def cap_text(text: str, cap: int) -> tuple[str, bool]:
     """`text` cut to at most `cap` UTF-8 bytes (keeping head and tail), and whether it was cut."""
     data = text.encode("utf-8")
@@ -227,14 +219,6 @@ def cap_text(text: str, cap: int) -> tuple[str, bool]:
     head = data[: cap // 2].decode("utf-8", errors="ignore")
     tail = data[-(cap // 2 - 64) :].decode("utf-8", errors="ignore")
     return f"{head}\n[... {len(data) - cap} bytes cut ...]\n{tail}", True
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 _NVCC_VERSION_CACHE: dict[str, str] = {}

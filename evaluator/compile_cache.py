@@ -20,6 +20,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from evaluator.hashing import sha256_file
 from evaluator.verdict import CompileResult, KernelResources
 
 MAX_ENTRIES = 256
@@ -83,8 +84,6 @@ def load(cache_dir: Path, key: str, workdir: Path) -> CachedCompile | None:
         result = CompileResult(**record, resources=resources)
     except TypeError:  # written by another evaluator version
         return None
-    from evaluator.compile import sha256_file  # compile.py imports this module
-
     if sha256_file(library) != result.library_sha256:  # damaged or tampered with: drop it, compile again
         shutil.rmtree(entry, ignore_errors=True)
         return None

@@ -353,3 +353,10 @@ def _quote(lines: list[str], line_no: int) -> str:
 def _cap(text: str) -> str:
     text = text.strip()
     return text if len(text) <= _QUOTE_CAP else text[: _QUOTE_CAP - 1] + "…"
+
+
+def outside_finding(paths: list[str]) -> PolicyFinding:
+    """The finding for files nvcc opened outside the include roots, naming them as nvcc did (the path the
+    source wrote, not where a link leads), never their content."""
+    named = ", ".join(f"'{p[:120]}'" for p in paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+    return PolicyFinding("include-path", f"the compiler opened files outside the allowed include roots: {named}")

@@ -23,27 +23,24 @@ namespaces in a container, say) the evaluator refuses, unless unsandboxed mode w
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import os
 import resource
-import secrets
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import evaluator
+from evaluator.cgroups import Cgroup
+from evaluator.envflags import env_flag
 from evaluator.errors import EnvironmentProblem
+from evaluator.limits import Limits
 from evaluator.verdict import SandboxInfo
 
 EVALUATOR_DIR = Path(evaluator.__file__).resolve().parent
-GiB = 1024**3
-MiB = 1024**2
 # System folders shown read-only. /usr/local holds CUDA; /opt holds Nsight Compute and, on some GPU images,
 # the Python installation.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/sys")
@@ -61,20 +58,8 @@ class SandboxUnavailable(EnvironmentProblem):
     """bubblewrap is missing or cannot start here, and unsandboxed mode was not allowed."""
 
 
-@dataclass(frozen=True)
-class Limits:
-    """Resource limits of one sandboxed process tree. Sizes in bytes."""
-
-    tmp_bytes: int = 1 * GiB  # the private /tmp tmpfs
-    shm_bytes: int = 64 * MiB  # the private /dev/shm tmpfs
-    open_files: int = 4096  # RLIMIT_NOFILE
-    file_bytes: int = 8 * GiB  # RLIMIT_FSIZE: outputs pass through files, so it must exceed the largest output
-    processes: int = 1024  # pids.max (threads count); RLIMIT_NPROC when not root
-    memory_bytes: int = 64 * GiB  # cgroup memory limit (host memory, tmpfs pages included)
-
-
 def allow_unsandboxed_from_env() -> bool:
-    return os.environ.get("EVALUATOR_ALLOW_UNSANDBOXED", "").strip().lower() in ("1", "true", "yes")
+    return env_flag("EVALUATOR_ALLOW_UNSANDBOXED")
 
 
 def find_bwrap() -> str | None:
@@ -85,155 +70,29 @@ def find_bwrap() -> str | None:
     return shutil.which("bwrap")
 
 
-# --------------------------------------------------------------------------- cgroups
+# --------------------------------------------------------------------------- the jail
 
 
 @dataclass
-class Cgroup:
-    """A fresh cgroup (v2, or the v1 pids and memory hierarchies) that one process tree joins in preexec."""
+class SandboxLedger:
+    """What the processes started through one jail actually got; the verdict's sandbox record is built from it."""
 
-    version: int
-    dirs: dict[str, Path]  # controller ("pids", "memory", or "unified") -> folder
+    processes: int = 0  # process trees started (each asks for its own cgroup)
+    cgroup_versions: set[int] = field(default_factory=set)  # of the cgroups made
+    without_cgroup: list[str] = field(default_factory=list)  # why, once per process tree that ran without one
+    limit_events: dict[str, int] = field(default_factory=dict)  # pids_max_hit, oom_kill, summed
+    overrides: dict[str, str] = field(default_factory=dict)  # e.g. "profile": "outside bubblewrap: ..."
 
-    @classmethod
-    def create(cls, limits: Limits, root: Path = Path("/sys/fs/cgroup")) -> tuple[Cgroup | None, str]:
-        """A new cgroup with the limits written, or None and why not."""
-        name = f"ptxbench-{os.getpid()}-{secrets.token_hex(4)}"
-        reasons = []
-        v2 = _v2_base(root)
-        if v2 is not None:
-            try:
-                folder = v2 / name
-                folder.mkdir()
-                try:
-                    (folder / "pids.max").write_text(str(limits.processes))
-                    (folder / "memory.max").write_text(str(limits.memory_bytes))
-                    with contextlib.suppress(OSError):
-                        (folder / "memory.swap.max").write_text("0")
-                except OSError:
-                    folder.rmdir()
-                    raise
-                return cls(2, {"unified": folder}), ""
-            except OSError as exc:
-                reasons.append(f"cgroup v2 at {v2}: {exc.strerror or exc}")
-        dirs: dict[str, Path] = {}
-        try:
-            for controller, files in (
-                ("pids", {"pids.max": str(limits.processes)}),
-                ("memory", {"memory.limit_in_bytes": str(limits.memory_bytes)}),
-            ):
-                base = _v1_base(root, controller)
-                if base is None:
-                    raise OSError(f"no writable v1 '{controller}' hierarchy")
-                folder = base / name
-                folder.mkdir()
-                dirs[controller] = folder
-                for fname, value in files.items():
-                    (folder / fname).write_text(value)
-            return cls(1, dirs), ""
-        except OSError as exc:
-            for folder in dirs.values():
-                with contextlib.suppress(OSError):
-                    folder.rmdir()
-            reasons.append(f"cgroup v1: {exc.strerror or exc}")
-        return None, "; ".join(reasons)
+    def started(self, cgroup: Cgroup | None, reason: str) -> None:
+        self.processes += 1
+        if cgroup is None:
+            self.without_cgroup.append(reason or "no cgroup")
+        else:
+            self.cgroup_versions.add(cgroup.version)
 
-    def procs_files(self) -> list[str]:
-        return [str(d / "cgroup.procs") for d in self.dirs.values()]
-
-    def _read(self, controller: str, fname: str) -> str:
-        folder = self.dirs.get("unified") or self.dirs.get(controller)
-        try:
-            return (folder / fname).read_text() if folder else ""
-        except OSError:
-            return ""
-
-    def events(self) -> dict[str, int]:
-        """How often the process limit was hit and how many OOM kills happened (0 when unknown)."""
-        pids = _keyed_ints(self._read("pids", "pids.events")).get("max", 0)
-        mem = _keyed_ints(self._read("memory", "memory.events" if self.version == 2 else "memory.oom_control"))
-        return {"pids_max_hit": pids, "oom_kill": mem.get("oom_kill", 0)}
-
-    def kill_all(self) -> None:
-        """SIGKILL every process left in the cgroup (a candidate can leave the process group, not the cgroup)."""
-        if self.version == 2:
-            with contextlib.suppress(OSError):
-                (self.dirs["unified"] / "cgroup.kill").write_text("1")
-        for _ in range(50):
-            pids = set()
-            for path in self.procs_files():
-                with contextlib.suppress(OSError):
-                    pids.update(int(p) for p in Path(path).read_text().split())
-            if not pids:
-                return
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-            time.sleep(0.05)
-
-    def remove(self) -> None:
-        self.kill_all()
-        for folder in self.dirs.values():
-            for _ in range(40):
-                try:
-                    folder.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.05)  # the killed processes are still being reaped
-
-
-def _keyed_ints(text: str) -> dict[str, int]:
-    out = {}
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[1].isdigit():
-            out[parts[0]] = int(parts[1])
-    return out
-
-
-def _own_cgroup_paths() -> dict[str, str]:
-    """controller -> this process's cgroup path, from /proc/self/cgroup ("" is the v2 entry)."""
-    paths = {}
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/self/cgroup").read_text().splitlines():
-            _, controllers, path = line.split(":", 2)
-            for c in controllers.split(",") if controllers else [""]:
-                paths[c] = path
-    return paths
-
-
-def _v2_base(root: Path) -> Path | None:
-    """The v2 folder where a child cgroup with pids and memory can be made, or None."""
-    for mount in (root, root / "unified"):
-        controllers = mount / "cgroup.controllers"
-        if not controllers.is_file():
-            continue
-        own = _own_cgroup_paths().get("", "/").lstrip("/")
-        for base in (mount / own, mount):
-            try:
-                enabled = (base / "cgroup.subtree_control").read_text().split()
-                if not {"pids", "memory"} <= set(enabled):
-                    (base / "cgroup.subtree_control").write_text("+pids +memory")
-                return base
-            except OSError:
-                continue
-    return None
-
-
-def _v1_base(root: Path, controller: str) -> Path | None:
-    mount = root / controller
-    if not (mount / "cgroup.procs").is_file():
-        return None
-    own = _own_cgroup_paths().get(controller, "/").lstrip("/")
-    for base in (mount / own, mount):
-        if base.is_dir() and os.access(base, os.W_OK):
-            return base
-    return None
-
-
-# --------------------------------------------------------------------------- the jail
+    def add_events(self, events: dict[str, int] | None) -> None:
+        for key, value in (events or {}).items():
+            self.limit_events[key] = self.limit_events.get(key, 0) + value
 
 
 @dataclass
@@ -246,6 +105,7 @@ class Jail:
     bwrap: str | None = None
     bwrap_version: str = ""
     use_cgroups: bool = True
+    ledger: SandboxLedger = field(default_factory=SandboxLedger)  # shared by the jails of one evaluation
 
     def command(
         self,
@@ -273,9 +133,10 @@ class Jail:
         return {**env, "HOME": SANDBOX_TMP, "TMPDIR": SANDBOX_TMP}
 
     def new_cgroup(self) -> tuple[Cgroup | None, str]:
-        if not self.use_cgroups:
-            return None, "cgroups disabled"
-        return Cgroup.create(self.limits)
+        """A cgroup for the next process tree, or None and why not; the ledger notes which."""
+        cgroup, reason = Cgroup.create(self.limits) if self.use_cgroups else (None, "cgroups disabled")
+        self.ledger.started(cgroup, reason)
+        return cgroup, reason
 
     def preexec(self, cgroup: Cgroup | None) -> Callable[[], None]:
         """Runs in the forked child before exec: limits, then the cgroup. Only async-signal-safe-ish calls."""
@@ -299,34 +160,45 @@ class Jail:
 
         return apply
 
-    def record(self, cgroup_reason: str | None = None) -> SandboxInfo:
-        """What this jail enforces, for the verdict."""
+    def record(self) -> SandboxInfo:
+        """What the processes started through this jail (and its ledger's other jails) actually got, for the verdict:
+        each limit with its value and how it was enforced, or `not enforced: why`."""
         info = SandboxInfo(mode=self.mode, reason=self.reason, bwrap_version=self.bwrap_version or None)
-        if self.mode != "bubblewrap":
-            info.limits = {"core_dumps": "off"}
-            return info
+        sandboxed = self.mode == "bubblewrap"
         root = os.geteuid() == 0
-        info.network = False
-        info.user = "root without capabilities" if root else f"uid {os.geteuid()}"
-        info.writable = [f"{SANDBOX_TMP} (private tmpfs)", f"{SANDBOX_SHM} (private tmpfs)", "the exchange folder"]
-        info.limits = {
-            "tmp_bytes": str(self.limits.tmp_bytes),
-            "shm_bytes": str(self.limits.shm_bytes),
-            "open_files": str(self.limits.open_files),
-            "file_bytes": str(self.limits.file_bytes),
-            "core_dumps": "off",
-        }
-        if cgroup_reason is None:
-            info.limits["processes"] = f"{self.limits.processes} (cgroup pids.max)"
-            info.limits["memory_bytes"] = f"{self.limits.memory_bytes} (cgroup)"
+        lim, ledger = self.limits, self.ledger
+        if sandboxed:
+            info.network = False
+            info.user = "root without capabilities" if root else f"uid {os.geteuid()}"
+            info.writable = [f"{SANDBOX_TMP} (private tmpfs)", f"{SANDBOX_SHM} (private tmpfs)", "the exchange folder"]
+            info.limits = {
+                "tmp_bytes": f"{lim.tmp_bytes} (private tmpfs size)",
+                "shm_bytes": f"{lim.shm_bytes} (private tmpfs size)",
+                "open_files": f"{lim.open_files} (RLIMIT_NOFILE)",
+                "file_bytes": f"{lim.file_bytes} (RLIMIT_FSIZE)",
+            }
         else:
-            info.limits["processes"] = (
-                f"not enforced: running as root without a pids cgroup ({cgroup_reason})"
-                if root
-                else f"{self.limits.processes} (RLIMIT_NPROC, per user)"
-            )
-            info.limits["memory_bytes"] = f"not enforced: no writable cgroup ({cgroup_reason})"
+            off = "not enforced: unsandboxed"
+            info.limits = {"tmp_bytes": off, "shm_bytes": off, "open_files": off, "file_bytes": off}
+        info.limits["core_dumps"] = "off"  # RLIMIT_CORE=0 in every mode
+        info.limits["processes"], info.limits["memory_bytes"] = _cgroup_limits(lim, ledger, sandboxed and not root)
+        info.limits.update(ledger.overrides)
+        info.limit_events = dict(ledger.limit_events)
         return info
+
+
+def _cgroup_limits(limits: Limits, ledger: SandboxLedger, nproc_applies: bool) -> tuple[str, str]:
+    """(processes, memory_bytes) as enforced for the ledger's processes. RLIMIT_NPROC (per user, set only under
+    bubblewrap) is ignored by the kernel for root."""
+    if ledger.processes == 0:
+        return "not enforced: no sandboxed process ran", "not enforced: no sandboxed process ran"
+    if not ledger.without_cgroup:
+        memory_file = "memory.max" if ledger.cgroup_versions == {2} else "memory.limit_in_bytes"
+        return f"{limits.processes} (cgroup pids.max)", f"{limits.memory_bytes} (cgroup {memory_file})"
+    reasons = "; ".join(dict.fromkeys(ledger.without_cgroup))
+    which = f"no cgroup for {len(ledger.without_cgroup)} of {ledger.processes} processes ({reasons})"
+    processes = f"{limits.processes} (RLIMIT_NPROC, per user; {which})" if nproc_applies else f"not enforced: {which}"
+    return processes, f"not enforced: {which}"
 
 
 def _lower(which: int, value: int) -> None:

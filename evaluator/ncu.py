@@ -16,7 +16,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evaluator.arches import FAMILY_OPCODES
+from evaluator.arches import FAMILY_OPCODES, get_arch
 from evaluator.sass import instruction_family, mma_flops_per_issue
 from evaluator.verdict import ArchCheck, ArchStatus, FamilyExecution, SassCounts
 
@@ -249,7 +249,8 @@ def decide_arch(
     }
     ran = [f for f in targets if executed[f][1] > 0]
     check.ptxbench_verified = bool(ran)
-    check.full = arch == "sm_90a" and {"gmma", "tma"} <= set(ran)
+    target_arch = get_arch(arch)
+    check.full = target_arch.is_full(ran)
     if "gmma" in targets:
         tc = tensor_core_flops(kernels)
         check.tensor_core_flops = tc
@@ -267,7 +268,8 @@ def decide_arch(
         )
         return check
     check.status = ArchStatus.VERIFIED
-    check.reason = f"{'/'.join(ran)} executed" + (" (full: GMMA and TMA)" if check.full else "")
+    full = " and ".join(f.upper() for f in sorted(target_arch.full_families))
+    check.reason = f"{'/'.join(ran)} executed" + (f" (full: {full})" if check.full else "")
     if "gmma" in targets and check.tensor_core_share is None and "gmma" in ran:
         check.reason += "; tensor-core share unknown"
     return check

@@ -10,13 +10,12 @@ only (evaluator.correctness).
 
 from __future__ import annotations
 
-import os
 import secrets
 import shutil
 import tempfile
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from evaluator import ncu as ncu_mod
@@ -25,19 +24,21 @@ from evaluator.arches import get_arch
 from evaluator.candidate import (
     REPO_ROOT,
     CandidateSetup,
-    Seeds,
     TimingRequest,
     WorkloadRun,
     axes_text,
+    derive_seeds,
     fast_tmp,
     run_workload,
 )
 from evaluator.compile import compile_kernel
 from evaluator.correctness import Checker
+from evaluator.envflags import env_flag
 from evaluator.host import check_gpu, prepare_device
+from evaluator.includes import outside_finding
 from evaluator.inputs import derive_seed
 from evaluator.integrity_record import absorb_profile, absorb_workload
-from evaluator.jail import Limits, allow_unsandboxed_from_env, open_jail
+from evaluator.jail import Jail, Limits, allow_unsandboxed_from_env, open_jail
 from evaluator.policy import check_preprocessed, check_source
 from evaluator.sass import count_families, disassemble
 from evaluator.stage_book import StageBook, StageCallback, new_verdict
@@ -47,10 +48,8 @@ from evaluator.triton_policy import check_source as check_triton_source
 from evaluator.verdict import (
     GPU_STAGES,
     STAGES,
-    Environment,
     Integrity,
     OverallStatus,
-    PolicyFinding,
     SassCounts,
     StageState,
     Status,
@@ -183,27 +182,13 @@ def evaluate(
     own_workdir = opts.workdir is None
     workdir = Path(opts.workdir or tempfile.mkdtemp(prefix="ptxbench-eval-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    ledger = SandboxLedger()
     try:
-        _run_stages(source, task, arch, chosen, run_seed, opts, workdir, book, ledger, gpu_wanted)
+        _run_stages(source, task, arch, chosen, run_seed, opts, workdir, book, gpu_wanted)
     finally:
-        if book.verdict.sandbox is not None:
-            book.verdict.sandbox.limit_events = dict(ledger.limit_events)
         if own_workdir and not opts.keep_workdir:
             shutil.rmtree(workdir, ignore_errors=True)
     book.verdict.wall_seconds = round(time.monotonic() - start, 3)
     return book.verdict
-
-
-@dataclass
-class SandboxLedger:
-    """What the sandboxed processes of this evaluation reported (cgroup events, summed)."""
-
-    limit_events: dict[str, int] = field(default_factory=dict)
-
-    def add(self, events: dict[str, int] | None) -> None:
-        for key, value in (events or {}).items():
-            self.limit_events[key] = self.limit_events.get(key, 0) + value
 
 
 def _run_stages(
@@ -215,14 +200,12 @@ def _run_stages(
     opts: Options,
     workdir: Path,
     book: StageBook,
-    ledger: SandboxLedger,
     gpu_wanted: bool,
 ) -> None:
     v = book.verdict
     t = time.monotonic()
     book.report("policy", "checking the source")
-    triton = v.language == "triton"
-    if triton:
+    if v.language == "triton":
         params = [s.name for s in (*task.definition.inputs, *task.definition.outputs)]
         v.policy = check_triton_source(source, params)
     else:
@@ -244,8 +227,27 @@ def _run_stages(
         gpu=gpu_wanted and opts.device_type == "cuda",
         limits=opts.limits,
     )
-    v.sandbox = jail.record()
+    try:
+        _sandboxed_stages(source, task, arch, chosen, run_seed, opts, workdir, book, jail, gpu_wanted)
+    finally:
+        v.sandbox = jail.record()  # from what this evaluation's processes actually got
+
+
+def _sandboxed_stages(
+    source: str,
+    task: Task,
+    arch: str,
+    chosen: list[Workload],
+    run_seed: bytes,
+    opts: Options,
+    workdir: Path,
+    book: StageBook,
+    jail: Jail,
+    gpu_wanted: bool,
+) -> None:
+    v = book.verdict
     t = time.monotonic()
+    triton = v.language == "triton"
     book.report("compile", f"{'Triton' if triton else 'nvcc'} for {arch}")
     if triton:
         compiled = compile_triton(
@@ -256,7 +258,7 @@ def _run_stages(
     v.compile = compiled.result
     if compiled.outside_files:
         # nvcc opened a file outside the include roots: its log (already withheld) could quote it.
-        v.policy = [_outside_finding(compiled.outside_files)]
+        v.policy = [outside_finding(compiled.outside_files)]
         book.finish("compile", StageState.FAILED, t, v.policy[0].message)
         msg = f"rejected by policy while compiling: {v.policy[0].message}"
         book.stop("compile", OverallStatus.POLICY_REJECTED, "rejected by policy", chosen, msg)
@@ -303,7 +305,7 @@ def _run_stages(
         )
         if triton:
             setup.language, setup.triton_cache = "triton", workdir / "build" / "triton-cache"
-        _gpu_stages(setup, arch, run_seed, opts, book, ledger)
+        _gpu_stages(setup, arch, run_seed, opts, book)
     finally:
         shutil.rmtree(exchange, ignore_errors=True)
 
@@ -317,9 +319,7 @@ def sass_stage(binaries: list[Path], task: Task, arch: str, build: Path) -> Sass
     return count_families(text, arch, target.families if target else None)
 
 
-def _gpu_stages(
-    setup: CandidateSetup, arch: str, run_seed: bytes, opts: Options, book: StageBook, ledger: SandboxLedger
-) -> None:
+def _gpu_stages(setup: CandidateSetup, arch: str, run_seed: bytes, opts: Options, book: StageBook) -> None:
     v = book.verdict
     task, chosen = setup.task, setup.workloads
     timing = "timing" in book.stages
@@ -341,14 +341,24 @@ def _gpu_stages(
             setup,
             checker,
             workload,
-            seeds=_seeds(run_seed, workload, opts, timing),
-            timing=_timing_request(opts, v.environment) if timing else None,
+            seeds=derive_seeds(
+                run_seed,
+                workload.uuid,
+                trials=opts.trials,
+                calls=opts.warmup + opts.iters if timing else 0,
+                batches=opts.batches if timing else 0,
+                batch_calls=opts.batch_calls,
+            ),
+            timing=TimingRequest(
+                opts.warmup, opts.iters, v.environment.peak_bf16_tflops, v.environment.gpu_uuid, opts.timing_sets
+            )
+            if timing
+            else None,
             timeout_s=opts.timeout_s,
             report=book.report,
         )
         v.workloads.append(run.result)
         timed_launches[workload.uuid] = run.timed_launches
-        ledger.add(run.limit_events)
         timing_seconds += run.timing_seconds
         _absorb_run(v, run)
         if opts.fail_fast and run.result.status in (Status.TIMEOUT, Status.RUNTIME_ERROR):
@@ -378,7 +388,9 @@ def _gpu_stages(
             correctness_passed=passed,
             profile_seed=lambda w: derive_seed(run_seed, w.uuid, "profile"),
             timeout_s=opts.arch_timeout_s,
-            allow_unsandboxed_profile=_unsandboxed_profile_allowed(opts),
+            allow_unsandboxed_profile=env_flag("EVALUATOR_ALLOW_UNSANDBOXED_PROFILE")
+            if opts.allow_unsandboxed_profile is None
+            else opts.allow_unsandboxed_profile,
             report=book.report,
         )
         rec = book.record("arch")
@@ -387,34 +399,7 @@ def _gpu_stages(
             v.arch_check = arch_result.outcome.check
             absorb_profile(v, arch_result.outcome, timed_launches)
             v.status = overall_status(v.workloads)
-            ledger.add(arch_result.outcome.limit_events)
             v.notes.extend(arch_result.outcome.notes)
-            if v.sandbox is not None:
-                v.sandbox.limits.update(arch_result.outcome.sandbox_limits)
-
-
-def _seeds(run_seed: bytes, workload: Workload, opts: Options, timing: bool) -> Seeds:
-    """The per-trial seeds of one workload, derived from the run seed (which never leaves this process)."""
-    calls = opts.warmup + opts.iters if timing else 0
-    return Seeds(
-        trials=[derive_seed(run_seed, workload.uuid, "trial", k) for k in range(opts.trials)],
-        calls=[derive_seed(run_seed, workload.uuid, "call", k) for k in range(calls)],
-        recheck=derive_seed(run_seed, workload.uuid, "recheck"),
-        batches=[
-            [derive_seed(run_seed, workload.uuid, f"batch{r}", k) for k in range(opts.batch_calls)]
-            for r in range(opts.batches if timing else 0)
-        ],
-    )
-
-
-def _timing_request(opts: Options, environment: Environment) -> TimingRequest:
-    return TimingRequest(
-        opts.warmup,
-        opts.iters,
-        peak_tflops=environment.peak_bf16_tflops,
-        gpu_uuid=environment.gpu_uuid,
-        sets=opts.timing_sets,
-    )
 
 
 def _absorb_run(v: Verdict, run: WorkloadRun) -> None:
@@ -431,13 +416,6 @@ def _absorb_run(v: Verdict, run: WorkloadRun) -> None:
         v.environment.sm_clock_mhz_after = after
 
 
-def _outside_finding(paths: list[str]) -> PolicyFinding:
-    """The finding for files nvcc opened outside the include roots, naming them as nvcc did (the path the
-    source wrote, not where a link leads), never their content."""
-    named = ", ".join(f"'{p[:120]}'" for p in paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
-    return PolicyFinding("include-path", f"the compiler opened files outside the allowed include roots: {named}")
-
-
 def _last_evaluator_line(output: str) -> str:
     """The evaluator's own summary line of a failed Triton compile ("[evaluator] TypeError in run ...")."""
     lines = [x for x in output.splitlines() if x.startswith("[evaluator] ")]
@@ -450,9 +428,3 @@ def overall_status(workloads: list[WorkloadResult]) -> OverallStatus:
         if w.status != Status.PASSED:
             return OverallStatus(w.status.value)
     return OverallStatus.PASSED
-
-
-def _unsandboxed_profile_allowed(opts: Options) -> bool:
-    if opts.allow_unsandboxed_profile is not None:
-        return opts.allow_unsandboxed_profile
-    return os.environ.get("EVALUATOR_ALLOW_UNSANDBOXED_PROFILE", "").strip().lower() in ("1", "true", "yes")

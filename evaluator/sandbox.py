@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-    from evaluator.jail import Cgroup, Jail
+    from evaluator.cgroups import Cgroup
+    from evaluator.jail import Jail
 
 OUTPUT_CAP = 1024 * 1024  # bytes kept per stream; the rest is counted and dropped
 OUTPUT_LIMIT = 64 * 1024 * 1024  # bytes per stream after which the process is killed
@@ -135,13 +136,12 @@ class CandidateProcess:
         self._from_child_r, from_child_w = os.pipe()
         full = [*argv, "--fd-in", str(to_child_r), "--fd-out", str(from_child_w)]
         self.cgroup: Cgroup | None = None
-        self.cgroup_reason: str | None = None
+        self.jail = jail
         preexec = None
         if jail is not None:
             full = jail.command(full, writable=writable, readable=readable, gpu=gpu)
             env = jail.env(env)
-            self.cgroup, reason = jail.new_cgroup()
-            self.cgroup_reason = None if self.cgroup is not None else reason
+            self.cgroup, _ = jail.new_cgroup()
             preexec = jail.preexec(self.cgroup)
         self.proc = subprocess.Popen(
             full,
@@ -248,6 +248,8 @@ class CandidateProcess:
             self.limit_events = self.cgroup.events()
             self.cgroup.remove()
             self.cgroup = None
+            if self.jail is not None:
+                self.jail.ledger.add_events(self.limit_events)
         return code
 
     def tails(self) -> tuple[str, str]:
@@ -269,7 +271,6 @@ class GroupResult:
     seconds: float
     output_bytes: int = 0  # everything the command wrote, counted
     limit_events: dict[str, int] | None = None  # cgroup events (pids_max_hit, oom_kill) when it ran in one
-    cgroup_reason: str | None = None  # why it ran in no cgroup although jailed (None: it had one, or no jail)
 
 
 def run_group(
@@ -294,13 +295,11 @@ def run_group(
 
     start = time.monotonic()
     cgroup = None
-    cgroup_reason = None
     preexec = None
     if jail is not None:
         argv = jail.command(argv, writable=writable, readable=readable, gpu=gpu, toolchain=toolchain)
         env = jail.env(env if env is not None else dict(os.environ))
-        cgroup, reason = jail.new_cgroup()
-        cgroup_reason = None if cgroup is not None else reason
+        cgroup, _ = jail.new_cgroup()
         preexec = jail.preexec(cgroup)
     proc = subprocess.Popen(
         argv,
@@ -335,7 +334,7 @@ def run_group(
     if cgroup is not None:
         events = cgroup.events()
         cgroup.remove()
+        if jail is not None:
+            jail.ledger.add_events(events)
     text = raw.decode("utf-8", errors="replace")
-    return GroupResult(
-        None if timed_out else proc.returncode, timed_out, text, time.monotonic() - start, total, events, cgroup_reason
-    )
+    return GroupResult(None if timed_out else proc.returncode, timed_out, text, time.monotonic() - start, total, events)

@@ -8,7 +8,8 @@ Pure parsing and validation, no GPU and no Django. A task lives in a folder:
     tasks/<name>/ptxbench.json     PTXBench data beside the schema: targets per arch, baselines, FLOPs, packs
     tasks/<name>/<baseline>.py     library baseline(s) named by ptxbench.json
 
-`load_flashinfer_dir` reads a FlashInfer-Trace data set (definitions/**.json, workloads/**.jsonl) instead.
+FLOP expressions are evaluated by evaluator/flops.py, the kernel's `run` signature is evaluator/kernel_abi.py, and
+evaluator/flashinfer_import.py reads a FlashInfer-Trace data set (definitions/**.json, workloads/**.jsonl).
 Every problem raises TaskDataError naming the file and the field.
 """
 
@@ -18,12 +19,13 @@ import ast
 import dataclasses
 import json
 import uuid as uuidlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from evaluator.arches import ARCHES, FAMILY_OPCODES
+from evaluator.flops import evaluate_flops
 
 DTYPES = frozenset(
     {
@@ -124,7 +126,9 @@ class ArchTarget:
 
 
 @dataclass(frozen=True)
-class Baseline:
+class TrustedFunction:
+    """A function in trusted Python source from the task folder: a library baseline or the input generator."""
+
     id: str  # short id, e.g. "cublas"
     name: str  # what pages show, e.g. "cuBLAS via torch.matmul"
     source: str  # Python source defining `function`
@@ -136,7 +140,7 @@ class Task:
     definition: Definition
     workloads: tuple[Workload, ...]
     targets: Mapping[str, ArchTarget]
-    baselines: tuple[Baseline, ...]  # first one is the speedup reference
+    baselines: tuple[TrustedFunction, ...]  # library baselines; the first one is the speedup reference
     flops: str  # arithmetic expression over axis names
     headline_workload: str | None
     knowledge_packs: Mapping[str, str]  # arch -> pack id
@@ -148,7 +152,7 @@ class Task:
     # Inputs that must be consistent with others (attention backward's O and LSE come from a forward pass):
     # trusted Python source defining `function(inputs: dict[str, Tensor]) -> dict[str, Tensor]`, run by the
     # evaluator after the random inputs are drawn; the returned tensors replace those inputs. None when unused.
-    input_generator: Baseline | None = None
+    input_generator: TrustedFunction | None = None
     # Workloads for the ranked (hidden) evaluation, from hidden_workloads.jsonl beside workloads.jsonl; never
     # shown to submitters. Empty when the task defines none.
     hidden_workloads: tuple[Workload, ...] = ()
@@ -202,7 +206,8 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
     return names.get(kind, kind.__name__)
 
 
-def _read_json(path: Path) -> Any:
+def read_json(path: Path) -> Any:
+    """A JSON file's content; TaskDataError naming the file when it is missing or malformed."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -215,37 +220,6 @@ def _read_json(path: Path) -> Any:
         raise TaskDataError(
             path, "<json>", f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
         ) from None
-
-
-def evaluate_flops(expression: str, values: Mapping[str, int | float]) -> float:
-    """Evaluate a FLOP-count expression such as '2*M*N*K' over axis values. Only + - * / // ** and names."""
-    tree = ast.parse(expression, mode="eval")
-
-    def ev(node: ast.AST) -> float:
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-            return float(node.value)
-        if isinstance(node, ast.Name):
-            if node.id not in values:
-                raise ValueError(f"unknown axis {node.id!r} in FLOP expression")
-            return float(values[node.id])
-        if isinstance(node, ast.BinOp):
-            left, right = ev(node.left), ev(node.right)
-            ops = {
-                ast.Add: lambda: left + right,
-                ast.Sub: lambda: left - right,
-                ast.Mult: lambda: left * right,
-                ast.Div: lambda: left / right,
-                ast.FloorDiv: lambda: left // right,
-                ast.Pow: lambda: left**right,
-            }
-            for op_type, fn in ops.items():
-                if isinstance(node.op, op_type):
-                    return fn()
-        raise ValueError(f"unsupported syntax in FLOP expression: {ast.dump(node)[:60]}")
-
-    return ev(tree)
 
 
 # --------------------------------------------------------------------------- definitions
@@ -495,7 +469,7 @@ def parse_task(
     )
 
 
-def _load_python(spec: Any, where: str, path: Path, directory: Path, *, default_function: str) -> Baseline:
+def _load_python(spec: Any, where: str, path: Path, directory: Path, *, default_function: str) -> TrustedFunction:
     """Read a {id, name, file, function} entry naming trusted Python code in the task folder."""
     if not isinstance(spec, Mapping):
         raise TaskDataError(path, where, "must be an object")
@@ -514,7 +488,7 @@ def _load_python(spec: Any, where: str, path: Path, directory: Path, *, default_
         raise TaskDataError(source_path, "<python>", f"line {exc.lineno}: {exc.msg}") from None
     if not any(isinstance(n, ast.FunctionDef) and n.name == function for n in module.body):
         raise TaskDataError(path, f"{where}.function", f"{file} defines no function {function!r}")
-    return Baseline(
+    return TrustedFunction(
         id=_opt(spec, "id", str, where, path, f"{where}."),
         name=_opt(spec, "name", str, file, path, f"{where}."),
         source=source,
@@ -532,7 +506,7 @@ def load_task(directory: Path) -> Task:
     """Load one task folder (definition.json, workloads.jsonl, ptxbench.json)."""
     directory = Path(directory)
     def_path = directory / "definition.json"
-    definition = parse_definition(_read_json(def_path), def_path)
+    definition = parse_definition(read_json(def_path), def_path)
     if definition.name != directory.name:
         raise TaskDataError(def_path, "name", f"{definition.name!r} must match the folder name {directory.name!r}")
     wl_path = directory / "workloads.jsonl"
@@ -544,7 +518,7 @@ def load_task(directory: Path) -> Task:
     if not workloads:
         raise TaskDataError(wl_path, "<file>", "holds no workload")
     extras_path = directory / "ptxbench.json"
-    task = parse_task(definition, workloads, _read_json(extras_path), extras_path, directory)
+    task = parse_task(definition, workloads, read_json(extras_path), extras_path, directory)
     hidden_path = directory / HIDDEN_WORKLOADS_FILE
     if not hidden_path.is_file():
         return task
@@ -576,55 +550,3 @@ def find_task(root: Path, name: str) -> Task:
         known = ", ".join(d.name for d in task_dirs(root))
         raise KeyError(f"unknown task {name!r} (known: {known})")
     return load_task(directory)
-
-
-@dataclass(frozen=True)
-class ImportedDefinition:
-    """A definition and its workloads read from a FlashInfer-Trace data set (no PTXBench extras)."""
-
-    definition: Definition
-    workloads: tuple[Workload, ...]
-    path: str
-
-
-def load_flashinfer_dir(root: Path) -> list[ImportedDefinition]:
-    """Read a FlashInfer-Trace style data set: definitions/**/*.json and workloads/**/<name>.jsonl."""
-    root = Path(root)
-    def_root = root / "definitions"
-    if not def_root.is_dir():
-        raise TaskDataError(root, "definitions/", "folder is missing")
-    workload_files: dict[str, Path] = {}
-    wl_root = root / "workloads"
-    if wl_root.is_dir():
-        for p in sorted(wl_root.rglob("*.jsonl")):
-            workload_files[p.stem] = p
-    result = []
-    for path in sorted(def_root.rglob("*.json")):
-        definition = parse_definition(_read_json(path), path)
-        workloads: tuple[Workload, ...] = ()
-        wl = workload_files.get(definition.name)
-        if wl is not None:
-            workloads = parse_workloads(wl.read_text(encoding="utf-8"), definition, wl)
-        result.append(ImportedDefinition(definition, workloads, str(path)))
-    names = [r.definition.name for r in result]
-    dupes = {n for n in names if names.count(n) > 1}
-    if dupes:
-        raise TaskDataError(def_root, "name", f"duplicate definition names {sorted(dupes)}")
-    return result
-
-
-def run_signature(definition: Definition) -> str:
-    """The C++ `run` signature a kernel must export for this definition (destination-passing style)."""
-    params = []
-    for spec in (*definition.inputs, *definition.outputs):
-        if spec.is_scalar:
-            ctype = {"float32": "double", "float64": "double", "bool": "bool"}.get(spec.dtype, "int64_t")
-            params.append(f"{ctype} {spec.name}")
-        else:
-            params.append(f"tvm::ffi::TensorView {spec.name}")
-    return "void run(" + ", ".join(params) + ")"
-
-
-def iter_specs(definition: Definition) -> Iterable[TensorSpec]:
-    yield from definition.inputs
-    yield from definition.outputs

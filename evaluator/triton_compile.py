@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evaluator.arches import get_arch
-from evaluator.compile import OUTPUT_CAP, CompiledKernel, cap_text, sha256_file
+from evaluator.compile import OUTPUT_CAP, CompiledKernel, cap_text
 from evaluator.errors import EnvironmentProblem
+from evaluator.hashing import sha256_file
 from evaluator.sandbox import child_env, run_group
 from evaluator.triton_aot import triton_env
 from evaluator.verdict import CompileResult, KernelResources

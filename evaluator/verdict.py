@@ -241,8 +241,9 @@ class SandboxInfo:
     network: bool = True  # whether candidate code could reach a network (False under bubblewrap)
     user: str = ""  # the identity inside, e.g. "root without capabilities"
     writable: list[str] = field(default_factory=list)  # the only places candidate code could write
-    limits: dict[str, str] = field(default_factory=dict)  # limit name -> value, or "not enforced: why"
-    limit_events: dict[str, int] = field(default_factory=dict)  # e.g. pids_max_hit, oom_kill, summed over runs
+    # limit name -> "value (how it was enforced)" or "not enforced: why", from what this evaluation's processes got
+    limits: dict[str, str] = field(default_factory=dict)
+    limit_events: dict[str, int] = field(default_factory=dict)  # e.g. pids_max_hit, oom_kill, summed over processes
 
 
 @dataclass

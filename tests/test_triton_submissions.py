@@ -12,8 +12,8 @@ from portal.agent.extract import extract_kernel
 from portal.agent.models import ModelRun, Turn
 from portal.agent.services import RunRequest
 from portal.submissions.models import Evaluation, Submission
-from tests.agent_support import API_KEY, LOOP_SETTINGS, drain, fenced, replay  # noqa: F401 - fixture
-from tests.factories import GEMM, REPO, make_token, make_user, starter_source, sync_catalog
+from tests.support.agent_support import API_KEY, LOOP_SETTINGS, drain, fenced, replay  # noqa: F401 - fixture
+from tests.support.factories import GEMM, REPO, make_token, make_user, starter_source, sync_catalog
 
 TRITON_GEMM = (REPO / "tasks/gemm_n4096_k4096/solutions/triton_tma_wgmma/kernel.py").read_text()
 

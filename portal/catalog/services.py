@@ -10,7 +10,8 @@ from pathlib import Path
 from django.db import transaction
 
 from evaluator.arches import ARCHES
-from evaluator.taskdata import ImportedDefinition, run_signature
+from evaluator.flashinfer_import import ImportedDefinition
+from evaluator.kernel_abi import run_signature
 from evaluator.taskdata import Task as TaskData
 from portal.catalog.models import ArchitectureTarget, KnowledgePack, Task, Workload
 

@@ -52,7 +52,12 @@ def test_recorded_timing_events_give_the_recorded_performance(entry):
 
 def test_a_timed_call_without_gpu_activity_is_noted_and_no_baseline_means_no_speedup():
     event = protocol.timing_event(
-        "cupti", None, {"candidate": {"samples_ms": [0.5, 0.4, 0.6], "activities": [1, 0, 1]}}, []
+        "cupti",
+        None,
+        {"candidate": {"samples_ms": [0.5, 0.4, 0.6], "activities": [1, 0, 1]}},
+        {"timed": [], "trials": [], "batch": []},
+        [],
+        {"changed_bytes": 0, "error": ""},
     )
     result = performance_from_timing(
         protocol.check_timing(event), baseline="cublas", warmup=2, flops=2e9, peak_tflops=None, workload="w-1"

@@ -20,7 +20,7 @@ from evaluator import verdict as vm
 from evaluator.pipeline import Options, evaluate
 from evaluator.taskdata import find_task
 from evaluator.verdict import OverallStatus
-from tests.factories import REPO
+from tests.support.factories import REPO
 
 pytest.importorskip("triton", reason="Triton is not installed (pip install '.[triton]')")
 

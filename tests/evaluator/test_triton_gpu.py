@@ -10,7 +10,7 @@ import pytest
 from gpu_requirements import hopper_problem
 from test_gpu_evaluator import evaluate_cli
 
-from tests.factories import REPO
+from tests.support.factories import REPO
 
 _PROBLEM = hopper_problem()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_PROBLEM is not None, reason=f"GPU test: {_PROBLEM}")]

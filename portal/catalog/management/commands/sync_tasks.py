@@ -7,7 +7,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from evaluator.taskdata import TaskDataError, load_flashinfer_dir, load_tasks
+from evaluator.flashinfer_import import load_flashinfer_dir
+from evaluator.taskdata import TaskDataError, load_tasks
 from portal.catalog.services import catalog_import, catalog_sync
 
 

@@ -1,0 +1,61 @@
+"""The arch stage's decisions that need no GPU: answered by static SASS, skipped, or no Nsight Compute here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evaluator import ncu as ncu_mod
+from evaluator.arch_stage import run_arch_stage
+from evaluator.candidate import CandidateSetup
+from evaluator.taskdata import load_task
+from evaluator.verdict import ArchStatus, Correctness, SassCounts, StageState, Status, WorkloadResult
+
+TINY = load_task(Path(__file__).resolve().parent / "tasks" / "tiny_gemm")
+
+
+def _stage(tmp_path, sass, passed, reports):
+    setup = CandidateSetup(TINY, list(TINY.workloads), tmp_path / "kernel.so", tmp_path, tmp_path / "x", None)
+    evaluated = [
+        WorkloadResult(w.uuid, dict(w.axes), Status.PASSED if passed else Status.INCORRECT_NUMERICAL, "", Correctness())
+        for w in TINY.workloads
+    ]
+    return run_arch_stage(
+        setup,
+        arch="sm_90a",
+        sass=sass,
+        evaluated=evaluated,
+        correctness_passed=passed,
+        profile_seed=lambda w: 7,
+        timeout_s=5,
+        allow_unsandboxed_profile=False,
+        report=lambda stage, message: reports.append((stage, message)),
+    )
+
+
+def _sass(count: int) -> SassCounts:
+    return SassCounts("sm_90a", {"gmma": count, "tma": 0}, {}, ["gmma", "tma"], count, ["k"], 10)
+
+
+def test_absent_target_families_are_decided_statically(tmp_path):
+    result = _stage(tmp_path, _sass(0), True, [])
+    assert (result.state, result.message, result.outcome) == (
+        StageState.PASSED,
+        "absent: decided from static SASS",
+        None,
+    )
+
+
+def test_failed_correctness_skips_the_profile(tmp_path):
+    result = _stage(tmp_path, _sass(4), False, [])
+    assert result.state == StageState.SKIPPED and result.outcome.check.status == ArchStatus.NOT_REQUESTED
+
+
+def test_no_nsight_compute_is_a_profile_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(ncu_mod, "find_ncu", lambda: None)
+    reports = []
+    result = _stage(tmp_path, _sass(4), True, reports)
+    check = result.outcome.check
+    assert check.status == ArchStatus.PROFILE_ERROR and "not installed" in check.reason
+    assert result.state == StageState.FAILED and check.workload in {w.uuid for w in TINY.workloads}
+    assert reports[0][0] == "arch" and reports[-1] == ("arch", result.message)
+    assert not (tmp_path / "profile").exists()  # nothing was started
