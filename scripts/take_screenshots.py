@@ -15,7 +15,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.browser import CHROMIUM_ARGS  # noqa: E402
+from tests.support.browser import CHROMIUM_ARGS  # noqa: E402
 
 GEMM = "gemm_n7168_k5120"
 

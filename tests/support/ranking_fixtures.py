@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from tests import leaderboard_factories as lf
+from tests.support import leaderboard_factories as lf
 
 
 def mixed_board() -> dict:
