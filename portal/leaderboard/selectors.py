@@ -105,7 +105,8 @@ def kernel_board(gen: Generation, *, task: str, arch: str, gpu: str = "", langua
             rows = [r for r in rows if r.language == language]
         return ranking.rank_kernels(rows)
 
-    return gen.get(("kernel_board", task, arch, gpu, language), compute, scope=KERNELS)
+    key = ("kernel_board", task, arch, gpu, *((language,) if language else ()))
+    return gen.get(key, compute, scope=KERNELS)
 
 
 def kernel_speedups(gen: Generation, *, arch: str, gpu: str = "") -> dict[str, list[KernelRow]]:
