@@ -11,9 +11,12 @@ from portal.agent import services
 from portal.agent.extract import extract_kernel
 from portal.agent.models import ModelRun, Turn
 from portal.agent.services import RunRequest
+from portal.leaderboard.cache import leaderboard_changed
 from portal.submissions.models import Evaluation, Submission
+from tests.support import leaderboard_factories as lf
 from tests.support.agent_support import API_KEY, LOOP_SETTINGS, drain, fenced, replay  # noqa: F401 - fixture
 from tests.support.factories import GEMM, REPO, make_token, make_user, starter_source, sync_catalog
+from tests.support.leaderboard_factories import leaderboard_isolation  # noqa: F401 - fixture
 
 TRITON_GEMM = (REPO / "tasks/gemm_n4096_k4096/solutions/triton_tma_wgmma/kernel.py").read_text()
 
@@ -99,3 +102,28 @@ def test_a_triton_model_run_submits_its_python_reply_as_triton(alice, replay):  
     assert verdict["language"] == "triton" and verdict["status"] == "STATIC_ONLY", verdict["compile"]["output"]
     assert verdict["sass"]["families"]["gmma"] > 0
     assert ModelRun.objects.get(id=run.id).language == "triton"
+
+
+@pytest.mark.django_db
+def test_kernel_board_shows_the_language_and_filters_on_it(client, leaderboard_isolation):  # noqa: F811
+    sync_catalog()
+    cuda = lf.evaluation(owner=lf.user("alice"), name="alice.cu", speedup=1.5)
+    triton = lf.evaluation(owner=lf.user("bob"), name="bob_gemm.py", speedup=1.2)
+    Submission.objects.filter(id=triton.submission_id).update(language="triton")
+    leaderboard_changed()
+    html = client.get("/leaderboard/kernels/", {"task": lf.GEMM, "arch": "sm_90a"}).content.decode()
+    assert "<th>Language</th>" in html and "<td>Triton</td>" in html and "<td>CUDA</td>" in html
+    assert 'id="filter-language"' in html
+    only = client.get("/leaderboard/kernels/", {"task": lf.GEMM, "arch": "sm_90a", "language": "triton"})
+    page = only.content.decode()
+    assert only.status_code == 200 and "bob_gemm.py" in page and "alice.cu" not in page
+    rows = client.get("/api/v1/leaderboard/kernels", {"task": lf.GEMM, "arch": "sm_90a", "language": "triton"}).json()
+    assert [(r["name"], r["language"], r["rank"]) for r in rows["rows"]] == [("bob_gemm.py", "triton", 1)]
+    both = client.get("/api/v1/leaderboard/kernels", {"task": lf.GEMM, "arch": "sm_90a"}).json()["rows"]
+    assert {r["name"]: r["language"] for r in both if not r["reference"]} == {
+        "alice.cu": "cuda",
+        "bob_gemm.py": "triton",
+    }
+    assert str(cuda.id) in {r["evaluation_id"] for r in both}
+    bad = client.get("/api/v1/leaderboard/kernels", {"task": lf.GEMM, "arch": "sm_90a", "language": "rust"})
+    assert bad.status_code == 400 and "unknown language 'rust'" in bad.json()["error"]
