@@ -304,7 +304,7 @@ class _Checker(ast.NodeVisitor):
     def _module_attribute(self, node: ast.Attribute, module: str, chain: list[str]) -> None:
         """`module.a.b...`: walk down the allowed submodules, then check the first name that is not one."""
         current = module
-        for name in chain:
+        for depth, name in enumerate(chain):
             full = f"{current}.{name}"
             if current.startswith("triton.language") or current == "math":
                 return  # the kernel language and math are allowed whole
@@ -314,6 +314,15 @@ class _Checker(ast.NodeVisitor):
                 self._add(rule, f"uses '{full}' ({what})", node)
                 return
             if not _module_allowed(full):
+                # An allowed name that is no module (torch.Tensor, torch.bfloat16, TensorDescriptor): what follows
+                # is an attribute of a value, held to the host allowlist (torch.Tensor.matmul is a matmul).
+                for attr in chain[depth + 1 :]:
+                    if not self.in_kernel and attr not in HOST_ATTRIBUTES:
+                        self._add(
+                            "torch-compute" if module == "torch" else "host-attribute", f"uses '{full}.{attr}'", node
+                        )
+                        return
+                    full = f"{full}.{attr}"
                 return
             current = full
         if self.in_kernel and current == "torch":

@@ -41,6 +41,8 @@ def test_host_code_may_look_view_allocate_and_launch():
         ("torch.nn.functional.linear(A, B)", "torch-compute", "torch.nn.functional.linear(A, B)"),
         ("torch.ops.aten.mm(A, B)", "torch-compute", "torch.ops.aten.mm(A, B)"),
         ("f = torch.mm", "torch-compute", "f = torch.mm"),
+        ("torch.Tensor.matmul(A, B.t())", "torch-compute", "torch.Tensor.matmul(A, B.t())"),
+        ("torch.bfloat16.to_complex()", "torch-compute", "torch.bfloat16.to_complex()"),
         ("C.copy_(A)", "host-attribute", "C.copy_(A)"),
         ("g = A.matmul", "host-attribute", "g = A.matmul"),
         ("A.float()", "host-attribute", "A.float()"),
