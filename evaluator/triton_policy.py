@@ -270,6 +270,9 @@ class _Checker(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         if isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
             self._add("dynamic-code", f"calls '{node.func.id}'", node)
+            for child in [*node.args, *node.keywords]:
+                self.visit(child)
+            return
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:
