@@ -20,7 +20,10 @@ FORMATS = ("json", "csv")
 
 
 def _query_dict(query: BoardQuery) -> dict[str, Any]:
-    return {"arch": query.arch, "task": query.task or None, "k": query.k, "gpu": query.gpu or None, "sort": query.sort}
+    body = {"arch": query.arch, "task": query.task or None, "k": query.k, "gpu": query.gpu or None, "sort": query.sort}
+    if query.language:  # kernel boards filtered to one language
+        body["language"] = query.language
+    return body
 
 
 def _table(
@@ -30,7 +33,9 @@ def _table(
     if fmt not in FORMATS:
         return json_error(f"unknown format {fmt!r}; use json or csv", 400)
     stem = "-".join(
-        p for p in (name, query.task, query.arch, query.gpu, f"k{query.k}" if name != "kernels" else "") if p
+        p
+        for p in (name, query.task, query.arch, query.gpu, query.language, f"k{query.k}" if name != "kernels" else "")
+        if p
     )
     if fmt == "csv":
         return downloads.attachment(
