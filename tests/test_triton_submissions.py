@@ -127,3 +127,12 @@ def test_kernel_board_shows_the_language_and_filters_on_it(client, leaderboard_i
     assert str(cuda.id) in {r["evaluation_id"] for r in both}
     bad = client.get("/api/v1/leaderboard/kernels", {"task": lf.GEMM, "arch": "sm_90a", "language": "rust"})
     assert bad.status_code == 400 and "unknown language 'rust'" in bad.json()["error"]
+
+
+@pytest.mark.django_db
+def test_task_page_shows_the_triton_signature_beside_the_cuda_one(client):
+    sync_catalog()
+    page = client.get(f"/tasks/{GEMM}/").content.decode()
+    assert "TVM_FFI_DLL_EXPORT_TYPED_FUNC" in page and "@triton.jit" in page
+    text = page.replace('<span class="', "\x00").split("\x00")  # highlighted: check the tokens, not the markup
+    assert "run" in page and "A" in page and any("-&gt;" in t or "->" in t for t in text)
