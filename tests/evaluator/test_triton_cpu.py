@@ -123,3 +123,11 @@ def test_a_kernel_triton_cannot_compile_is_a_compile_error_with_the_compiler_mes
     v = static_verdict(broken)
     assert v.status == OverallStatus.COMPILE_ERROR
     assert "CompilationError" in v.compile.output and "tl.dot(a, b, acc)" in v.compile.output
+
+
+def test_the_same_triton_file_compiles_for_sm_100a_with_tcgen05_and_tma():
+    opts = Options(compile_timeout_s=300)
+    v = evaluate(REFERENCE, TASK, "sm_100a", stages=STATIC, options=opts, language="triton")
+    assert v.status == OverallStatus.STATIC_ONLY, v.compile.output
+    assert v.sass.families["tcgen05"] > 0 and v.sass.families["tma"] > 0 and v.sass.families["gmma"] == 0
+    assert any(op.startswith("UTCHMMA") for op in v.sass.opcodes)
