@@ -19,9 +19,10 @@ from pathlib import Path
 from evaluator import ncu as ncu_mod
 from evaluator import protocol
 from evaluator.candidate import CandidateSetup, axes_text, candidate_env, child_command, write_job
-from evaluator.integrity import foreign_kernels
+from evaluator.integrity import foreign_kernels, matches_submission, same_code
 from evaluator.jail import Jail
 from evaluator.sandbox import GroupResult, run_group
+from evaluator.sass import parse_sass
 from evaluator.taskdata import Task, Workload
 from evaluator.verdict import ArchCheck, ArchStatus, SassCounts, StageState, WorkloadResult
 
@@ -32,6 +33,7 @@ class ArchOutcome:
     notes: list[str] = field(default_factory=list)
     launches: list[tuple[str, tuple[int, ...], tuple[int, ...]]] = field(default_factory=list)  # of the profiled call
     foreign_kernels: list[str] = field(default_factory=list)  # profiled kernels not compiled from the submission
+    impostors: list[str] = field(default_factory=list)  # profiled kernels named as the submission's, other code
 
 
 @dataclass
@@ -179,6 +181,7 @@ def profile_workload(
     # Only the submission's kernels count: another library's kernel in the profiled call is reported, never summed.
     outcome.foreign_kernels = foreign_kernels([k.name for k in kernels], sass.kernels)
     own = [k for k in kernels if k.name not in outcome.foreign_kernels]
+    outcome.impostors = impostor_kernels(own, workdir / "build" / "kernel.sass")
     if not own:
         return error("no kernel of the submission ran in the profiled call", cmd)
     check = ncu_mod.decide_arch(arch=arch, sass=sass, kernels=own, task_flops=flops)
@@ -195,6 +198,21 @@ def profile_workload(
     check.command = cmd
     outcome.check = check
     return outcome
+
+
+def impostor_kernels(profiled: list[ncu_mod.SourceKernel], static_sass: Path) -> list[str]:
+    """Profiled kernels whose instructions are not those of the submission's function of that name."""
+    if not static_sass.is_file():
+        return []
+    by_kernel: dict[str, list[str]] = {}
+    for ins in parse_sass(static_sass.read_text()):
+        by_kernel.setdefault(ins.kernel, []).append(ins.opcode)
+    out = []
+    for kernel in profiled:
+        name = next((k for k in by_kernel if matches_submission(kernel.name, [k])), None)
+        if name is not None and not same_code([r.opcode for r in kernel.rows], by_kernel[name]):
+            out.append(kernel.name)
+    return out
 
 
 def _failure_reason(run: GroupResult, result_path: Path, report: Path) -> str | None:

@@ -141,6 +141,14 @@ def impostor_modules(
     return clashes
 
 
+def same_code(profiled_opcodes: Iterable[str], static_opcodes: Iterable[str]) -> bool:
+    """Whether a profiled kernel is the submission's compiled function: the same instructions (base opcodes,
+    counted), as Nsight Compute's source page and cuobjdump list them. The name alone proves nothing: a module
+    loaded at run time can give its own kernel the submission's name."""
+    base = [op.split(".", 1)[0] for op in profiled_opcodes]
+    return Counter(base) == Counter(op.split(".", 1)[0] for op in static_opcodes)
+
+
 def describe_foreign(names: Sequence[str], *, where: str) -> str:
     shown = ", ".join(_short(n) for n in names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     return (

@@ -29,9 +29,15 @@ def absorb_profile(v: Verdict, outcome: ArchOutcome, timed_launches: dict[str, l
     """The profiled call against the timed ones: the same kernels, only the submission's, the same time."""
     check, record = outcome.check, v.integrity
     assert record is not None
-    if outcome.foreign_kernels:
+    if outcome.foreign_kernels or outcome.impostors:
         record.foreign_kernels.extend(k for k in outcome.foreign_kernels if k not in record.foreign_kernels)
-        message = describe_foreign(outcome.foreign_kernels, where="the profiled call")
+        record.foreign_kernels.extend(f"{k} (not the submission's code)" for k in outcome.impostors)
+        message = (
+            describe_foreign(outcome.foreign_kernels, where="the profiled call")
+            if outcome.foreign_kernels
+            else f"the profiled kernel {outcome.impostors[0][:80]} has the submission's name but other instructions "
+            "than the submission's compiled code (a module loaded at run time?): only the compiled submission counts"
+        )
         for w in v.workloads:
             if w.uuid == check.workload and w.status == Status.PASSED:
                 w.status, w.message = Status.FOREIGN_KERNEL, message
