@@ -21,7 +21,7 @@ deps-run: venv
 # The CPU build of PyTorch (2.13.0 lies on local disk on our machines; an unpinned torch pulls CUDA wheels).
 deps-test: venv
 	$(PIP) install 'torch==2.13.0'
-	$(PIP) install -e '.[compile,dev]'
+	$(PIP) install -e '.[compile,dev,triton]'
 
 # Redis, and bubblewrap: the sandbox the local workers run candidate code and the compiler in.
 system-run:

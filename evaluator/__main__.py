@@ -27,7 +27,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m evaluator", description="PTXBench evaluator")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="evaluate one kernel source and write a verdict")
-    run.add_argument("kernel", type=Path, help="the candidate .cu file")
+    run.add_argument("kernel", type=Path, help="the candidate .cu file (or .py file with --language triton)")
+    run.add_argument(
+        "--language",
+        choices=("cuda", "triton"),
+        help="the kernel language (default: triton for a .py file, else cuda); see docs/kernel-abi.md",
+    )
     run.add_argument("--task", required=True, help="task name (a folder under --tasks-root)")
     run.add_argument("--arch", required=True, choices=sorted(ARCHES))
     run.add_argument(
@@ -117,7 +122,14 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         verdict = evaluate(
-            source, task, args.arch, workloads=args.workload, stages=stages, on_stage=progress, options=options
+            source,
+            task,
+            args.arch,
+            workloads=args.workload,
+            stages=stages,
+            on_stage=progress,
+            options=options,
+            language=args.language or ("triton" if args.kernel.suffix == ".py" else "cuda"),
         )
     except ValueError as exc:
         parser.error(str(exc))
@@ -135,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
 def summary(v: Verdict) -> str:
     """A few lines for people; the JSON has everything."""
     lines = [f"{v.task} {v.arch}: {v.status.value} ({v.wall_seconds:.1f} s)"]
+    if v.language != "cuda":
+        lines.append(f"  language: {v.language}" + (f" (Triton {v.triton_version})" if v.triton_version else ""))
     if v.sandbox is not None:
         why = f" ({v.sandbox.reason})" if v.sandbox.reason else ""
         lines.append(f"  sandbox: {v.sandbox.mode}{why}")

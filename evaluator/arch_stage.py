@@ -123,7 +123,9 @@ def profile_workload(
     report = profile_dir / "arch-profile.ncu-rep"
     result_path = profile_dir / "arch-profile-result.jsonl"
     result_path.unlink(missing_ok=True)
-    job = write_job(setup, workload, mode="profile", profile_seed=profile_seed, result_path=str(result_path))
+    job = write_job(
+        setup, workload, scratch=profile_dir, mode="profile", profile_seed=profile_seed, result_path=str(result_path)
+    )
     target = child_command(job)
     env = candidate_env(workdir)
     logs = workdir / "logs"

@@ -60,6 +60,8 @@ class CandidateSetup:
     device: int = 0
     device_type: str = "cuda"
     kernels: list[str] | None = None  # the submission's kernels (static SASS); None: identity not checked
+    language: str = "cuda"  # "triton": `library` is the .py file and `triton_cache` holds its compiled kernels
+    triton_cache: Path | None = None  # the ahead-of-time cache; each candidate process gets its own copy
 
     @property
     def sandboxed(self) -> bool:
@@ -155,8 +157,9 @@ def stage_task(task: Task, workloads: list[Workload], workdir: Path) -> Path:
     return staged
 
 
-def write_job(setup: CandidateSetup, workload: Workload, **extra: Any) -> Path:
-    """The job file the candidate process reads first (evaluator.child.Session)."""
+def write_job(setup: CandidateSetup, workload: Workload, *, scratch: Path | None = None, **extra: Any) -> Path:
+    """The job file the candidate process reads first (evaluator.child.Session). `scratch` is a folder that
+    process may write (default: the exchange folder); a Triton candidate's private cache copy goes there."""
     job = {
         "library": str(setup.library),
         "task_dir": str(stage_task(setup.task, setup.workloads, setup.workdir)),
@@ -164,8 +167,15 @@ def write_job(setup: CandidateSetup, workload: Workload, **extra: Any) -> Path:
         "exchange_dir": str(setup.exchange),
         "device": setup.device,
         "device_type": setup.device_type,
+        "language": setup.language,
         **extra,
     }
+    if setup.language == "triton" and setup.triton_cache is not None:
+        # A fresh copy per process: no Triton cache is shared between candidate processes or candidates.
+        private = (scratch or setup.exchange) / f"triton-cache-{workload.uuid[:8]}-{extra.get('mode', 'serve')}"
+        shutil.rmtree(private, ignore_errors=True)
+        shutil.copytree(setup.triton_cache, private)
+        job["triton_cache"] = str(private)
     path = setup.workdir / f"job-{workload.uuid[:8]}-{extra.get('mode', 'serve')}.json"
     path.write_text(json.dumps(job))
     return path

@@ -71,6 +71,15 @@ class Session:
         if serving:
             self.timer, self.timer_fallback = make_timer() if self.cuda else (HostTimer(), "")
         self.trial_windows: list[tuple[int, int]] = []
+        if job.get("language") == "triton":
+            import triton  # noqa: F401 - imported before the candidate's code runs (a missing install is setup's)
+
+            from evaluator.triton_runtime import load_triton
+
+            progress["stage"] = protocol.LOAD_STAGE  # the module body is the candidate's code
+            self.module = None
+            self.run = load_triton(Path(job["library"]), Path(job["triton_cache"]))
+            return
         import tvm_ffi
 
         progress["stage"] = (

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,10 +42,11 @@ class CompiledKernel:
     """A compile attempt: the record that goes into the verdict plus the files it produced."""
 
     result: CompileResult
-    library: Path | None  # the .so to load with tvm_ffi.load_module
+    library: Path | None  # the .so to load with tvm_ffi.load_module (Triton: the .py file)
     cubin: Path | None  # the device code extracted from the library
     preprocessed: str | None = None  # `nvcc -E` output (host pass), for the policy after macro expansion
     outside_files: list[str] | None = None  # files nvcc opened outside the include roots (log withheld)
+    cubins: list[Path] = field(default_factory=list)  # Triton: one cubin per compiled kernel (all counted)
 
 
 def find_nvcc() -> str:

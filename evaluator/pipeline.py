@@ -43,6 +43,8 @@ from evaluator.policy import check_preprocessed, check_source
 from evaluator.sass import count_families, disassemble
 from evaluator.stage_book import StageBook, StageCallback, new_verdict
 from evaluator.taskdata import Task, Workload
+from evaluator.triton_compile import compile_triton, triton_version
+from evaluator.triton_policy import check_source as check_triton_source
 from evaluator.verdict import (
     GPU_STAGES,
     STAGES,
@@ -55,7 +57,9 @@ from evaluator.verdict import (
     WorkloadResult,
 )
 
-__all__ = ["REPO_ROOT", "Options", "evaluate", "resolve_stages", "select_workloads"]
+__all__ = ["LANGUAGES", "REPO_ROOT", "Options", "evaluate", "resolve_stages", "select_workloads"]
+
+LANGUAGES = ("cuda", "triton")  # a .cu file through nvcc, or a .py file of @triton.jit kernels (docs/kernel-abi.md)
 
 # Stages that another stage needs: asking for "timing" runs correctness first, and so on.
 _NEEDS = {
@@ -149,6 +153,7 @@ def evaluate(
     stages: Iterable[str] = STAGES,
     on_stage: StageCallback | None = None,
     options: Options | None = None,
+    language: str = "cuda",
 ) -> Verdict:
     """Evaluate one candidate source on one task for one architecture.
 
@@ -158,8 +163,13 @@ def evaluate(
     """
     opts = options or Options()
     get_arch(arch)
+    if language not in LANGUAGES:
+        raise ValueError(f"unknown language {language!r} (known: {', '.join(LANGUAGES)})")
     requested = list(stages)
     book = StageBook(new_verdict(source, task, arch, requested), resolve_stages(requested), on_stage)
+    book.verdict.language = language
+    if language == "triton" and "compile" in book.stages:
+        book.verdict.triton_version = triton_version()  # EnvironmentProblem here when Triton is missing
     chosen = select_workloads(task, workloads)
     hidden = {w.uuid for w in task.hidden_workloads}
     if any(w.uuid in hidden for w in chosen):
@@ -195,7 +205,11 @@ def _run_stages(
     v = book.verdict
     t = time.monotonic()
     book.report("policy", "checking the source")
-    v.policy = check_source(source)
+    if v.language == "triton":
+        params = [s.name for s in (*task.definition.inputs, *task.definition.outputs)]
+        v.policy = check_triton_source(source, params)
+    else:
+        v.policy = check_source(source)
     if v.policy:
         first = v.policy[0]
         where = f" (line {first.line}: {first.text})" if first.line else ""
@@ -233,8 +247,14 @@ def _sandboxed_stages(
 ) -> None:
     v = book.verdict
     t = time.monotonic()
-    book.report("compile", f"nvcc for {arch}")
-    compiled = compile_kernel(source, arch, workdir / "build", timeout_s=opts.compile_timeout_s, jail=jail)
+    triton = v.language == "triton"
+    book.report("compile", f"{'Triton' if triton else 'nvcc'} for {arch}")
+    if triton:
+        compiled = compile_triton(
+            source, task, chosen, arch, workdir / "build", timeout_s=opts.compile_timeout_s, jail=jail
+        )
+    else:
+        compiled = compile_kernel(source, arch, workdir / "build", timeout_s=opts.compile_timeout_s, jail=jail)
     v.compile = compiled.result
     if compiled.outside_files:
         # nvcc opened a file outside the include roots: its log (already withheld) could quote it.
@@ -253,7 +273,10 @@ def _sandboxed_stages(
             book.stop("compile", OverallStatus.POLICY_REJECTED, "rejected by policy", chosen, msg)
             return
     if not compiled.result.ok or compiled.library is None:
-        why = "nvcc timed out" if compiled.result.timed_out else f"nvcc exited with {compiled.result.returncode}"
+        tool = "the Triton compile" if triton else "nvcc"
+        why = f"{tool} timed out" if compiled.result.timed_out else f"{tool} exited with {compiled.result.returncode}"
+        if triton and not compiled.result.timed_out:
+            why = _last_evaluator_line(compiled.result.output) or why
         book.finish("compile", StageState.FAILED, t, why)
         book.stop("compile", OverallStatus.COMPILE_ERROR, "compilation failed", chosen, why)
         return
@@ -262,7 +285,8 @@ def _sandboxed_stages(
     if "sass" in book.stages:
         t = time.monotonic()
         book.report("sass", "disassembling")
-        v.sass = sass_stage(compiled.cubin or compiled.library, task, arch, workdir / "build")
+        binaries = compiled.cubins or [compiled.cubin or compiled.library]
+        v.sass = sass_stage(binaries, task, arch, workdir / "build")
         if v.sass.target_count == 0:
             # Answered statically: no GPU needed to say the target instructions are absent.
             v.arch_check = ncu_mod.decide_arch(arch=arch, sass=v.sass, kernels=None, task_flops=None)
@@ -279,14 +303,17 @@ def _sandboxed_stages(
         setup = CandidateSetup(
             task, chosen, compiled.library, workdir, exchange, jail, opts.device, opts.device_type, kernels
         )
+        if triton:
+            setup.language, setup.triton_cache = "triton", workdir / "build" / "triton-cache"
         _gpu_stages(setup, arch, run_seed, opts, book)
     finally:
         shutil.rmtree(exchange, ignore_errors=True)
 
 
-def sass_stage(binary: Path, task: Task, arch: str, build: Path) -> SassCounts:
-    """Static SASS counts of the compiled candidate; the disassembly is kept for audits with --workdir."""
-    text = disassemble(binary)
+def sass_stage(binaries: list[Path], task: Task, arch: str, build: Path) -> SassCounts:
+    """Static SASS counts of the compiled candidate (every cubin of it counted); the disassembly is kept for
+    audits with --workdir."""
+    text = "\n".join(disassemble(b) for b in binaries)
     (build / "kernel.sass").write_text(text)
     target = task.targets.get(arch)
     return count_families(text, arch, target.families if target else None)
@@ -387,6 +414,12 @@ def _absorb_run(v: Verdict, run: WorkloadRun) -> None:
         if v.environment.sm_clock_mhz_before is None:
             v.environment.sm_clock_mhz_before = before
         v.environment.sm_clock_mhz_after = after
+
+
+def _last_evaluator_line(output: str) -> str:
+    """The evaluator's own summary line of a failed Triton compile ("[evaluator] TypeError in run ...")."""
+    lines = [x for x in output.splitlines() if x.startswith("[evaluator] ")]
+    return lines[-1].removeprefix("[evaluator] ")[:300] if lines else ""
 
 
 def overall_status(workloads: list[WorkloadResult]) -> OverallStatus:

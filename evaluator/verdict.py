@@ -304,6 +304,8 @@ class Verdict:
     workload_set: str = "public"  # "public" (workloads.jsonl) or "hidden" (hidden_workloads.jsonl)
     redacted: bool = False  # shapes, errors, timings and outputs removed for the submitter (see redact())
     integrity: Integrity | None = None  # None when no candidate call ran
+    language: str = "cuda"  # the submission's kernel language: "cuda" (a .cu file) or "triton" (a .py file)
+    triton_version: str | None = None  # the Triton that compiled it (language "triton" only)
     schema_version: int = SCHEMA_VERSION
 
     def stage(self, name: str) -> StageRecord | None:

@@ -21,10 +21,12 @@ def test_reference_solution_compiles_with_its_target_instructions(meta_path: Pat
     if find_bwrap() is None and not allow_unsandboxed_from_env():
         pytest.fail("bubblewrap is missing: `make test` installs it")
     meta = json.loads(meta_path.read_text())
-    folder = meta_path.parent
     task = find_task(REPO / "tasks", meta["definition"])
     arch = meta["spec"]["arch"]
-    verdict = evaluate((folder / "kernel.cu").read_text(), task, arch, stages=("policy", "compile", "sass"))
+    language = meta["spec"].get("language", "cuda")
+    if language == "triton":
+        pytest.importorskip("triton", reason="Triton is not installed (pip install '.[triton]')")
+    verdict = evaluate(_source(meta_path), task, arch, stages=("policy", "compile", "sass"), language=language)
     assert verdict.status == "STATIC_ONLY", (verdict.status, verdict.compile.output[-2000:] if verdict.compile else "")
     assert verdict.compile.ok and all((r.spill_store_bytes or 0) == 0 for r in verdict.compile.resources)
     families = verdict.sass.families
@@ -35,6 +37,12 @@ def test_reference_solution_compiles_with_its_target_instructions(meta_path: Pat
         assert families["gmma"] > 0  # present statically in every Hopper reference, dead or not
         if expected.get("full"):
             assert families["tma"] > 0
+
+
+def _source(meta_path: Path) -> str:
+    """The solution's file, from its entry point ("kernel.cu::run", "kernel.py::run")."""
+    entry = json.loads(meta_path.read_text())["spec"].get("entry_point", "kernel.cu::run")
+    return (meta_path.parent / entry.split("::")[0]).read_text()
 
 
 HOPPER_SOLUTIONS = [p for p in SOLUTIONS if json.loads(p.read_text())["spec"]["arch"] == "sm_90a"]
@@ -48,7 +56,8 @@ def test_reference_solution_meets_its_expectations_on_a_hopper_gpu(meta_path: Pa
         pytest.skip("needs a Hopper GPU (compute capability 9.0)")
     meta = json.loads(meta_path.read_text())
     task = find_task(REPO / "tasks", meta["definition"])
-    verdict = evaluate((meta_path.parent / "kernel.cu").read_text(), task, "sm_90a", workloads="headline")
+    language = meta["spec"].get("language", "cuda")
+    verdict = evaluate(_source(meta_path), task, "sm_90a", workloads="headline", language=language)
     expected = meta["expected"]
     assert verdict.status == expected["status"], [w.message for w in verdict.workloads]
     assert verdict.arch_check.status == expected["arch_status"], verdict.arch_check.reason

@@ -1,4 +1,5 @@
-"""Pure: the kernel a model reply contains — the last fenced code block that looks like a CUDA kernel file."""
+"""Pure: the kernel a model reply contains — the last fenced code block that looks like a kernel file of the
+run's language (CUDA: a .cu file; Triton: a Python file with @triton.jit kernels and `def run`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ _FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^
 _THINK = re.compile(r"<think>.*?(</think>|\Z)", re.DOTALL | re.IGNORECASE)
 _KERNEL_LANGS = {"cuda", "cu", "cpp", "c++", "cxx", "c", "cc", "h", "hpp", "cuh"}
 _KERNEL_MARKERS = ("__global__", "TVM_FFI_DLL_EXPORT_TYPED_FUNC", "run_impl")
+_PYTHON_LANGS = {"python", "py", "python3", "triton"}
+_TRITON_MARKERS = ("triton.jit", "def run")  # both must be there
 
 
 @dataclass(frozen=True)
@@ -54,16 +57,20 @@ def code_blocks(text: str) -> list[CodeBlock]:
     return blocks
 
 
-def looks_like_kernel(block: CodeBlock) -> bool:
+def looks_like_kernel(block: CodeBlock, language: str = "cuda") -> bool:
+    if language == "triton":
+        if all(marker in block.code for marker in _TRITON_MARKERS):
+            return block.language in _PYTHON_LANGS or block.language == ""
+        return False
     if any(marker in block.code for marker in _KERNEL_MARKERS):
         return block.language in _KERNEL_LANGS or block.language == ""
     return False
 
 
-def extract_kernel(reply: str) -> Extraction:
+def extract_kernel(reply: str, language: str = "cuda") -> Extraction:
     visible = _THINK.sub("", reply or "")
     blocks = code_blocks(visible)
-    candidates = [b for b in blocks if looks_like_kernel(b)]
+    candidates = [b for b in blocks if looks_like_kernel(b, language)]
     closed = [b for b in candidates if b.closed]
     truncated = bool(candidates) and not candidates[-1].closed
     if not closed:

@@ -6,6 +6,7 @@ from django.conf import settings
 from evaluator.arches import ARCHES
 from portal.agent.models import ModelRun
 from portal.catalog.models import Task
+from portal.submissions.models import Submission
 
 
 class RunForm(forms.Form):
@@ -23,6 +24,13 @@ class RunForm(forms.Form):
         help_text="stored encrypted; shown only as its last 4 characters",
     )
     arch = forms.ChoiceField(choices=[(a.name, a.label) for a in ARCHES.values()], label="Architecture")
+    language = forms.ChoiceField(
+        choices=Submission.Language.choices,
+        initial=Submission.Language.CUDA,
+        required=False,  # absent: CUDA
+        label="Kernel language",
+        help_text="CUDA replies in a ```cuda block, Triton in a ```python block",
+    )
     tasks = forms.ModelMultipleChoiceField(
         queryset=Task.objects.none(), to_field_name="slug", widget=forms.CheckboxSelectMultiple
     )

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import models
 
 from portal.catalog.models import ARCH_CHOICES, Task
-from portal.submissions.models import Evaluation
+from portal.submissions.models import Evaluation, Submission
 
 # The turn limits the published protocol reports metrics for.
 METRIC_KS = (1, 4, 8)
@@ -48,6 +48,8 @@ class ModelRun(models.Model):
     request_timeout = models.FloatField(default=600.0)  # seconds for one HTTP request to the endpoint
     max_retries = models.PositiveSmallIntegerField(default=3)  # extra attempts after 429/5xx/timeouts
     arch = models.CharField(max_length=16, choices=ARCH_CHOICES)
+    # The kernel language the model writes: CUDA replies in a ```cuda block, Triton in a ```python block.
+    language = models.CharField(max_length=16, choices=Submission.Language.choices, default=Submission.Language.CUDA)
     tasks = models.ManyToManyField(Task, related_name="model_runs")
     pack_variant = models.CharField(max_length=8, choices=PackVariant.choices, default=PackVariant.ARCH)
     turns = models.PositiveSmallIntegerField(default=8)

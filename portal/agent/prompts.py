@@ -17,14 +17,28 @@ How to answer:
 """
 
 
-def system_prompt(*, arch: str, pack_text: str, starter: str) -> str:
-    parts = [RULES.strip(), f"Target architecture: {arch}."]
+TRITON_RULES = """You are writing one Triton kernel file (Python) for PTXBench, which checks three things in order:
+1. correctness against a PyTorch reference on every workload (atol = rtol = 1e-2; an element fails only if both are exceeded);
+2. that the architecture's target instructions are in the SASS of your compiled kernels and really execute on the timed workload;
+3. speed against the library baseline (median of many timed calls).
+
+How to answer:
+- Reply with the complete Python file in one fenced code block marked ```python. If your reply has several code blocks, the last one that looks like a Triton file is evaluated.
+- The file defines @triton.jit kernels and a function `run` that takes all inputs then all preallocated outputs (PyTorch tensors on the GPU) and launches your kernels; it returns nothing.
+- Host code may only read shapes, strides and dtypes, make views, allocate workspace with torch.empty and launch kernels: no PyTorch compute (no @, torch.matmul, torch.nn.functional, tensor methods that compute or copy), no imports other than triton, triton.language, triton.tools.tensor_descriptor, math and torch, no exec/eval/getattr. triton.autotune is not allowed: choose block sizes, num_warps and num_stages yourself.
+- Kernels are compiled ahead of time from what `run` launches for each workload's shapes: decide what to launch from shapes only.
+- After each attempt you get the evaluator's feedback (compile errors, per-workload status and errors, instruction report, speed); fix or improve the kernel and answer with the whole file again.
+"""
+
+
+def system_prompt(*, arch: str, pack_text: str, starter: str, language: str = "cuda") -> str:
+    parts = [(TRITON_RULES if language == "triton" else RULES).strip(), f"Target architecture: {arch}."]
     if pack_text.strip():
         parts.append("# Knowledge pack\n\n" + pack_text.strip())
     if starter.strip():
         parts.append(
             "# ABI starter\n\nA minimal correct kernel file for this task (slow; it shows the ABI, not the method):\n\n"
-            f"```cuda\n{starter.strip()}\n```"
+            f"```{'python' if language == 'triton' else 'cuda'}\n{starter.strip()}\n```"
         )
     return "\n\n".join(parts) + "\n"
 
@@ -43,6 +57,7 @@ def task_message(
     run_signature: str,
     families: list[str],
     arch: str,
+    language: str = "cuda",
 ) -> str:
     lines = [f"# Task: {name}", "", description.strip(), ""]
     lines += ["## Signature", "", "| name | role | shape | dtype | description |", "| --- | --- | --- | --- | --- |"]
@@ -67,13 +82,15 @@ def task_message(
         lines += ["", "## PyTorch reference", "", "```python", str(reference).strip(), "```"]
     lines += [
         "",
-        "## The function your file must export",
+        "## The function your file must " + ("define" if language == "triton" else "export"),
         "",
-        "```cpp",
+        "```python" if language == "triton" else "```cpp",
         run_signature.strip(),
         "```",
         "",
         f"Target architecture {arch}: the instructions that count are {', '.join(families) or 'none listed'}.",
-        "Answer with the complete .cu file in one ```cuda block.",
+        "Answer with the complete Python file in one ```python block."
+        if language == "triton"
+        else "Answer with the complete .cu file in one ```cuda block.",
     ]
     return "\n".join(lines) + "\n"

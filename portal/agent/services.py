@@ -20,6 +20,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from evaluator.arches import ARCHES
+from evaluator.triton_policy import run_signature as triton_run_signature
 from portal.accounts.services import user_is_banned
 from portal.agent import crypto, metrics, prompts, queueing, scheduling
 from portal.agent.client import EndpointConfig, ModelCallError, ModelReply, chat_completion
@@ -65,6 +66,7 @@ class RunRequest:
     max_output_tokens: int = 16384
     request_timeout: float = 600.0
     max_retries: int = 3
+    language: str = "cuda"  # the kernel language the model writes ("cuda" or "triton")
 
 
 def _bounded(name: str, value, low, high):
@@ -86,6 +88,8 @@ def run_create(
         raise RunRefused("this account may not start runs", 403)
     if request.arch not in ARCHES:
         raise RunRefused(f"unknown architecture {request.arch!r} (known: {', '.join(sorted(ARCHES))})")
+    if request.language not in Submission.Language.values:
+        raise RunRefused(f"language must be one of {', '.join(Submission.Language.values)}")
     if request.pack_variant not in ModelRun.PackVariant.values:
         raise RunRefused("pack must be 'arch' or 'none'")
     model = (request.model or "").strip()
@@ -138,6 +142,7 @@ def run_create(
             request_timeout=request.request_timeout,
             max_retries=request.max_retries,
             arch=request.arch,
+            language=request.language,
             pack_variant=request.pack_variant,
             turns=request.turns,
             trajectories_per_task=request.trajectories_per_task,
@@ -205,13 +210,19 @@ def opening_messages(*, run: ModelRun, task: Task) -> list[dict]:
         pack = KnowledgePack.objects.filter(slug="none").first()
     else:
         pack = target.pack if target else None
+    triton = run.language == Submission.Language.TRITON
     workloads = [
         {"axes": w.axes, "headline": w.is_headline} for w in task.workloads.filter(is_active=True).order_by("position")
     ]
     return [
         {
             "role": "system",
-            "content": prompts.system_prompt(arch=run.arch, pack_text=pack.text if pack else "", starter=task.starter),
+            "content": prompts.system_prompt(
+                arch=run.arch,
+                pack_text=pack.text if pack else "",
+                starter="" if triton else task.starter,  # the tasks ship CUDA starters only
+                language=run.language,
+            ),
         },
         {
             "role": "user",
@@ -220,12 +231,18 @@ def opening_messages(*, run: ModelRun, task: Task) -> list[dict]:
                 description=task.description,
                 definition=task.definition,
                 workloads=workloads,
-                run_signature=task.run_signature,
+                run_signature=triton_run_signature(_params(task.definition)) if triton else task.run_signature,
                 families=list(target.families) if target else [],
                 arch=run.arch,
+                language=run.language,
             ),
         },
     ]
+
+
+def _params(definition: dict) -> list[str]:
+    """The `run` parameter names: inputs in definition order, then outputs (destination-passing)."""
+    return [*(definition.get("inputs") or {}), *(definition.get("outputs") or {})]
 
 
 def run_cancel(*, run: ModelRun, reason: str = "cancelled by its owner") -> bool:
@@ -443,7 +460,7 @@ def _turn_submit(turn_id: int) -> str:
         if sum(1 for m in trajectory.messages if m.get("role") == "assistant") == turn.index:
             trajectory.messages = list(trajectory.messages) + [{"role": "assistant", "content": turn.reply}]
             trajectory.save(update_fields=["messages"])
-        extraction = extract_kernel(turn.reply)
+        extraction = extract_kernel(turn.reply, language=run.language)
         if not extraction.kernel:
             turn.status = Turn.STATUS_NO_KERNEL
             turn.feedback = TRUNCATED if extraction.truncated else NO_KERNEL
@@ -457,6 +474,7 @@ def _turn_submit(turn_id: int) -> str:
                 arch=run.arch,
                 source=extraction.kernel,
                 kind=Submission.Kind.AGENT,
+                language=run.language,
                 name=f"{run.display_name} t{trajectory.index} turn {turn.index}",
                 force=True,
             )

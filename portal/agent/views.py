@@ -51,6 +51,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
                     max_output_tokens=data["max_output_tokens"],
                     request_timeout=data["request_timeout"],
                     max_retries=data["max_retries"],
+                    language=data.get("language") or "cuda",
                 ),
             )
         except RunRefused as exc:
@@ -141,6 +142,7 @@ RUN_INPUT = (
     schema.Field("max_output_tokens", (int,)),
     schema.Field("request_timeout", (int, float)),
     schema.Field("max_retries", (int,)),
+    schema.Field("language", (str,), max_length=16),
 )
 
 
@@ -170,6 +172,7 @@ def _run_request(data: dict) -> RunRequest:
         max_output_tokens=data.get("max_output_tokens", defaults.max_output_tokens),
         request_timeout=float(data.get("request_timeout", defaults.request_timeout)),
         max_retries=data.get("max_retries", defaults.max_retries),
+        language=data.get("language", defaults.language),
     )
 
 

@@ -2,6 +2,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from evaluator.arches import ARCHES
+from evaluator.triton_policy import run_signature as triton_run_signature
 from portal.catalog import selectors
 from portal.leaderboard import task_highlights
 
@@ -27,6 +28,9 @@ def task_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "first_arch": arches[0] if arches else "sm_90a",
             "best": task_highlights.best_kernels(task.slug, arches),
             "library": task_highlights.library_latencies(task.slug),
+            "triton_signature": triton_run_signature(
+                [*(task.definition.get("inputs") or {}), *(task.definition.get("outputs") or {})]
+            ),
         },
     )
 

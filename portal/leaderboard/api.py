@@ -20,7 +20,10 @@ FORMATS = ("json", "csv")
 
 
 def _query_dict(query: BoardQuery) -> dict[str, Any]:
-    return {"arch": query.arch, "task": query.task or None, "k": query.k, "gpu": query.gpu or None, "sort": query.sort}
+    body = {"arch": query.arch, "task": query.task or None, "k": query.k, "gpu": query.gpu or None, "sort": query.sort}
+    if query.language:  # kernel boards filtered to one language
+        body["language"] = query.language
+    return body
 
 
 def _table(
@@ -30,7 +33,9 @@ def _table(
     if fmt not in FORMATS:
         return json_error(f"unknown format {fmt!r}; use json or csv", 400)
     stem = "-".join(
-        p for p in (name, query.task, query.arch, query.gpu, f"k{query.k}" if name != "kernels" else "") if p
+        p
+        for p in (name, query.task, query.arch, query.gpu, query.language, f"k{query.k}" if name != "kernels" else "")
+        if p
     )
     if fmt == "csv":
         return downloads.attachment(
@@ -58,9 +63,11 @@ def kernels(request: HttpRequest) -> HttpResponse:
         show_all = selectors.parse_show(request.GET)
     except BadQuery as exc:
         return json_error(str(exc), 400)
-    rows = selectors.kernel_board(gen, task=query.task, arch=query.arch, gpu=query.gpu)
+    rows = selectors.kernel_board(gen, task=query.task, arch=query.arch, gpu=query.gpu, language=query.language)
     records = [serializers.kernel_entry(r) for r in ranking.visible_rows(rows, show_all=show_all)]
-    query = BoardQuery(arch=query.arch, task=query.task, k=query.k, gpu=query.gpu, sort="-speedup")
+    query = BoardQuery(
+        arch=query.arch, task=query.task, k=query.k, gpu=query.gpu, sort="-speedup", language=query.language
+    )
     extra = {"show": "all" if show_all else "verified"}
     return _table(
         request, name="kernels", query=query, records=records, columns=list(serializers.KERNEL_FIELDS), extra=extra

@@ -121,6 +121,7 @@ class KernelRow:
     rank: int | None = None  # competition rank among verified user kernels; None for references and the rest
     arch: str = ""
     status: str = "PASSED"  # only correct evaluations reach a board
+    language: str = "cuda"  # the submission's kernel language ("cuda", "triton")
 
     @property
     def badge(self) -> str:

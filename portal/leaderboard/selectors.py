@@ -31,6 +31,7 @@ class BoardQuery:
     k: int
     gpu: str  # GPU model filter ("H100"), or "" for all
     sort: str
+    language: str = ""  # kernel language filter ("cuda", "triton"), or "" for all (kernel boards only)
 
 
 def parse_query(params, gen: Generation, *, task_required: bool = False) -> BoardQuery:
@@ -49,12 +50,15 @@ def parse_query(params, gen: Generation, *, task_required: bool = False) -> Boar
     gpu = params.get("gpu") or ""
     if gpu and gpu not in ARCHES[arch].gpus:
         raise BadQuery(f"unknown GPU {gpu!r} for {arch}; use one of: {', '.join(ARCHES[arch].gpus)}")
+    language = params.get("language") or ""
+    if language and language not in Submission.Language.values:
+        raise BadQuery(f"unknown language {language!r}; use one of: {', '.join(Submission.Language.values)}")
     sort = params.get("sort") or ranking.DEFAULT_SORT
     try:
         ranking.parse_sort(sort)
     except ranking.UnknownSortKey as exc:
         raise BadQuery(str(exc)) from None
-    return BoardQuery(arch=arch, task=task, k=int(raw_k), gpu=gpu, sort=sort)
+    return BoardQuery(arch=arch, task=task, k=int(raw_k), gpu=gpu, sort=sort, language=language)
 
 
 def parse_show(params) -> bool:
@@ -88,17 +92,21 @@ def tasks_for_arch(gen: Generation, arch: str) -> list[str]:
 # --------------------------------------------------------------------------- kernels
 
 
-def kernel_board(gen: Generation, *, task: str, arch: str, gpu: str = "") -> list[KernelRow]:
-    """Ranked correct kernels (and reference rows) of one task on one architecture."""
+def kernel_board(gen: Generation, *, task: str, arch: str, gpu: str = "", language: str = "") -> list[KernelRow]:
+    """Ranked correct kernels (and reference rows) of one task on one architecture (of one language when given:
+    ranks are then among that language's kernels)."""
 
     def compute() -> list[KernelRow]:
         by_task = gen.get(("kernels", arch), lambda: _kernel_rows(arch=arch), scope=KERNELS)
         rows = by_task.get(task, [])
         if gpu:
             rows = [r for r in rows if ranking.gpu_model(r.gpu_name, arch) == gpu]
+        if language:
+            rows = [r for r in rows if r.language == language]
         return ranking.rank_kernels(rows)
 
-    return gen.get(("kernel_board", task, arch, gpu), compute, scope=KERNELS)
+    key = ("kernel_board", task, arch, gpu, *((language,) if language else ()))
+    return gen.get(key, compute, scope=KERNELS)
 
 
 def kernel_speedups(gen: Generation, *, arch: str, gpu: str = "") -> dict[str, list[KernelRow]]:
@@ -144,6 +152,7 @@ def _kernel_rows(*, arch: str) -> dict[str, list[KernelRow]]:
             "submission__name",
             "submission__user__username",
             "submission__kind",
+            "submission__language",
             "submission__source_sha256",
             "arch_status",
             "arch_full",
@@ -176,6 +185,7 @@ def _kernel_rows(*, arch: str) -> dict[str, list[KernelRow]]:
                 peak_fraction=v["peak_fraction"],
                 gpu_name=v["gpu_name"],
                 finished_at=v["finished_at"],
+                language=v["submission__language"],
             )
         )
     return dict(by_task)

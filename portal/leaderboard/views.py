@@ -16,6 +16,7 @@ from portal.leaderboard import charts, evidence, ranking, sass_view, selectors
 from portal.leaderboard.cache import STALE_RENDER_SECONDS, Generation
 from portal.leaderboard.downloads import ChecksumMismatch, attachment
 from portal.leaderboard.selectors import BadQuery, BoardQuery
+from portal.submissions.models import Submission
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,7 @@ def _filters(gen: Generation, query: BoardQuery) -> dict:
         "gpus": ARCHES[query.arch].gpus,
         "tasks": selectors.tasks_for_arch(gen, query.arch),
         "turn_limits": ranking.TURN_LIMITS,
+        "languages": Submission.Language.choices,
         "query": query,
     }
 
@@ -53,7 +55,14 @@ def _fallback_query(request: HttpRequest) -> BoardQuery:
 
 
 def _query_string(query: BoardQuery, **changes) -> str:
-    params = {"arch": query.arch, "task": query.task, "k": query.k, "gpu": query.gpu, "sort": query.sort}
+    params = {
+        "arch": query.arch,
+        "task": query.task,
+        "k": query.k,
+        "gpu": query.gpu,
+        "sort": query.sort,
+        "language": query.language,
+    }
     params.update(changes)
     return urlencode({k: v for k, v in params.items() if v not in ("", None)})
 
@@ -125,7 +134,8 @@ def kernel_leaderboard(request: HttpRequest) -> HttpResponse:
         context = {**_filters(gen, query), "error": str(exc)}
         return _render(request, "leaderboard/kernels.html", context, gen, status=400)
     context = _filters(gen, query)
-    rows = selectors.kernel_board(gen, task=query.task, arch=query.arch, gpu=query.gpu)
+    rows = selectors.kernel_board(gen, task=query.task, arch=query.arch, gpu=query.gpu, language=query.language)
+    context["show_language"] = True
     context["verified"], context["sections"] = ranking.board_sections(rows, show_all=show_all)
     context["show_all"] = show_all
     context["others_count"] = sum(1 for r in rows if r.group != ranking.RANKED_STATE)

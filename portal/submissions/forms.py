@@ -5,13 +5,17 @@ from django.conf import settings
 
 from evaluator.arches import ARCHES
 from portal.catalog.models import Task
+from portal.submissions.models import Submission
 from portal.submissions.services import SubmissionRefused, decode_source
 
 
 class SubmissionForm(forms.Form):
     task = forms.ModelChoiceField(queryset=Task.objects.none(), to_field_name="slug")
     arch = forms.ChoiceField(choices=[(a.name, a.label) for a in ARCHES.values()], label="Architecture")
-    file = forms.FileField(required=False, label="Kernel file (.cu)")
+    language = forms.ChoiceField(
+        choices=Submission.Language.choices, initial=Submission.Language.CUDA, required=False, label="Language"
+    )
+    file = forms.FileField(required=False, label="Kernel file (.cu, or .py for Triton)")
     source = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 16}), label="…or paste the source")
     name = forms.CharField(required=False, max_length=200, label="Name (optional)")
     note = forms.CharField(required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 3}))
@@ -45,6 +49,7 @@ class SubmissionForm(forms.Form):
                 raise forms.ValidationError(exc.message) from None
         else:
             raise forms.ValidationError("Upload a .cu file or paste the kernel source.")
+        data["language"] = data.get("language") or Submission.Language.CUDA
         task = data.get("task")
         if task and data.get("arch") and not task.targets.filter(arch=data["arch"]).exists():
             raise forms.ValidationError(f"Task {task.slug} has no target for {data['arch']}.")

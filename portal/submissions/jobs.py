@@ -52,6 +52,7 @@ def evaluate(evaluation_id: str) -> str:
                 # Ranked checks run the task's hidden workloads where it has them, else all public ones.
                 workload="ranked" if evaluation.purpose == evaluation.Purpose.HIDDEN else "all",
                 python=settings.EVALUATOR_PYTHON,
+                language=submission.language,
             )
     except OSError as exc:  # could not even start the evaluator: infrastructure
         result = None

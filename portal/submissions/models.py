@@ -12,6 +12,10 @@ from portal.catalog.models import ARCH_CHOICES, Task
 
 
 class Submission(models.Model):
+    class Language(models.TextChoices):
+        CUDA = "cuda", "CUDA (.cu)"
+        TRITON = "triton", "Triton (.py)"
+
     class Kind(models.TextChoices):
         KERNEL = "kernel", "Kernel upload"
         REFERENCE = "reference", "Expert reference"
@@ -23,6 +27,8 @@ class Submission(models.Model):
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="submissions")
     arch = models.CharField(max_length=16, choices=ARCH_CHOICES)
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.KERNEL)
+    # The kernel language: a .cu file through nvcc, or a Python file of @triton.jit kernels (docs/kernel-abi.md).
+    language = models.CharField(max_length=16, choices=Language.choices, default=Language.CUDA)
     name = models.CharField(max_length=200, blank=True)  # label shown in tables (file name, solution name)
     source = models.TextField()
     source_sha256 = models.CharField(max_length=64)

@@ -78,11 +78,12 @@ def run_evaluator(
     workload: str = "all",
     python: str = "",
     poll_seconds: float = 1.0,
+    language: str = "cuda",
 ) -> RunnerResult:
     """Evaluate `source`; `on_events` gets new progress events (and serves as heartbeat) about once a
     second and returns False if the evaluation is no longer ours, which stops the child."""
     workdir.mkdir(parents=True, exist_ok=True)
-    kernel = workdir / "kernel.cu"
+    kernel = workdir / ("kernel.py" if language == "triton" else "kernel.cu")
     kernel.write_text(source, encoding="utf-8")
     verdict_path = workdir / "verdict.json"
     progress_path = workdir / "progress.jsonl"
@@ -97,6 +98,8 @@ def run_evaluator(
         task,
         "--arch",
         arch,
+        "--language",
+        language,
         "--tasks-root",
         str(tasks_root),
         "--json",

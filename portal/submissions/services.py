@@ -98,11 +98,14 @@ def submission_create(
     kind: str = Submission.Kind.KERNEL,
     force: bool = False,
     stages: str | None = None,
+    language: str = Submission.Language.CUDA,
 ) -> SubmitResult:
     """Store a kernel and queue its evaluation on the architecture's GPU queue.
     Identical source for the same task and arch is not re-run unless `force`."""
     if user is not None and (not user.is_active or user_is_banned(user)):
         raise SubmissionRefused("this account may not submit", 403)
+    if language not in Submission.Language.values:
+        raise SubmissionRefused(f"unknown language {language!r} (known: {', '.join(Submission.Language.values)})")
     if not task.is_active:
         raise SubmissionRefused(f"task {task.slug} is retired")
     if not task.targets.filter(arch=arch).exists():
@@ -119,7 +122,9 @@ def submission_create(
     with transaction.atomic():
         if not force:
             # Never answer with hidden or banned work (or a hidden run's turn): it would reveal it, and 404.
-            same = visibility.public_submissions(Submission.objects.filter(task=task, arch=arch, source_sha256=digest))
+            same = visibility.public_submissions(
+                Submission.objects.filter(task=task, arch=arch, language=language, source_sha256=digest)
+            )
             existing = same.filter(user=user).first() or same.first()
             if existing is not None:
                 return SubmitResult(existing, existing.evaluations.order_by("-created_at").first(), duplicate=True)
@@ -130,6 +135,7 @@ def submission_create(
             task=task,
             arch=arch,
             kind=kind,
+            language=language,
             name=name.strip()[:200],
             source=source,
             source_sha256=digest,

@@ -31,6 +31,7 @@ def submit(request: HttpRequest) -> HttpResponse:
                 name=data.get("name") or "",
                 note=data.get("note") or "",
                 force=data.get("force", False),
+                language=data.get("language") or Submission.Language.CUDA,
             )
         except SubmissionRefused as exc:
             form.add_error(None, exc.message[0].upper() + exc.message[1:] + ".")
@@ -104,12 +105,14 @@ SUBMISSION_INPUT = (
     schema.Field("name", (str,), max_length=200),
     schema.Field("note", (str,), max_length=10_000),
     schema.Field("force", (bool,)),
+    schema.Field("language", (str,), max_length=16),
 )
 
 
 @api_endpoint(methods=("POST",), auth=True)
 def api_submit(request: HttpRequest) -> JsonResponse:
-    """POST /api/v1/submissions — JSON {task, arch, source, name?, note?, force?}, or multipart with a `file`."""
+    """POST /api/v1/submissions — JSON {task, arch, source, language?, name?, note?, force?}, or multipart with a
+    `file`. `language` is "cuda" (default) or "triton"."""
     if request.content_type == "multipart/form-data":
         fields = request.POST
         try:
@@ -121,7 +124,7 @@ def api_submit(request: HttpRequest) -> JsonResponse:
             source = decode_source(upload.read()) if upload else fields.get("source", "")
         except SubmissionRefused as exc:
             return json_error(exc.message, exc.status)
-        data = {k: fields.get(k) for k in ("task", "arch", "name", "note", "force")}
+        data = {k: fields.get(k) for k in ("task", "arch", "name", "note", "force", "language")}
         data["force"] = str(data.get("force") or "").lower() in {"1", "true", "yes", "on"}
         data["source"] = source
         if upload and not data.get("name"):
@@ -147,6 +150,7 @@ def api_submit(request: HttpRequest) -> JsonResponse:
             name=str(data.get("name") or ""),
             note=str(data.get("note") or ""),
             force=bool(data.get("force")),
+            language=str(data.get("language") or Submission.Language.CUDA),
         )
     except SubmissionRefused as exc:
         return json_refusal(exc.body(), exc.status, exc.retry_after)
@@ -181,6 +185,7 @@ def _submission_json(submission: Submission) -> dict:
         "arch": submission.arch,
         "name": submission.name,
         "kind": submission.kind,
+        "language": submission.language,
         "source_sha256": submission.source_sha256,
         "created_at": submission.created_at.isoformat(),
         "url": f"/submissions/{submission.id}/",

@@ -104,7 +104,13 @@ def evaluate_entry(entry: dict[str, Any], *, source_path: Path | None = None, st
         for name in saved:
             os.environ[name] = CANARY
         return evaluate(
-            path.read_text(), task, target["arch"], workloads=target["workload"], stages=stage_list, options=options
+            path.read_text(),
+            task,
+            target["arch"],
+            workloads=target["workload"],
+            stages=stage_list,
+            options=options,
+            language=entry.get("language", "cuda"),
         )
     finally:
         for name, value in saved.items():

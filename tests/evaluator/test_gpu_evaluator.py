@@ -40,12 +40,18 @@ def _artifacts() -> Path | None:
 
 
 def evaluate_cli(
-    kernel: Path, name: str, *, workload: str = SMALL, stages: str | None = None, timeout: float | None = None
+    kernel: Path,
+    name: str,
+    *,
+    workload: str = SMALL,
+    stages: str | None = None,
+    timeout: float | None = None,
+    task: str = TASK,
 ) -> dict[str, Any]:
     out = Path(os.environ.get("TMPDIR", "/tmp")) / f"verdict-{name}.json"
     workdir = Path(os.environ.get("TMPDIR", "/tmp")) / f"work-{name}"
     shutil.rmtree(workdir, ignore_errors=True)
-    cmd = [sys.executable, "-m", "evaluator", "run", str(kernel), "--task", TASK, "--arch", "sm_90a"]
+    cmd = [sys.executable, "-m", "evaluator", "run", str(kernel), "--task", task, "--arch", "sm_90a"]
     cmd += ["--workload", workload, "--json", str(out), "--workdir", str(workdir)]
     if stages:
         cmd += ["--stages", stages]

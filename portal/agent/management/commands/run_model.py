@@ -19,6 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("--endpoint", required=True, help="base URL, e.g. http://10.0.0.5:8000/v1")
         parser.add_argument("--model", required=True, help="model id as the endpoint expects it")
         parser.add_argument("--arch", required=True, help="sm_90a or sm_100a")
+        parser.add_argument("--language", default="cuda", choices=("cuda", "triton"), help="the kernel language")
         parser.add_argument("--tasks", required=True, help="comma-separated task names")
         parser.add_argument("--turns", type=int, default=8)
         parser.add_argument("--trajectories", type=int, default=4)
@@ -58,6 +59,7 @@ class Command(BaseCommand):
             max_output_tokens=options["max_tokens"],
             request_timeout=options["timeout"],
             max_retries=options["retries"],
+            language=options["language"],
         )
         try:
             run = run_create(user=user, request=request, check_limits=False)

@@ -1,0 +1,148 @@
+"""Compile a Triton submission ahead of time for the target, in the sandbox (the parent side).
+
+`compile_triton` writes the file, runs `python -m evaluator.triton_aot` (evaluator/triton_aot.py) under the
+evaluation's jail with a fresh cache folder, and returns the same `CompiledKernel` record nvcc gives: the
+compiler's output kept (capped), per-kernel shared memory, and every cubin the cache folder holds for the
+static SASS count. The cache folder is what the candidate process later loads (evaluator/triton_runtime.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evaluator.arches import get_arch
+from evaluator.compile import OUTPUT_CAP, CompiledKernel, cap_text
+from evaluator.errors import EnvironmentProblem
+from evaluator.hashing import sha256_file
+from evaluator.sandbox import child_env, run_group
+from evaluator.triton_aot import triton_env
+from evaluator.verdict import CompileResult, KernelResources
+
+if TYPE_CHECKING:
+    from evaluator.jail import Jail
+    from evaluator.taskdata import Task, Workload
+
+SOURCE_NAME = "kernel.py"
+
+
+def triton_version() -> str:
+    """The installed Triton's version; EnvironmentProblem when it is missing (this host cannot compile Triton)."""
+    try:
+        from importlib.metadata import version
+
+        return version("triton")
+    except Exception:  # noqa: BLE001 - PackageNotFoundError or a broken install: either way no Triton here
+        raise EnvironmentProblem("Triton is not installed on this host (pip install '.[triton]')") from None
+
+
+def workload_calls(task: Task, workloads: list[Workload]) -> list[list[dict[str, Any]]]:
+    """One `run` argument list per workload: shapes and dtypes of inputs then outputs (no data)."""
+    d = task.definition
+    calls = []
+    for w in workloads:
+        call = []
+        for spec in (*d.inputs, *d.outputs):
+            if spec.is_scalar:
+                call.append({"scalar": 1 if spec.dtype.startswith(("int", "uint")) else 1.0})
+            else:
+                call.append({"shape": list(d.shape_of(spec, w.axes)), "dtype": spec.dtype})
+        calls.append(call)
+    return calls
+
+
+def compile_triton(
+    source: str,
+    task: Task,
+    workloads: list[Workload],
+    arch: str,
+    workdir: Path,
+    *,
+    timeout_s: float,
+    jail: Jail | None = None,
+) -> CompiledKernel:
+    """Compile what `run` launches for each workload, for `arch`. A failure of the file is a result."""
+    version = triton_version()
+    workdir = Path(workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    src = workdir / SOURCE_NAME
+    src.write_text(source, encoding="utf-8")
+    cache = workdir / "triton-cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    cache.mkdir()
+    manifest_path = workdir / "triton-manifest.json"
+    manifest_path.unlink(missing_ok=True)
+    major, minor = get_arch(arch).compute_capability
+    job = {
+        "source": str(src),
+        "cache_dir": str(cache),
+        "capability": major * 10 + minor,
+        "calls": workload_calls(task, workloads),
+        "manifest": str(manifest_path),
+    }
+    job_path = workdir / "triton-job.json"
+    job_path.write_text(json.dumps(job))
+    from evaluator.candidate import REPO_ROOT
+
+    env = {**child_env(workdir, [str(REPO_ROOT)]), **triton_env(cache)}
+    cmd = [sys.executable, "-m", "evaluator.triton_aot", str(job_path)]
+    start = time.monotonic()
+    run = run_group(cmd, timeout_s=timeout_s, env=env, cwd=workdir, jail=jail, writable=[workdir])
+    seconds = time.monotonic() - start
+    output, truncated = cap_text(run.output, OUTPUT_CAP)
+    manifest = _read_manifest(manifest_path)
+    cubins = sorted(cache.glob("*/*.cubin"))
+    error = manifest.get("error") if manifest else {"message": "the compile process wrote no manifest"}
+    if run.timed_out:
+        output += f"\n[evaluator] the Triton compile was killed after {timeout_s:.0f} s"
+    elif error:
+        where = f" in {error['stage']}" if error.get("stage") else ""
+        output += f"\n[evaluator] {error.get('type', 'error')}{where}: {error.get('message', '')}"
+    ok = not run.timed_out and run.returncode == 0 and not error and bool(cubins)
+    if ok is False and not error and not run.timed_out and not cubins:
+        output += "\n[evaluator] no cubin was produced"
+    result = CompileResult(
+        ok=ok,
+        command=cmd,
+        returncode=None if run.timed_out else run.returncode,
+        seconds=round(seconds, 3),
+        output=output,
+        output_truncated=truncated,
+        timed_out=run.timed_out,
+        nvcc_version=f"triton {version}",
+        resources=_resources(cubins),
+    )
+    if ok:
+        result.library_sha256 = sha256_file(src)
+        result.cubin_sha256 = _digest(cubins)
+    return CompiledKernel(result, src if ok else None, cubins[0] if ok else None, cubins=cubins if ok else [])
+
+
+def _read_manifest(path: Path) -> dict[str, Any] | None:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _resources(cubins: list[Path]) -> list[KernelResources]:
+    """Per kernel, the shared memory Triton's metadata states (registers are known only once loaded)."""
+    out = []
+    for cubin in cubins:
+        meta = _read_manifest(cubin.with_suffix(".json")) or {}
+        shared = meta.get("shared")
+        out.append(KernelResources(name=cubin.stem, shared_bytes=shared if isinstance(shared, int) else None))
+    return out
+
+
+def _digest(cubins: list[Path]) -> str:
+    h = hashlib.sha256()
+    for c in cubins:
+        h.update(sha256_file(c).encode())
+    return h.hexdigest()

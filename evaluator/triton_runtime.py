@@ -1,0 +1,43 @@
+"""The candidate process's side of Triton: load the file and run only the kernels compiled ahead of time.
+
+The parent gives this process a private copy of the evaluation's Triton cache folder (evaluator/triton_aot.py
+filled it, and its cubins are what the static SASS counted). Triton looks every launch up there under the
+same key it computed at compile time; compilation itself is switched off, so a launch whose specialization
+was not compiled ahead of time fails with a clear error instead of compiling here. Triton builds its small
+C launcher helper (cuda_utils) into the same private folder when the compile step could not.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from evaluator.triton_aot import load_candidate, triton_env
+
+NOT_AHEAD_OF_TIME = (
+    "this launch needs a Triton compile in the candidate process (a specialization that was not compiled ahead "
+    "of time: run must launch the same kernels with the same constexprs and argument kinds for every call)"
+)
+
+
+def refuse_compilation() -> None:
+    """Make any Triton compile in this process raise (a cache hit never reaches the compiler's stages)."""
+    from triton.backends.nvidia.compiler import CUDABackend
+
+    def add_stages(self: Any, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError(NOT_AHEAD_OF_TIME)
+
+    CUDABackend.add_stages = add_stages
+
+
+def load_triton(source: Path, cache_dir: Path) -> Callable[..., Any]:
+    """The candidate's `run`, with Triton reading kernels from `cache_dir` and never compiling."""
+    os.environ.update(triton_env(cache_dir))
+    refuse_compilation()
+    module = load_candidate(source)
+    run = getattr(module, "run", None)
+    if not callable(run):
+        raise TypeError("the Triton file defines no callable run")
+    return run
