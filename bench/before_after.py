@@ -30,7 +30,13 @@ def one(tree: Path, task: str, kernel: Path, out: Path) -> dict:
     cmd = [sys.executable, "-m", "evaluator", "run", str(kernel), "--task", task, "--arch", "sm_90a"]
     cmd += ["--workload", "headline", "--stages", "correctness,timing", "--json", str(out)]
     t = time.monotonic()
-    proc = subprocess.run(cmd, cwd=tree, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")])})
+    proc = subprocess.run(
+        cmd,
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")])},
+    )
     wall = time.monotonic() - t
     if not out.is_file():
         return {"error": (proc.stderr or proc.stdout)[-800:], "wall_s": wall}

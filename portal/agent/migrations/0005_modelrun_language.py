@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("agent", "0003_is_synthetic"),
+        ("agent", "0004_run_kind_repair_of"),
     ]
 
     operations = [
