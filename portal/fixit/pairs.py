@@ -297,6 +297,35 @@ def _wrong(turn: TurnRecord) -> tuple[str, str]:
     return turn.reply, sha256_text(turn.reply)
 
 
+def _pair(trajectory: TrajectoryRecord, failed, fixed, *, run, trajectory_id, **extra) -> RepairRow:
+    """The row for one failing turn and the turn that repaired it."""
+    wrong, wrong_sha = _wrong(failed)
+    return RepairRow(
+        run=run,
+        trajectory=trajectory_id,
+        model=trajectory.model,
+        arch=trajectory.arch,
+        task=trajectory.task,
+        failed_turn=failed.index,
+        fixed_turn=fixed.index,
+        failed_status=failed.status,
+        failed_evaluation=failed.evaluation_id,
+        fixed_evaluation=str(fixed.evaluation_id),
+        arch_status=fixed.arch_status,
+        speedup=fixed.speedup,
+        failed_evaluator_version=failed.evaluator_version,
+        evaluator_version=fixed.evaluator_version,
+        system=trajectory.system,
+        prompt=trajectory.prompt,
+        wrong=wrong,
+        error_log=failed.feedback,
+        fixed_kernel=fixed.kernel,
+        wrong_sha256=wrong_sha,
+        fixed_sha256=sha256_text(fixed.kernel),
+        **extra,
+    )
+
+
 def _repair_run_pair(trajectory: TrajectoryRecord, pair_filter: PairFilter) -> list[RepairRow]:
     """A repair-run trajectory: its stored failure paired with the teacher's first attempt that passes the filter;
     the teacher's own failed attempts start no pair."""
@@ -306,35 +335,19 @@ def _repair_run_pair(trajectory: TrajectoryRecord, pair_filter: PairFilter) -> l
     fixed = next((t for t in sorted(trajectory.turns, key=lambda t: t.index) if pair_filter.admits_pass(t)), None)
     if fixed is None:
         return []
-    wrong, wrong_sha = _wrong(failed)
+    own = trajectory.reasoning_turn == fixed.index
     return [
-        RepairRow(
+        _pair(
+            trajectory,
+            failed,
+            fixed,
             run=trajectory.repair_source_run,
-            trajectory=trajectory.repair_source_trajectory,
-            model=trajectory.model,
-            arch=trajectory.arch,
-            task=trajectory.task,
-            failed_turn=failed.index,
-            fixed_turn=fixed.index,
-            failed_status=failed.status,
-            failed_evaluation=failed.evaluation_id,
-            fixed_evaluation=str(fixed.evaluation_id),
-            arch_status=fixed.arch_status,
-            speedup=fixed.speedup,
-            failed_evaluator_version=failed.evaluator_version,
-            evaluator_version=fixed.evaluator_version,
-            system=trajectory.system,
-            prompt=trajectory.prompt,
-            wrong=wrong,
-            error_log=failed.feedback,
-            fixed_kernel=fixed.kernel,
-            wrong_sha256=wrong_sha,
-            fixed_sha256=sha256_text(fixed.kernel),
+            trajectory_id=trajectory.repair_source_trajectory,
             source="repair_run",
             repair_run=trajectory.run_id,
             teacher=trajectory.teacher,
-            reasoning=trajectory.reasoning if trajectory.reasoning_turn == fixed.index else "",
-            reasoning_by=trajectory.reasoning_by if trajectory.reasoning_turn == fixed.index else "",
+            reasoning=trajectory.reasoning if own else "",
+            reasoning_by=trajectory.reasoning_by if own else "",
         )
     ]
 
@@ -350,34 +363,8 @@ def repair_pairs(trajectory: TrajectoryRecord, pair_filter: PairFilter) -> list[
         if not pair_filter.admits_failure(failed):
             continue
         fixed = next((t for t in turns[i + 1 :] if pair_filter.admits_pass(t)), None)
-        if fixed is None:
-            continue
-        wrong, wrong_sha = _wrong(failed)
-        rows.append(
-            RepairRow(
-                run=trajectory.run_id,
-                trajectory=trajectory.trajectory_id,
-                model=trajectory.model,
-                arch=trajectory.arch,
-                task=trajectory.task,
-                failed_turn=failed.index,
-                fixed_turn=fixed.index,
-                failed_status=failed.status,
-                failed_evaluation=failed.evaluation_id,
-                fixed_evaluation=str(fixed.evaluation_id),
-                arch_status=fixed.arch_status,
-                speedup=fixed.speedup,
-                failed_evaluator_version=failed.evaluator_version,
-                evaluator_version=fixed.evaluator_version,
-                system=trajectory.system,
-                prompt=trajectory.prompt,
-                wrong=wrong,
-                error_log=failed.feedback,
-                fixed_kernel=fixed.kernel,
-                wrong_sha256=wrong_sha,
-                fixed_sha256=sha256_text(fixed.kernel),
-            )
-        )
+        if fixed is not None:
+            rows.append(_pair(trajectory, failed, fixed, run=trajectory.run_id, trajectory_id=trajectory.trajectory_id))
     return rows
 
 
