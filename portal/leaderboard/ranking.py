@@ -48,6 +48,7 @@ _FAILURE_PHRASES = {
     "TIMEOUT": "incorrect: timed out",
     "COMPILE_ERROR": "incorrect: did not compile",
     "POLICY_REJECTED": "rejected by the source policy",
+    "FOREIGN_KERNEL": "rejected: a kernel not compiled from the submission did the work",
     "STATIC_ONLY": "compiled only: correctness not checked",
 }
 
