@@ -31,6 +31,7 @@ from evaluator.integrity import (
     CHECK_MEMORY_BYTES,
     CheckChooser,
     Launch,
+    defined_twice,
     describe_foreign,
     foreign_kernels,
     l2_hold,
@@ -446,12 +447,9 @@ def _foreign_kernels(kernels: list[str] | None, msg: dict[str, Any], run: Worklo
         return False
     calls = [protocol.launches_of(c) for part in ("trials", "timed", "batch") for c in launches.get(part, [])]
     names = [name for call in calls for name, _, _ in call]
-    modules: dict[str, set[int]] = {}
-    for item in msg["functions"]:
-        if isinstance(item, list) and len(item) == 2:
-            modules.setdefault(str(item[1]), set()).add(int(item[0]))
+    functions = [(int(f[0]), str(f[1])) for f in msg["functions"] if isinstance(f, list) and len(f) == 2]
     foreign = foreign_kernels(names, kernels)
-    impostors = [n for n in dict.fromkeys(names) if n in kernels and len(modules.get(n, ())) > 1]
+    impostors = defined_twice(functions, names, kernels)
     if not foreign and not impostors:
         return False
     run.foreign_kernels = foreign + [f"{n} (also defined by another module)" for n in impostors]

@@ -204,7 +204,7 @@ class Session:
             flush_l2=flush,
             before_call=before,
             after_call=after,
-            timer=timer if self.cuda else timer,
+            timer=timer,
             sync=self.sync,
         )
         # The re-check: one more call on fresh inputs after the timing loop, always compared by the parent.

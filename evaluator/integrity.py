@@ -122,23 +122,18 @@ def foreign_kernels(launched: Iterable[str], candidate_kernels: Iterable[str]) -
     return seen
 
 
-def impostor_modules(
-    modules: Iterable[tuple[str, Iterable[str]]], candidate_cubin_sha256: str | None, candidate_kernels: Iterable[str]
+def defined_twice(
+    functions: Iterable[tuple[int, str]], launched: Iterable[str], candidate_kernels: Iterable[str]
 ) -> list[str]:
-    """Kernel names of the submission that another loaded module defines too.
+    """Launched kernel names of the submission that more than one loaded module defines.
 
-    `modules` are (sha256 of the module's cubin, its function names) for every module the process loaded. A module
-    whose contents differ from the submission's cubin but which defines one of its kernel names could launch under
-    that name: identity is the module's contents, not the name."""
+    `functions` are CUPTI's FUNCTION records, (module id, name). A module loaded at run time that gives its kernel
+    one of the submission's names could launch under that name: identity is the module, not the name."""
     own = set(candidate_kernels)
-    clashes: list[str] = []
-    for sha, names in modules:
-        if candidate_cubin_sha256 is not None and sha == candidate_cubin_sha256:
-            continue
-        for name in names:
-            if name in own and name not in clashes:
-                clashes.append(name)
-    return clashes
+    modules: dict[str, set[int]] = {}
+    for module, name in functions:
+        modules.setdefault(name, set()).add(module)
+    return [n for n in dict.fromkeys(launched) if n in own and len(modules.get(n, ())) > 1]
 
 
 def same_code(profiled_opcodes: Iterable[str], static_opcodes: Iterable[str]) -> bool:

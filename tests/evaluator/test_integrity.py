@@ -16,11 +16,11 @@ def test_foreign_kernels_are_names_outside_the_submissions_cubin():
     assert ig.foreign_kernels(own, own) == []
 
 
-def test_a_module_with_other_contents_defining_a_submission_name_is_an_impostor():
+def test_a_submission_name_defined_by_a_second_module_is_an_impostor():
     own = ["_Z4gemmv", "_Z4helpv"]
-    modules = [("aaa", ["_Z4gemmv", "_Z4helpv"]), ("bbb", ["_Z4gemmv", "_Z5otherv"]), ("ccc", ["_Z5otherv"])]
-    assert ig.impostor_modules(modules, "aaa", own) == ["_Z4gemmv"]
-    assert ig.impostor_modules(modules[:1] + modules[2:], "aaa", own) == []
+    functions = [(1, "_Z4gemmv"), (1, "_Z4helpv"), (2, "_Z4gemmv"), (3, "_Z5otherv")]
+    assert ig.defined_twice(functions, ["_Z4gemmv", "_Z4helpv"], own) == ["_Z4gemmv"]
+    assert ig.defined_twice(functions[:2] + functions[3:], ["_Z4gemmv"], own) == []
 
 
 def test_describe_foreign_names_the_kernel_and_says_what_is_allowed():
