@@ -32,7 +32,9 @@ from evaluator.integrity import (
     CheckChooser,
     Launch,
     defined_twice,
+    describe_footprint,
     describe_foreign,
+    footprint_checks,
     foreign_kernels,
     l2_hold,
     trusted_clock_hold,
@@ -42,7 +44,7 @@ from evaluator.performance import performance_from_timing, use_trusted_latency
 from evaluator.protocol import CandidateError, ChannelViolation
 from evaluator.sandbox import CandidateProcess, ChildDied, child_env
 from evaluator.taskdata import HIDDEN_WORKLOADS_FILE, Task, Workload, parse_workloads
-from evaluator.verdict import Correctness, IntegrityHold, Status, WorkloadResult
+from evaluator.verdict import Correctness, FootprintCheck, IntegrityHold, KernelFootprint, Status, WorkloadResult
 
 REPO_ROOT = Path(evaluator.__file__).resolve().parent.parent
 Report = Callable[[str, str], None]
@@ -61,6 +63,7 @@ class CandidateSetup:
     device: int = 0
     device_type: str = "cuda"
     kernels: list[str] | None = None  # the submission's kernels (static SASS); None: identity not checked
+    footprints: dict[str, list[KernelFootprint]] = field(default_factory=dict)  # per kernel, as compiled
     language: str = "cuda"  # "triton": `library` is the .py file and `triton_cache` holds its compiled kernels
     triton_cache: Path | None = None  # the ahead-of-time cache; each candidate process gets its own copy
 
@@ -123,6 +126,7 @@ class WorkloadRun:
     timed_calls: int = 0
     checked_calls: int = 0
     foreign_kernels: list[str] = field(default_factory=list)
+    footprints: list[FootprintCheck] = field(default_factory=list)  # the submission's kernels as launched
     trusted_ms: float | None = None  # the parent's clock per call over back-to-back batches (the fastest batch)
     timed_launches: list[list[Launch]] = field(default_factory=list)  # for the profiled-vs-timed comparison
     l2_persisting_bytes: int = 0
@@ -249,7 +253,7 @@ def run_workload(
                 t = time.monotonic()
                 report("timing", f"{axes_text(workload)}: {timing.warmup} warm-up + {timing.iters} timed calls")
                 assert plan is not None
-                _time(child, checker, workload, seeds, plan, timing_refs, timing, run, deadline, setup.kernels)
+                _time(child, checker, workload, seeds, plan, timing_refs, timing, run, deadline, setup)
                 run.timing_seconds = time.monotonic() - t
             child.send(protocol.exit_command())
             if result.status == Status.PASSED:
@@ -359,7 +363,7 @@ def _time(
     request: TimingRequest,
     run: WorkloadRun,
     deadline: float,
-    kernels: list[str] | None,
+    setup: CandidateSetup,
 ) -> None:
     """The timed calls with post-call checks, the re-check, the parent-timed batches; then performance and the
     integrity observations of this workload into `run`."""
@@ -408,7 +412,7 @@ def _time(
     run.sm_clock_mhz = (before, envinfo.sm_clock_mhz(request.gpu_uuid))
     if msg.get("fallback_reason"):
         run.notes.append(str(msg["fallback_reason"]))
-    if _foreign_kernels(kernels, msg, run):
+    if _foreign_kernels(setup, msg, run):
         return
     perf = performance_from_timing(
         msg,
@@ -434,9 +438,10 @@ def _time(
         run.holds.append(l2)
 
 
-def _foreign_kernels(kernels: list[str] | None, msg: dict[str, Any], run: WorkloadRun) -> bool:
-    """Fail the workload when a kernel that is not the submission's ran in a trial, timed or batch call."""
-    launches = msg["launches"]
+def _foreign_kernels(setup: CandidateSetup, msg: dict[str, Any], run: WorkloadRun) -> bool:
+    """Fail the workload when a kernel that is not the submission's ran in a trial, timed or batch call, or one
+    carrying the submission's name ran with another footprint than the submission's compiled function."""
+    launches, kernels = msg["launches"], setup.kernels
     run.timed_launches = [protocol.launches_of(c) for c in launches.get("timed", [])]
     if msg["method"] != "cupti":
         if msg["method"] == "cuda_events":
@@ -450,18 +455,29 @@ def _foreign_kernels(kernels: list[str] | None, msg: dict[str, Any], run: Worklo
     functions = [(int(f[0]), str(f[1])) for f in msg["functions"] if isinstance(f, list) and len(f) == 2]
     foreign = foreign_kernels(names, kernels)
     impostors = defined_twice(functions, names, kernels)
-    if not foreign and not impostors:
+    ran = set(names)
+    run.footprints = footprint_checks(
+        [f for f in protocol.footprints_of(msg.get("footprints", [])) if f[0] in ran], setup.footprints
+    )
+    changed = [c for c in run.footprints if not c.matches]
+    if not foreign and not impostors and not changed:
         return False
-    run.foreign_kernels = foreign + [f"{n} (also defined by another module)" for n in impostors]
+    run.foreign_kernels = (
+        foreign
+        + [f"{n} (also defined by another module)" for n in impostors]
+        + [f"{c.name} (not the submission's compiled code: other registers or shared memory)" for c in changed]
+    )
     result = run.result
     result.status = Status.FOREIGN_KERNEL
     if foreign:
         result.message = describe_foreign(foreign, where="a candidate call")
-    else:
+    elif impostors:
         result.message = (
             f"a module loaded at run time defines the submission's kernel name {impostors[0]} too: kernels are "
             "identified by the module that holds them, and only the compiled submission counts"
         )
+    else:
+        result.message = describe_footprint(changed[0])
     result.performance = None
     return True
 

@@ -233,6 +233,7 @@ class Session:
                 launches,
                 [[m, name] for m, name in (timer.functions if timer is not None else [])],
                 {"changed_bytes": self.l2.changed_bytes, "error": self.l2.error},
+                [list(f) for f in sorted(timer.footprints)[:256]] if timer is not None else [],
             )
         )
 

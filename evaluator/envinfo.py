@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import platform
 import socket
 import subprocess
@@ -21,6 +22,12 @@ def _smi(query: str, gpu: str | None) -> str | None:
         if proc.returncode == 0 and proc.stdout.strip():
             return proc.stdout.strip().splitlines()[0].strip()
     return None
+
+
+@functools.lru_cache(maxsize=16)
+def _driver_version(gpu_uuid: str | None) -> str | None:
+    """The driver does not change under a running process: asked once per GPU."""
+    return _smi("driver_version", gpu_uuid)
 
 
 def sm_clock_mhz(gpu_uuid: str | None) -> int | None:
@@ -65,7 +72,7 @@ def collect(device: Any | None) -> Environment:
         env.gpu_uuid = f"GPU-{uuid}" if uuid is not None and not str(uuid).startswith("GPU-") else uuid
         env.compute_capability = f"{props.major}.{props.minor}"
         env.l2_bytes = int(getattr(props, "L2_cache_size", 0)) or None
-        env.driver_version = _smi("driver_version", env.gpu_uuid)
+        env.driver_version = _driver_version(env.gpu_uuid)
     return env
 
 

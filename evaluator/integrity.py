@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from evaluator.verdict import FootprintCheck, KernelFootprint
 from evaluator.verdict import IntegrityHold as Hold
 
 # Hold codes (the verdict's integrity.holds[].code; the portal shows the message).
@@ -134,6 +135,43 @@ def defined_twice(
     for module, name in functions:
         modules.setdefault(name, set()).add(module)
     return [n for n in dict.fromkeys(launched) if n in own and len(modules.get(n, ())) > 1]
+
+
+# The driver reserves 1 KB of shared memory per block from sm_80 on; cuobjdump's SHARED counts it for some
+# functions and not others, and a launch record may or may not: a difference of exactly that much is allowed.
+RESERVED_SHARED_BYTES = 1024
+
+
+def footprint_checks(
+    launched: Iterable[tuple[str, int, int]], compiled: dict[str, list[KernelFootprint]]
+) -> list[FootprintCheck]:
+    """Each launched (name, registers, static shared bytes) that carries one of the submission's names, checked
+    against the footprints its cubins give that name.
+
+    A module loaded at run time can give its kernel the submission's name (and the submission's own function need
+    never run, so no second definition shows): a function compiled elsewhere has its own register count and
+    static shared memory. This is a fingerprint, not a proof: a forger who matches both passes it (the profiled
+    call's instruction check is the stronger test; docs/threat-model.md)."""
+    checks: dict[tuple[str, int, int], FootprintCheck] = {}
+    for name, registers, shared in launched:
+        prints = compiled.get(name)
+        if not prints or (name, registers, shared) in checks:
+            continue
+        ok = any(
+            registers == p.registers and abs(shared - p.shared_bytes) in (0, RESERVED_SHARED_BYTES) for p in prints
+        )
+        checks[(name, registers, shared)] = FootprintCheck(name, registers, shared, list(prints), ok)
+    return list(checks.values())
+
+
+def describe_footprint(check: FootprintCheck) -> str:
+    compiled = " or ".join(f"{p.registers} registers and {p.shared_bytes} bytes" for p in check.compiled)
+    return (
+        f"a kernel named {_short(check.name)} ran with {check.registers} registers and {check.static_shared_bytes} "
+        f"bytes of static shared memory, but the submission's {_short(check.name, 40)} was compiled with {compiled} "
+        "(shared memory may differ by the 1 KB the driver reserves, no more): it is not the submission's compiled code, which "
+        "is the only code that may do the work"
+    )
 
 
 def same_code(profiled_opcodes: Iterable[str], static_opcodes: Iterable[str]) -> bool:

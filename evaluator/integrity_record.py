@@ -20,6 +20,14 @@ def absorb_workload(record: Integrity, run: WorkloadRun) -> None:
     record.timed_calls += run.timed_calls
     record.checked_calls += run.checked_calls
     record.foreign_kernels.extend(k for k in run.foreign_kernels if k not in record.foreign_kernels)
+    record.footprints.extend(
+        c
+        for c in run.footprints
+        if all(
+            (c.name, c.registers, c.static_shared_bytes) != (o.name, o.registers, o.static_shared_bytes)
+            for o in record.footprints
+        )
+    )
     if run.trusted_ms is not None:
         record.trusted_ms_per_call[run.result.uuid] = round(run.trusted_ms, 6)
     record.l2_persisting_bytes = max(record.l2_persisting_bytes, run.l2_persisting_bytes)

@@ -9,6 +9,7 @@ and `tensor_core_flops` sum per family, and `decide_arch` turns all of it into t
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import re
 import shutil
@@ -362,7 +363,9 @@ def ncu_error_reason(output: str) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=8)
 def ncu_version(ncu: str) -> str | None:
+    """`ncu --version` (once per process and path: starting ncu costs about a second)."""
     try:
         out = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):

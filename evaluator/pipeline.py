@@ -18,9 +18,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from evaluator import ncu as ncu_mod
 from evaluator.arch_stage import run_arch_stage
 from evaluator.arches import get_arch
+from evaluator.build_stages import compile_stage, sass_stage
 from evaluator.candidate import (
     REPO_ROOT,
     CandidateSetup,
@@ -31,26 +31,23 @@ from evaluator.candidate import (
     fast_tmp,
     run_workload,
 )
-from evaluator.compile import compile_kernel
 from evaluator.correctness import Checker
 from evaluator.envflags import env_flag
 from evaluator.host import check_gpu, prepare_device
-from evaluator.includes import outside_finding
 from evaluator.inputs import derive_seed
 from evaluator.integrity_record import absorb_profile, absorb_workload
 from evaluator.jail import Jail, Limits, allow_unsandboxed_from_env, open_jail
-from evaluator.policy import check_preprocessed, check_source
-from evaluator.sass import count_families, disassemble
+from evaluator.policy import check_source
 from evaluator.stage_book import StageBook, StageCallback, new_verdict
 from evaluator.taskdata import Task, Workload
-from evaluator.triton_compile import compile_triton, triton_version
+from evaluator.triton_compile import triton_version
 from evaluator.triton_policy import check_source as check_triton_source
 from evaluator.verdict import (
     GPU_STAGES,
     STAGES,
     Integrity,
+    KernelFootprint,
     OverallStatus,
-    SassCounts,
     StageState,
     Status,
     Verdict,
@@ -246,52 +243,12 @@ def _sandboxed_stages(
     gpu_wanted: bool,
 ) -> None:
     v = book.verdict
-    t = time.monotonic()
-    triton = v.language == "triton"
-    book.report("compile", f"{'Triton' if triton else 'nvcc'} for {arch}")
-    if triton:
-        compiled = compile_triton(
-            source, task, chosen, arch, workdir / "build", timeout_s=opts.compile_timeout_s, jail=jail
-        )
-    else:
-        compiled = compile_kernel(source, arch, workdir / "build", timeout_s=opts.compile_timeout_s, jail=jail)
-    v.compile = compiled.result
-    if compiled.outside_files:
-        # nvcc opened a file outside the include roots: its log (already withheld) could quote it.
-        v.policy = [outside_finding(compiled.outside_files)]
-        book.finish("compile", StageState.FAILED, t, v.policy[0].message)
-        msg = f"rejected by policy while compiling: {v.policy[0].message}"
-        book.stop("compile", OverallStatus.POLICY_REJECTED, "rejected by policy", chosen, msg)
+    compiled = compile_stage(source, task, arch, chosen, workdir, book, jail, opts.compile_timeout_s)
+    if compiled is None:
         return
-    if compiled.result.ok and compiled.preprocessed is not None:
-        # Policy again on the macro-expanded source: token pasting cannot hide dlopen or cuBLAS.
-        v.policy = check_preprocessed(compiled.preprocessed)
-        if v.policy:
-            first = v.policy[0]
-            book.finish("compile", StageState.FAILED, t, f"policy after macro expansion: {first.message}")
-            msg = f"rejected by policy after macro expansion: {first.message}"
-            book.stop("compile", OverallStatus.POLICY_REJECTED, "rejected by policy", chosen, msg)
-            return
-    if not compiled.result.ok or compiled.library is None:
-        tool = "the Triton compile" if triton else "nvcc"
-        why = f"{tool} timed out" if compiled.result.timed_out else f"{tool} exited with {compiled.result.returncode}"
-        if triton and not compiled.result.timed_out:
-            why = _last_evaluator_line(compiled.result.output) or why
-        book.finish("compile", StageState.FAILED, t, why)
-        book.stop("compile", OverallStatus.COMPILE_ERROR, "compilation failed", chosen, why)
-        return
-    book.finish("compile", StageState.PASSED, t, f"{compiled.result.seconds:.1f} s")
-
+    footprints: dict[str, list[KernelFootprint]] = {}
     if "sass" in book.stages:
-        t = time.monotonic()
-        book.report("sass", "disassembling")
-        binaries = compiled.cubins or [compiled.cubin or compiled.library]
-        v.sass = sass_stage(binaries, task, arch, workdir / "build")
-        if v.sass.target_count == 0:
-            # Answered statically: no GPU needed to say the target instructions are absent.
-            v.arch_check = ncu_mod.decide_arch(arch=arch, sass=v.sass, kernels=None, task_flops=None)
-        summary = ", ".join(f"{f}={v.sass.families[f]}" for f in v.sass.target_families)
-        book.finish("sass", StageState.PASSED, t, summary)
+        v.sass, footprints = sass_stage(compiled, task, arch, workdir / "build", book)
 
     if not gpu_wanted:
         v.status = OverallStatus.STATIC_ONLY
@@ -303,20 +260,12 @@ def _sandboxed_stages(
         setup = CandidateSetup(
             task, chosen, compiled.library, workdir, exchange, jail, opts.device, opts.device_type, kernels
         )
-        if triton:
+        setup.footprints = footprints
+        if v.language == "triton":
             setup.language, setup.triton_cache = "triton", workdir / "build" / "triton-cache"
         _gpu_stages(setup, arch, run_seed, opts, book)
     finally:
         shutil.rmtree(exchange, ignore_errors=True)
-
-
-def sass_stage(binaries: list[Path], task: Task, arch: str, build: Path) -> SassCounts:
-    """Static SASS counts of the compiled candidate (every cubin of it counted); the disassembly is kept for
-    audits with --workdir."""
-    text = "\n".join(disassemble(b) for b in binaries)
-    (build / "kernel.sass").write_text(text)
-    target = task.targets.get(arch)
-    return count_families(text, arch, target.families if target else None)
 
 
 def _gpu_stages(setup: CandidateSetup, arch: str, run_seed: bytes, opts: Options, book: StageBook) -> None:
@@ -414,12 +363,6 @@ def _absorb_run(v: Verdict, run: WorkloadRun) -> None:
         if v.environment.sm_clock_mhz_before is None:
             v.environment.sm_clock_mhz_before = before
         v.environment.sm_clock_mhz_after = after
-
-
-def _last_evaluator_line(output: str) -> str:
-    """The evaluator's own summary line of a failed Triton compile ("[evaluator] TypeError in run ...")."""
-    lines = [x for x in output.splitlines() if x.startswith("[evaluator] ")]
-    return lines[-1].removeprefix("[evaluator] ")[:300] if lines else ""
 
 
 def overall_status(workloads: list[WorkloadResult]) -> OverallStatus:

@@ -185,10 +185,12 @@ def timing_event(
     launches: dict[str, list[list[Any]]],
     functions: list[list[Any]],
     l2: dict[str, Any],
+    footprints: list[list[Any]] | None = None,
 ) -> dict[str, Any]:
     """`series`: call name ("candidate", "baseline") -> {"samples_ms": [...], "activities": [...]};
     `launches`: "timed", "trials", "batch" -> per call, its kernels as [name, [grid], [block]];
-    `functions`: [module id, name] of every function loaded; `l2`: {"changed_bytes", "error"}."""
+    `functions`: [module id, name] of every function loaded; `l2`: {"changed_bytes", "error"};
+    `footprints`: [name, registers, static shared bytes] of every kernel launched, as the activity records say."""
     return {
         EVENT: TIMED,
         "method": method,
@@ -197,6 +199,7 @@ def timing_event(
         "launches": launches,
         "functions": functions,
         "l2": l2,
+        "footprints": footprints or [],
     }
 
 
@@ -301,6 +304,7 @@ def check_timing(message: dict[str, Any]) -> dict[str, Any]:
         raise ChannelViolation("a timing message without its kernel launches")
     if not isinstance(message.get("functions"), list) or not isinstance(message.get("l2"), dict):
         raise ChannelViolation("a timing message without its loaded functions or L2 state")
+    footprints_of(message.get("footprints"))
     return message
 
 
@@ -326,6 +330,23 @@ def launches_of(raw: Any) -> list[tuple[str, tuple[int, ...], tuple[int, ...]]]:
         if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str)):
             raise ChannelViolation("a malformed kernel launch record")
         out.append((item[0], tuple(int(x) for x in item[1]), tuple(int(x) for x in item[2])))
+    return out
+
+
+def footprints_of(raw: Any) -> list[tuple[str, int, int]]:
+    """The launched kernels' footprints from the wire, checked: [[name, registers, static shared bytes], ...]."""
+    if not isinstance(raw, list):
+        raise ChannelViolation("a timing message without its kernel footprints")
+    out = []
+    for item in raw:
+        if not (
+            isinstance(item, list)
+            and len(item) == 3
+            and isinstance(item[0], str)
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in item[1:])
+        ):
+            raise ChannelViolation("a malformed kernel footprint record")
+        out.append((item[0], item[1], item[2]))
     return out
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaluator.arches import FAMILY_OPCODES, PREFIX_FAMILIES, get_arch
-from evaluator.verdict import SassCounts
+from evaluator.verdict import KernelFootprint, SassCounts
 
 # "        /*01b0*/                   UTMALDG.2D [UR8], [UR4] ;   /* 0x... */"
 _INSTRUCTION = re.compile(r"^\s*/\*([0-9a-fA-F]{4,})\*/\s+(.*?)\s*;")
@@ -109,12 +109,50 @@ def count_families(sass_text: str, arch: str, target_families: tuple[str, ...] |
     )
 
 
+_RES_FUNCTION = re.compile(r"^\s*Function (\S+?):\s*$")
+_RES_FIELDS = re.compile(r"\b(REG|SHARED|LOCAL|STACK):(\d+)")
+
+
+def parse_resource_usage(text: str) -> dict[str, list[KernelFootprint]]:
+    """Per function, what `cuobjdump --dump-resource-usage` says it was compiled with (one entry per cubin that
+    defines it). SHARED there includes the 1 KB the driver reserves per block from sm_80 on."""
+    out: dict[str, list[KernelFootprint]] = {}
+    name: str | None = None
+    for line in text.splitlines():
+        m = _RES_FUNCTION.match(line)
+        if m:
+            name = m.group(1)
+            continue
+        if name is None:
+            continue
+        fields = dict(_RES_FIELDS.findall(line))
+        if "REG" in fields and "SHARED" in fields:
+            footprint = KernelFootprint(int(fields["REG"]), int(fields["SHARED"]))
+            if footprint not in out.setdefault(name, []):
+                out[name].append(footprint)
+        name = None
+    return out
+
+
+def resource_usage(binaries: list[Path], cuobjdump: str | None = None) -> dict[str, list[KernelFootprint]]:
+    """`parse_resource_usage` over every cubin or shared library of the candidate."""
+    merged: dict[str, list[KernelFootprint]] = {}
+    for binary in binaries:
+        for name, prints in parse_resource_usage(_cuobjdump(binary, "--dump-resource-usage", cuobjdump)).items():
+            merged.setdefault(name, []).extend(p for p in prints if p not in merged.get(name, []))
+    return merged
+
+
 def disassemble(binary: Path, cuobjdump: str | None = None) -> str:
     """`cuobjdump --dump-sass` of a cubin or a shared library."""
+    return _cuobjdump(binary, "--dump-sass", cuobjdump)
+
+
+def _cuobjdump(binary: Path, what: str, cuobjdump: str | None) -> str:
     from evaluator.compile import find_cuobjdump
 
     proc = subprocess.run(
-        [cuobjdump or find_cuobjdump(), "--dump-sass", str(binary)],
+        [cuobjdump or find_cuobjdump(), what, str(binary)],
         capture_output=True,
         text=True,
         timeout=120,

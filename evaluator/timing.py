@@ -52,6 +52,7 @@ class CuptiTimer:
         # (start, end, launch or None for memcpy/memset)
         self.records: list[tuple[int, int, Launch | None]] = []
         self.functions: list[tuple[int, str]] = []  # (module id, function name) of every function loaded
+        self.footprints: set[tuple[str, int, int]] = set()  # (kernel name, registers, static shared) as launched
         kernel = cupti.ActivityKind.CONCURRENT_KERNEL
         self._kinds = [kernel, cupti.ActivityKind.MEMCPY, cupti.ActivityKind.MEMSET]
         function = getattr(cupti.ActivityKind, "FUNCTION", None)
@@ -70,6 +71,13 @@ class CuptiTimer:
                     launch = None
                     if kind == kernel:
                         launch = (str(getattr(a, "name", "")), _dims(a, "grid"), _dims(a, "block"))
+                        self.footprints.add(
+                            (
+                                launch[0],
+                                int(getattr(a, "registers_per_thread", 0) or 0),
+                                int(getattr(a, "static_shared_memory", 0) or 0),
+                            )
+                        )
                     self.records.append((int(start), int(end), launch))
 
         cupti.activity_register_callbacks(requested, completed)
@@ -112,6 +120,7 @@ class HostTimer:
     method = "host_clock"
     records: list[tuple[int, int, Launch | None]] = []
     functions: list[tuple[int, str]] = []
+    footprints: frozenset[tuple[str, int, int]] = frozenset()
 
     def now(self) -> int:
         return time.perf_counter_ns()

@@ -262,6 +262,25 @@ class IntegrityHold:
     message: str  # plain words, shown on the evaluation page, in the API and in the agent-loop feedback
 
 
+@dataclass(frozen=True)
+class KernelFootprint:
+    """What a compiled function needs per launch: `cuobjdump --dump-resource-usage` (REG, SHARED) of the cubin."""
+
+    registers: int
+    shared_bytes: int  # static shared memory, with the 1 KB the driver reserves per block from sm_80 on
+
+
+@dataclass
+class FootprintCheck:
+    """One of the submission's kernels as the timer saw it launch, against how it was compiled (class 2)."""
+
+    name: str
+    registers: int  # as launched (CUPTI activity record)
+    static_shared_bytes: int  # as launched
+    compiled: list[KernelFootprint] = field(default_factory=list)  # every cubin of the submission defining `name`
+    matches: bool = True
+
+
 @dataclass
 class Integrity:
     """What the integrity checks saw: independent of the candidate process's own report (docs/threat-model.md)."""
@@ -272,6 +291,7 @@ class Integrity:
     # the re-check after each timing loop, one call of every back-to-back batch
     candidate_kernels: list[str] = field(default_factory=list)  # kernels compiled from the submission
     foreign_kernels: list[str] = field(default_factory=list)  # other kernels seen in candidate calls
+    footprints: list[FootprintCheck] = field(default_factory=list)  # the submission's kernels as launched
     trusted_ms_per_call: dict[str, float] = field(default_factory=dict)  # workload uuid -> the parent's clock
     l2_persisting_bytes: int = 0  # the largest persisting-L2 limit the candidate set (reset before every call)
     notes: list[str] = field(default_factory=list)

@@ -129,3 +129,52 @@ def test_a_foreign_kernel_in_the_profiled_call_fails_its_workload():
     absorb_profile(v, outcome, {})
     assert v.workloads[0].status == Status.FOREIGN_KERNEL and "nvjet_sm90" in v.workloads[0].message
     assert check.status != ArchStatus.VERIFIED
+
+
+def test_a_kernel_with_the_submissions_name_but_another_footprint_is_not_the_submissions():
+    from evaluator.verdict import KernelFootprint as F
+
+    compiled = {"_Z4gemmv": [F(32, 9472)], "_Z4helpv": [F(12, 0), F(16, 0)]}
+    ok = ig.footprint_checks(
+        [("_Z4gemmv", 32, 8448), ("_Z4gemmv", 32, 9472), ("_Z4helpv", 16, 1024), ("nvjet_x", 168, 0)], compiled
+    )
+    assert [(c.name, c.matches) for c in ok] == [("_Z4gemmv", True)] * 2 + [("_Z4helpv", True)]
+    bad = ig.footprint_checks([("_Z4gemmv", 26, 0), ("_Z4gemmv", 32, 0), ("_Z4gemmv", 40, 9472)], compiled)
+    assert [c.matches for c in bad] == [False, False, False]
+    assert bad[0].compiled == [F(32, 9472)]
+    text = ig.describe_footprint(bad[0])
+    assert "26 registers and 0 bytes" in text and "compiled with 32 registers and 9472 bytes" in text
+
+
+def test_the_timing_message_footprints_fail_a_runtime_module_with_the_submissions_name():
+    """The recorded shape of module_loaded_same_name on the H200: the submission's SIMT gemm_tiled is compiled in
+    (32 registers, 8448 + 1024 bytes shared) but a PTX module loaded at run time launches under its name."""
+    from evaluator import protocol
+    from evaluator.candidate import CandidateSetup, WorkloadRun, _foreign_kernels
+    from evaluator.verdict import KernelFootprint, Status, WorkloadResult
+
+    name = "_Z10gemm_tiledPK13__nv_bfloat16S1_PS_iii"
+    setup = CandidateSetup(None, [], None, None, None, None, kernels=[name])  # type: ignore[arg-type]
+    setup.footprints = {name: [KernelFootprint(32, 9472)]}
+    call = [[name, [32, 28, 1], [32, 8, 1]]]
+
+    def message(registers: int, shared: int) -> dict:
+        return protocol.timing_event(
+            "cupti",
+            None,
+            {"candidate": {"samples_ms": [1.0], "activities": [1]}},
+            {"timed": [call], "trials": [call], "batch": []},
+            [[7, name]],
+            {"changed_bytes": 0, "error": None},
+            [[name, registers, shared], ["nvjet_baseline_kernel", 168, 0]],
+        )
+
+    honest = WorkloadRun(WorkloadResult(uuid="w", axes={}, status=Status.PASSED))
+    assert not _foreign_kernels(setup, protocol.check_timing(message(32, 8448)), honest)
+    assert [c.matches for c in honest.footprints] == [True]
+    impostor = WorkloadRun(WorkloadResult(uuid="w", axes={}, status=Status.PASSED))
+    assert _foreign_kernels(setup, protocol.check_timing(message(20, 0)), impostor)
+    assert impostor.result.status == Status.FOREIGN_KERNEL and impostor.result.performance is None
+    assert "20 registers and 0 bytes" in impostor.result.message and "not the submission's" in impostor.result.message
+    with pytest.raises(protocol.ChannelViolation):
+        protocol.check_timing({**message(32, 8448), "footprints": [[name, "32", 8448]]})

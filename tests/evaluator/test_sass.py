@@ -90,3 +90,23 @@ def test_mma_flops_per_issue():
 def test_empty_input():
     c = count_families("", "sm_90a")
     assert c.instructions == 0 and c.target_count == 0 and c.kernels == []
+
+
+def test_resource_usage_per_function_from_a_shared_library_and_a_cubin():
+    from evaluator.sass import parse_resource_usage
+    from evaluator.verdict import KernelFootprint
+
+    # `cuobjdump --dump-resource-usage` of a tvm-ffi library (two fatbin ELFs, one with no function) and of a
+    # cubin with three kernels: SHARED counts the 1 KB the driver reserves (ptxas said 8448 and 400 bytes smem).
+    lib = parse_resource_usage((FIXTURES / "res_usage_gemm_tiled_so.txt").read_text())
+    assert lib == {"_Z10gemm_tiledPK13__nv_bfloat16S1_PS_iii": [KernelFootprint(32, 9472)]}
+    cubin = parse_resource_usage((FIXTURES / "res_usage_three_kernels_cubin.txt").read_text())
+    assert cubin == {
+        "_Z4statPf": [KernelFootprint(10, 1424)],
+        "_Z7dynsmemPf": [KernelFootprint(10, 1024)],
+        "_Z6nosmemPf": [KernelFootprint(8, 1024)],
+    }
+    hopper = parse_resource_usage((FIXTURES / "res_usage_hopper_sm90a.txt").read_text())
+    assert hopper["_Z16wgmma_tma_kernel14CUtensorMap_stPfi"] == [KernelFootprint(38, 9224)]
+    assert hopper["_Z11simt_kernelPKfPfi"] == [KernelFootprint(12, 0)]  # sm_90a without the reserve here
+    assert parse_resource_usage("") == {} and parse_resource_usage(" Function x:\n garbage\n") == {}

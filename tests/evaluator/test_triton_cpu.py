@@ -18,6 +18,7 @@ import pytest
 
 from evaluator import verdict as vm
 from evaluator.pipeline import Options, evaluate
+from evaluator.sass import resource_usage
 from evaluator.taskdata import find_task
 from evaluator.verdict import OverallStatus
 from tests.support.factories import REPO
@@ -57,6 +58,10 @@ def test_reference_triton_gemm_compiles_ahead_of_time_with_gmma_and_tma(referenc
     cache = workdir / "build" / "triton-cache"
     assert list(cache.glob("*/gemm_kernel.cubin")) and list(cache.glob("*/gemm_kernel.ptx"))
     assert "HGMMA" in (workdir / "build" / "kernel.sass").read_text()
+    # Its footprint as compiled, which the timed calls' launches must show (a kernel of another module with the
+    # same name would not): registers from the cubin, and the shared memory it declares.
+    prints = resource_usage(list(cache.glob("*/gemm_kernel.cubin")))["gemm_kernel"]
+    assert prints and all(p.registers > 0 for p in prints)
 
 
 def test_a_second_process_finds_the_compiled_kernels_and_compiles_nothing(reference, tmp_path):

@@ -1,0 +1,98 @@
+"""The compile and SASS stages of one evaluation: the submission built for the target, then read statically.
+
+`compile_stage` builds with nvcc (CUDA) or ahead of time with Triton inside the sandbox, re-applies the policy to
+what the compiler saw (macro-expanded source, the files it opened), and stops the verdict on any failure.
+`sass_stage` counts the target instruction families in every cubin and reads each kernel's compiled footprint
+(registers, shared memory), which the timed calls' launches are later held against (evaluator/integrity.py).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from evaluator import ncu as ncu_mod
+from evaluator.compile import compile_kernel
+from evaluator.includes import outside_finding
+from evaluator.jail import Jail
+from evaluator.policy import check_preprocessed
+from evaluator.sass import count_families, disassemble, resource_usage
+from evaluator.stage_book import StageBook
+from evaluator.taskdata import Task, Workload
+from evaluator.triton_compile import compile_triton
+from evaluator.verdict import KernelFootprint, OverallStatus, SassCounts, StageState
+
+
+def compile_stage(
+    source: str,
+    task: Task,
+    arch: str,
+    chosen: list[Workload],
+    workdir: Path,
+    book: StageBook,
+    jail: Jail,
+    timeout_s: float,
+) -> Any | None:
+    """The compiled submission (compile.Compiled or triton_compile's record), or None when the verdict stopped."""
+    v = book.verdict
+    t = time.monotonic()
+    triton = v.language == "triton"
+    book.report("compile", f"{'Triton' if triton else 'nvcc'} for {arch}")
+    if triton:
+        compiled = compile_triton(source, task, chosen, arch, workdir / "build", timeout_s=timeout_s, jail=jail)
+    else:
+        compiled = compile_kernel(source, arch, workdir / "build", timeout_s=timeout_s, jail=jail)
+    v.compile = compiled.result
+    if compiled.outside_files:
+        # nvcc opened a file outside the include roots: its log (already withheld) could quote it.
+        v.policy = [outside_finding(compiled.outside_files)]
+        book.finish("compile", StageState.FAILED, t, v.policy[0].message)
+        msg = f"rejected by policy while compiling: {v.policy[0].message}"
+        book.stop("compile", OverallStatus.POLICY_REJECTED, "rejected by policy", chosen, msg)
+        return None
+    if compiled.result.ok and compiled.preprocessed is not None:
+        # Policy again on the macro-expanded source: token pasting cannot hide dlopen or cuBLAS.
+        v.policy = check_preprocessed(compiled.preprocessed)
+        if v.policy:
+            first = v.policy[0]
+            book.finish("compile", StageState.FAILED, t, f"policy after macro expansion: {first.message}")
+            msg = f"rejected by policy after macro expansion: {first.message}"
+            book.stop("compile", OverallStatus.POLICY_REJECTED, "rejected by policy", chosen, msg)
+            return None
+    if not compiled.result.ok or compiled.library is None:
+        tool = "the Triton compile" if triton else "nvcc"
+        why = f"{tool} timed out" if compiled.result.timed_out else f"{tool} exited with {compiled.result.returncode}"
+        if triton and not compiled.result.timed_out:
+            why = _last_evaluator_line(compiled.result.output) or why
+        book.finish("compile", StageState.FAILED, t, why)
+        book.stop("compile", OverallStatus.COMPILE_ERROR, "compilation failed", chosen, why)
+        return None
+    book.finish("compile", StageState.PASSED, t, f"{compiled.result.seconds:.1f} s")
+    return compiled
+
+
+def sass_stage(
+    compiled: Any, task: Task, arch: str, build: Path, book: StageBook
+) -> tuple[SassCounts, dict[str, list[KernelFootprint]]]:
+    """Static SASS counts of the compiled candidate (every cubin of it counted) and each kernel's footprint; the
+    disassembly is kept for audits with --workdir. Decides `arch` statically when no target instruction exists."""
+    t = time.monotonic()
+    book.report("sass", "disassembling")
+    binaries = compiled.cubins or [compiled.cubin or compiled.library]
+    text = "\n".join(disassemble(b) for b in binaries)
+    (build / "kernel.sass").write_text(text)
+    target = task.targets.get(arch)
+    counts = count_families(text, arch, target.families if target else None)
+    if counts.target_count == 0:
+        # Answered statically: no GPU needed to say the target instructions are absent.
+        book.verdict.arch_check = ncu_mod.decide_arch(arch=arch, sass=counts, kernels=None, task_flops=None)
+    summary = ", ".join(f"{f}={counts.families[f]}" for f in counts.target_families)
+    book.finish("sass", StageState.PASSED, t, summary)
+    return counts, resource_usage(binaries)
+
+
+def _last_evaluator_line(output: str) -> str:
+    """The evaluator's own summary line of a failed Triton compile ("[evaluator] TypeError in run ...")."""
+    lines = [x for x in output.splitlines() if x.startswith("[evaluator] ")]
+    return lines[-1].removeprefix("[evaluator] ")[:300] if lines else ""

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# One session's GPU pass on an offline H200 (the device tool runs it from the repo root), in two modes:
+#   checks  every sm_90a reference kernel (CUDA and Triton; verdicts kept), chosen corpus entries, Fixit end to end
+#           through the portal's GPU worker (tests/test_fixit_gpu.py); about 8 minutes.
+#   corpus  the whole adversarial corpus twice back to back in one process (tests/adversarial/corpus.py
+#           --repeat 2), started detached so that it outlives one device call: `corpus start`, then
+#           `corpus wait` in the next call (it waits up to WAIT_S and prints the table when done).
+# Needs .carry/ (git-ignored; `bash scripts/make_gpu_carry.sh` builds it from .gpu-bundle/): site.tar.xz (the
+# Python packages the host lacks, pruned and compressed to fit the device tool's 64 MiB) and Debian .debs
+# (bubblewrap, redis-server). Everything lands in $OUT as one tarball plus the log.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-checks}; sub=${2:-}
+FINAL=${OUT:-$PWD/gpu-out}
+WORK=/tmp/gpu-pass
+mkdir -p "$FINAL" "$WORK"
+export PYTHONUNBUFFERED=1 EVALUATOR_COMPILE_CACHE=$WORK/compile-cache
+if [ ! -d /tmp/carrysite ]; then tar xJf .carry/site.tar.xz -C /tmp; fi
+export PYTHONPATH="/tmp/carrysite${PYTHONPATH:+:$PYTHONPATH}"
+if [ ! -d /tmp/hostroot ]; then for f in .carry/*.deb; do dpkg -x "$f" /tmp/hostroot; done; fi
+export PATH="$PATH:/tmp/hostroot/usr/bin" LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/tmp/hostroot/usr/lib/x86_64-linux-gnu"
+command -v bwrap >/dev/null || export EVALUATOR_BWRAP=/tmp/hostroot/usr/bin/bwrap
+export EVALUATOR_ALLOW_UNSANDBOXED_PROFILE=${EVALUATOR_ALLOW_UNSANDBOXED_PROFILE:-1}
+env_log() {
+  date -u; nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm --format=csv,noheader
+  nvcc --version | tail -1; ncu --version | tail -1; "${EVALUATOR_BWRAP:-bwrap}" --version
+  python3 -c 'import torch, triton, tvm_ffi; print("torch", torch.__version__, "triton", triton.__version__, "tvm_ffi", tvm_ffi.__version__)'
+  python3 -c 'import django, pyarrow; print("django", django.__version__, "pyarrow", pyarrow.__version__)'
+  git log -1 --format='commit %H %s' 2>/dev/null || true
+}
+pack() { tar -C "$WORK" -czf "$FINAL/gpu-pass.tgz" --exclude compile-cache --exclude 'fixit-site' . 2>/dev/null; }
+
+if [ "$mode" = checks ]; then
+  exec > >(tee "$WORK/checks.log") 2>&1
+  env_log | tee "$WORK/env.log"
+  t0=$(date +%s)
+  timeout "${REF_LIMIT:-330}" python3 scripts/gpu_references.py --out "$WORK/verdicts" --prebuild 8
+  echo "references: exit $? in $(( $(date +%s) - t0 )) s"; pack
+  t0=$(date +%s)
+  timeout "${ENTRY_LIMIT:-150}" python3 tests/adversarial/corpus.py --prebuild 8 --json "$WORK/corpus-checks.json" \
+    --only "${ENTRIES:-module_loaded_same_name,triton_skip_after_trials,triton_dead_dot,infinite_loop}" | tail -12
+  echo "corpus entries: exit $? in $(( $(date +%s) - t0 )) s"; pack
+  t0=$(date +%s)
+  mkdir -p "$WORK/fixit-example"
+  FIXIT_EXAMPLE_OUT="$WORK/fixit-example" timeout "${FIXIT_LIMIT:-240}" python3 -m pytest -m gpu -q -p no:cacheprovider \
+    -rA tests/test_fixit_gpu.py 2>&1 | tail -25
+  echo "fixit: exit $? in $(( $(date +%s) - t0 )) s"; pack
+  cp "$WORK/checks.log" "$FINAL/"
+  exit 0
+fi
+
+if [ "$mode" = corpus ] && [ "$sub" = start ]; then
+  env_log > "$WORK/corpus-env.log" 2>&1
+  setsid nohup bash -c "cd '$PWD' && python3 tests/adversarial/corpus.py --repeat 2 --prebuild 12 \
+    --json '$WORK/corpus.json' > '$WORK/corpus.log' 2>&1; echo \"exit \$?\" > '$WORK/corpus.done'" \
+    >/dev/null 2>&1 < /dev/null &
+  sleep 2; echo "corpus started: $(date -u)"
+  sub=wait
+fi
+if [ "$mode" = corpus ] && [ "$sub" = wait ]; then
+  end=$(( $(date +%s) + ${WAIT_S:-570} ))
+  while [ ! -f "$WORK/corpus.done" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 5; done
+  grep -E '^\s+\[[0-9]\]' "$WORK/corpus.log" | tail -3
+  if [ -f "$WORK/corpus.done" ]; then
+    cat "$WORK/corpus.done"; sed -n '/^== corpus round/,$p' "$WORK/corpus.log" | grep -E "^==|NO |  no " | head -40
+    gzip -kf "$WORK/corpus.json"; pack; cp "$WORK/corpus.log" "$FINAL/"
+  else
+    echo "corpus still running: $(grep -c '^\s*\[' "$WORK/corpus.log") entries done"; cp "$WORK/corpus.log" "$FINAL/"
+  fi
+fi

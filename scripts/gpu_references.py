@@ -1,0 +1,99 @@
+"""On a Hopper GPU: every sm_90a reference kernel under tasks/*/solutions/ (CUDA and Triton) through the whole
+evaluator on its task's headline workload; each verdict saved as JSON, judged against the solution's `expected`
+(status, arch status, full) and summed up in one table. Used by scripts/gpu_pass.sh; exit 1 if any differs.
+
+    python3 scripts/gpu_references.py --out DIR [--only NAME,...] [--stages-only policy,compile,sass]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from evaluator.pipeline import evaluate  # noqa: E402
+from evaluator.taskdata import find_task  # noqa: E402
+from evaluator.verdict import to_json  # noqa: E402
+
+
+def solutions(arch: str = "sm_90a") -> list[Path]:
+    return [
+        p
+        for p in sorted((REPO / "tasks").glob("*/solutions/*/solution.json"))
+        if json.loads(p.read_text())["spec"]["arch"] == arch
+    ]
+
+
+def run_one(meta_path: Path, stages: str | None) -> tuple[dict, float]:
+    meta = json.loads(meta_path.read_text())
+    entry = meta["spec"].get("entry_point", "kernel.cu::run").split("::")[0]
+    task = find_task(REPO / "tasks", meta["definition"])
+    start = time.monotonic()
+    kwargs = {"stages": stages.split(",")} if stages else {}
+    verdict = evaluate(
+        (meta_path.parent / entry).read_text(),
+        task,
+        "sm_90a",
+        workloads="headline",
+        language=meta["spec"].get("language", "cuda"),
+        **kwargs,
+    )
+    return json.loads(to_json(verdict)), time.monotonic() - start
+
+
+def judge(meta: dict, v: dict) -> list[str]:
+    want, problems = meta["expected"], []
+    if v["status"] != want["status"]:
+        problems.append(f"status {v['status']}, expected {want['status']}")
+    if v["arch_check"]["status"] != want["arch_status"]:
+        problems.append(f"arch {v['arch_check']['status']}, expected {want['arch_status']}")
+    if "full" in want and v["arch_check"].get("full") != want["full"]:
+        problems.append(f"full {v['arch_check'].get('full')}, expected {want['full']}")
+    if (v.get("integrity") or {}).get("holds"):
+        problems.append("held: " + "; ".join(h["code"] for h in v["integrity"]["holds"]))
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--only", help="comma-separated solution names (task/solution)")
+    parser.add_argument("--prebuild", type=int, default=0, help="compile all first, this many at a time")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    chosen = solutions()
+    if args.only:
+        names = set(args.only.split(","))
+        chosen = [p for p in chosen if f"{p.parts[-4]}/{p.parts[-2]}" in names]
+    if args.prebuild:  # fills EVALUATOR_COMPILE_CACHE; the GPU stages then run one at a time
+        with ThreadPoolExecutor(args.prebuild) as pool:
+            list(pool.map(lambda p: run_one(p, "policy,compile,sass"), chosen))
+    rows, failed = [], 0
+    for meta_path in chosen:
+        name = f"{meta_path.parts[-4]}/{meta_path.parts[-2]}"
+        meta = json.loads(meta_path.read_text())
+        v, seconds = run_one(meta_path, None)
+        (args.out / f"{name.replace('/', '-')}-h200.json").write_text(json.dumps(v, indent=1))
+        problems = judge(meta, v)
+        failed += bool(problems)
+        perf = (v["workloads"][0].get("performance") or {}) if v["workloads"] else {}
+        speedup = perf.get("speedup_factor")
+        rows.append(
+            f"{name:45} {v['status']:20} {v['arch_check']['status']:13} "
+            f"{'-' if speedup is None else f'{speedup:.3f}':>7} {seconds:6.1f} s  "
+            f"{'ok' if not problems else 'DIFFERS: ' + '; '.join(problems)}"
+        )
+        print(rows[-1], flush=True)
+    print(f"\n== reference kernels: {len(rows) - failed}/{len(rows)} as expected ==")
+    print("\n".join(rows))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
