@@ -49,9 +49,16 @@ if [ "$mode" = checks ]; then
   exit 0
 fi
 
+if [ "$mode" = corpus ] && [ "$sub" = run ]; then  # in the foreground, within one call (CORPUS_ARGS=--gpu-only)
+  env_log > "$WORK/corpus-env.log" 2>&1
+  timeout "${CORPUS_LIMIT:-540}" python3 tests/adversarial/corpus.py --repeat 2 --prebuild 12 ${CORPUS_ARGS:-} \
+    --json "$WORK/corpus.json" > "$WORK/corpus.log" 2>&1
+  echo "exit $?" > "$WORK/corpus.done"
+  sub=wait
+fi
 if [ "$mode" = corpus ] && [ "$sub" = start ]; then
   env_log > "$WORK/corpus-env.log" 2>&1
-  setsid nohup bash -c "cd '$PWD' && python3 tests/adversarial/corpus.py --repeat 2 --prebuild 12 \
+  setsid nohup bash -c "cd '$PWD' && python3 tests/adversarial/corpus.py --repeat 2 --prebuild 12 ${CORPUS_ARGS:-} \
     --json '$WORK/corpus.json' > '$WORK/corpus.log' 2>&1; echo \"exit \$?\" > '$WORK/corpus.done'" \
     >/dev/null 2>&1 < /dev/null &
   sleep 2; echo "corpus started: $(date -u)"
