@@ -154,7 +154,7 @@ def test_each_language_gets_its_own_starter_in_the_opening_messages():
         return system, user
 
     system, user = opening("triton")
-    assert f"# ABI starter\n\nA minimal correct kernel file for this task" in system
+    assert "# ABI starter\n\nA minimal correct kernel file for this task" in system
     assert f"```python\n{task.starter_triton.strip()}\n```" in system
     assert "CAUSAL = True" in system and "constexpr bool kCausal" not in system  # not the CUDA starter
     assert "def run(Q, K, V, O, dO, LSE, dQ, dK, dV) -> None" in user
