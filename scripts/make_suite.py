@@ -129,6 +129,7 @@ def _ptxbench(
     }
     data.update(extra)
     data["starter"] = "starter.cu"
+    data["starter_triton"] = "starter_triton.py"
     data["knowledge_packs"] = KNOWLEDGE_PACKS
     data["tolerance"] = tolerance
     return _json(data)
@@ -176,6 +177,7 @@ def gemm_task(n: int, k: int) -> TaskFiles:
             "ptxbench.json": _ptxbench(name, "gemm", "2*M*N*K", headline, baselines),
             "baseline.py": _template("gemm_baseline.py"),
             "starter.cu": _template("gemm_starter.cu"),
+            "starter_triton.py": _template("gemm_starter_triton.py"),
         },
     )
 
@@ -241,6 +243,7 @@ def mha_fwd_task(d: int, causal: bool) -> TaskFiles:
             "baseline_cudnn.py": _template("mha_fwd_cudnn.py", causal),
             "baseline_flash.py": _template("mha_fwd_flash.py", causal),
             "starter.cu": _template("mha_fwd_starter.cu", causal),
+            "starter_triton.py": _template("mha_fwd_starter_triton.py", causal),
         },
     )
 
@@ -314,6 +317,7 @@ def mha_bwd_task(d: int, causal: bool) -> TaskFiles:
             "baseline_flash.py": _template("mha_bwd_flash.py", causal),
             "inputs.py": _template("mha_bwd_inputs.py", causal),
             "starter.cu": _template("mha_bwd_starter.cu", causal),
+            "starter_triton.py": _template("mha_bwd_starter_triton.py", causal),
         },
     )
 

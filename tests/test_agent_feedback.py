@@ -123,6 +123,9 @@ def test_closing_lines():
 def test_prompts_carry_pack_starter_signature_and_workloads():
     system = system_prompt(arch="sm_90a", pack_text="# Hopper\nwgmma notes", starter="// starter")
     assert "wgmma notes" in system and "// starter" in system and "sm_90a" in system
+    assert "```cuda\n// starter\n```" in system
+    triton = system_prompt(arch="sm_90a", pack_text="", starter="@triton.jit\ndef k(): ...", language="triton")
+    assert "```python\n@triton.jit\ndef k(): ...\n```" in triton and "```cuda" not in triton
     message = task_message(
         name="gemm_x",
         description="A GEMM.",

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 
 from portal.catalog.models import KnowledgePack, Task
-from tests.support.factories import GEMM
+from tests.support.factories import GEMM, REPO
 
 pytestmark = pytest.mark.django_db
 
@@ -82,3 +82,36 @@ def test_starter_download(client, catalog):
 
 def test_healthz(client):
     assert client.get("/healthz").json() == {"status": "ok"}
+
+
+def test_triton_starter_is_synced_shown_beside_the_cuda_one_and_downloadable(client, catalog):
+    task = Task.objects.get(slug=GEMM)
+    assert task.starter_triton == (REPO / "tasks" / GEMM / "starter_triton.py").read_text(encoding="utf-8")
+    html = client.get(f"/tasks/{GEMM}/").content.decode()
+    cuda, triton = html.index('id="starter"'), html.index('id="starter-triton"')
+    assert cuda < triton < html.index("Reference (PyTorch)")
+    assert f'href="/tasks/{GEMM}/starter_triton.py"' in html
+    # Highlighted as Python by Pygments: the decorator and the keyword get their token classes.
+    section = html[triton:]
+    assert '<span class="nd">@triton</span><span class="o">.</span><span class="n">jit</span>' in section
+    assert '<span class="k">def</span><span class="w"> </span><span class="nf">run</span>' in section
+    response = client.get(f"/tasks/{GEMM}/starter_triton.py")
+    assert response.status_code == 200
+    assert response["Content-Disposition"] == f'attachment; filename="{GEMM}_starter_triton.py"'
+    assert response["Content-Type"] == "text/x-python; charset=utf-8"
+    assert response.content.decode() == task.starter_triton
+
+
+def test_triton_starter_text_is_escaped_on_the_page(client, catalog):
+    Task.objects.filter(slug=GEMM).update(starter_triton='X = "</pre><script>alert(1)</script>"\n')
+    html = client.get(f"/tasks/{GEMM}/").content.decode()
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;/pre&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_a_task_without_a_triton_starter_has_no_section_and_no_download(client, catalog):
+    Task.objects.filter(slug=GEMM).update(starter_triton="")
+    html = client.get(f"/tasks/{GEMM}/").content.decode()
+    assert 'id="starter-triton"' not in html and 'id="starter"' in html
+    assert client.get(f"/tasks/{GEMM}/starter_triton.py").status_code == 404
+    assert client.get("/tasks/no_such_task/starter_triton.py").status_code == 404

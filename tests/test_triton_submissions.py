@@ -11,6 +11,7 @@ from portal.agent import services
 from portal.agent.extract import extract_kernel
 from portal.agent.models import ModelRun, Turn
 from portal.agent.services import RunRequest
+from portal.catalog.models import Task
 from portal.leaderboard.cache import leaderboard_changed
 from portal.submissions.models import Evaluation, Submission
 from tests.support import leaderboard_factories as lf
@@ -91,6 +92,10 @@ def test_a_triton_model_run_submits_its_python_reply_as_triton(alice, replay):  
     assert run.language == "triton"
     opening = run.trajectories.get().messages
     assert "```python" in opening[0]["content"] and "@triton.jit" in opening[0]["content"]
+    # The task's Triton starter, in the block the model must answer with; never the CUDA one.
+    task = Task.objects.get(slug=GEMM)
+    assert task.starter_triton and f"```python\n{task.starter_triton.strip()}\n```" in opening[0]["content"]
+    assert task.starter.strip() not in opening[0]["content"]
     assert "def run(A, B, C) -> None" in opening[1]["content"] and "```cuda" not in opening[1]["content"]
     drain()
     turn = Turn.objects.get(trajectory__run=run)
@@ -136,3 +141,23 @@ def test_task_page_shows_the_triton_signature_beside_the_cuda_one(client):
     assert "TVM_FFI_DLL_EXPORT_TYPED_FUNC" in page and "@triton.jit" in page
     text = page.replace('<span class="', "\x00").split("\x00")  # highlighted: check the tokens, not the markup
     assert "run" in page and "A" in page and any("-&gt;" in t or "->" in t for t in text)
+
+
+@pytest.mark.django_db
+def test_each_language_gets_its_own_starter_in_the_opening_messages():
+    sync_catalog()
+    task = Task.objects.get(slug="mha_bwd_d64_causal")
+
+    def opening(language: str) -> tuple[str, str]:
+        run = ModelRun(arch="sm_90a", language=language, pack_variant=ModelRun.PackVariant.ARCH)
+        system, user = (m["content"] for m in services.opening_messages(run=run, task=task))
+        return system, user
+
+    system, user = opening("triton")
+    assert "# ABI starter\n\nA minimal correct kernel file for this task" in system
+    assert f"```python\n{task.starter_triton.strip()}\n```" in system
+    assert "CAUSAL = True" in system and "constexpr bool kCausal" not in system  # not the CUDA starter
+    assert "def run(Q, K, V, O, dO, LSE, dQ, dK, dV) -> None" in user
+    system, user = opening("cuda")
+    assert f"```cuda\n{task.starter.strip()}\n```" in system
+    assert task.starter_triton.strip() not in system and "TensorView" in user

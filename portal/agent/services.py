@@ -220,7 +220,7 @@ def opening_messages(*, run: ModelRun, task: Task) -> list[dict]:
             "content": prompts.system_prompt(
                 arch=run.arch,
                 pack_text=pack.text if pack else "",
-                starter="" if triton else task.starter,  # the tasks ship CUDA starters only
+                starter=task.starter_triton if triton else task.starter,
                 language=run.language,
             ),
         },

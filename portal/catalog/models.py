@@ -49,6 +49,7 @@ class Task(models.Model):
     rtol = models.FloatField(default=1e-2)
     run_signature = models.TextField()  # the C++ signature a kernel exports
     starter = models.TextField(blank=True)  # minimal correct kernel file for this task
+    starter_triton = models.TextField(blank=True)  # the same in Triton: one Python file defining run
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.SUITE)
     is_active = models.BooleanField(default=True)  # false once the task left tasks/; kept for old results
     content_sha256 = models.CharField(max_length=64)  # of everything synced, to skip unchanged rows

@@ -35,10 +35,14 @@ def _digest(payload: dict) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def _task_file(task: TaskData, name: str) -> str:
+    """A file of the task folder as text, "" when the task has none (imported tasks, older folders)."""
+    path = Path(task.directory) / name
+    return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+
 def _task_fields(task: TaskData) -> dict:
     d = task.definition
-    starter_path = Path(task.directory) / "starter.cu"
-    starter = starter_path.read_text(encoding="utf-8") if starter_path.is_file() else ""
     return {
         "op_type": d.op_type,
         "group": task.group,
@@ -51,7 +55,8 @@ def _task_fields(task: TaskData) -> dict:
         "atol": task.atol,
         "rtol": task.rtol,
         "run_signature": run_signature(d),
-        "starter": starter,
+        "starter": _task_file(task, "starter.cu"),
+        "starter_triton": _task_file(task, "starter_triton.py"),
         "source": Task.Source.SUITE,
     }
 
@@ -71,6 +76,7 @@ def _imported_fields(item: ImportedDefinition) -> dict:
         "rtol": 1e-2,
         "run_signature": run_signature(d),
         "starter": "",
+        "starter_triton": "",
         "source": Task.Source.IMPORT,
     }
 

@@ -1,4 +1,4 @@
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from evaluator.arches import ARCHES
@@ -38,6 +38,13 @@ def task_detail(request: HttpRequest, slug: str) -> HttpResponse:
 def task_starter(request: HttpRequest, slug: str) -> HttpResponse:
     task = selectors.task_detail(slug)
     return _attachment(task.starter, f"{task.slug}_starter.cu", "text/x-cuda; charset=utf-8")
+
+
+def task_starter_triton(request: HttpRequest, slug: str) -> HttpResponse:
+    task = selectors.task_detail(slug)
+    if not task.starter_triton:
+        raise Http404("this task has no Triton starter")
+    return _attachment(task.starter_triton, f"{task.slug}_starter_triton.py", "text/x-python; charset=utf-8")
 
 
 def pack_detail(request: HttpRequest, slug: str) -> HttpResponse:

@@ -128,6 +128,7 @@ RUN_FIELDS = (
     "submitted_by",
     "created_at",
     "gpu_name",
+    "language",
     "k",
     "trajectories",
     "correct",
@@ -150,6 +151,7 @@ def run_entry(row: ranking.ModelRow | ranking.SummaryRow) -> dict[str, Any]:
         "submitted_by": row.submitted_by,
         "created_at": iso(row.created_at),
         "gpu_name": row.gpu_name,
+        "language": row.language,
         "k": row.k,
         "trajectories": row.trajectories,
         "correct": row.correct,
@@ -177,6 +179,7 @@ MODEL_FIELDS = (
     "model",
     "model_id",
     "gpu_model",
+    "language",
     "k",
     "runs_count",
     "trajectories",
@@ -198,11 +201,13 @@ MODEL_FIELDS = (
 
 
 def model_entry(group: ranking.ModelGroup, *, with_runs: bool = True) -> dict[str, Any]:
-    """One model board row: a model on one GPU model, its runs folded (the runs listed under `runs`)."""
+    """One model board row: a model on one GPU model in one kernel language, its runs folded (the runs listed
+    under `runs`)."""
     record = {
         "model": group.model,
         "model_id": group.model_id,
         "gpu_model": group.gpu,
+        "language": group.language,
         "k": group.k,
         "runs_count": group.n_runs,
         "trajectories": group.trajectories,

@@ -21,7 +21,7 @@ FORMATS = ("json", "csv")
 
 def _query_dict(query: BoardQuery) -> dict[str, Any]:
     body = {"arch": query.arch, "task": query.task or None, "k": query.k, "gpu": query.gpu or None, "sort": query.sort}
-    if query.language:  # kernel boards filtered to one language
+    if query.language:  # boards filtered to one kernel language
         body["language"] = query.language
     return body
 
@@ -115,7 +115,7 @@ def _model_table(request: HttpRequest, *, name: str, task_required: bool) -> Htt
     except BadQuery as exc:
         return json_error(str(exc), 400)
     if name == "summary":
-        query = BoardQuery(arch=query.arch, task="", k=query.k, gpu=query.gpu, sort=query.sort)
+        query = BoardQuery(arch=query.arch, task="", k=query.k, gpu=query.gpu, sort=query.sort, language=query.language)
     extra: dict[str, Any] = {"per": "run" if per_run else "model"}
     if not query.task:
         extra["tasks"] = selectors.tasks_for_arch(gen, query.arch)

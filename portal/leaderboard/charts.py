@@ -158,7 +158,7 @@ def _mean(values: list[float]) -> float | None:
 def correctness_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
     """For every turn t = 1..T: the share of trajectories with a correct kernel within t turns, and with a
     correct kernel whose target instructions were verified; pooled over the model's runs (n trajectories)."""
-    folded = turns.trajectories(gen, arch=query.arch, task=query.task, gpu=query.gpu)
+    folded = turns.trajectories(gen, arch=query.arch, task=query.task, gpu=query.gpu, language=query.language)
     last = max((t.turns for t in folded), default=0)
     by_model: dict[str, list[turns.TrajectoryTurns]] = defaultdict(list)
     for t in folded:
@@ -211,7 +211,7 @@ def correctness_figure(data: dict[str, Any]) -> PlainFigure:
 def speedup_by_turn_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
     """For every turn limit t: per run, the geometric mean over tasks of the best correct speedup within t turns
     (tasks with one); per model, the mean over its runs (n runs)."""
-    folded = turns.trajectories(gen, arch=query.arch, task=query.task, gpu=query.gpu)
+    folded = turns.trajectories(gen, arch=query.arch, task=query.task, gpu=query.gpu, language=query.language)
     last = max((t.turns for t in folded), default=0)
     best: dict[tuple[str, int, str], list[float]] = {}  # (model, run, task) -> best speedup within t, per t
     for trajectory in folded:
@@ -271,7 +271,9 @@ def speedup_by_turn_figure(data: dict[str, Any]) -> PlainFigure:
 def fast_p_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
     """KernelBench's fast_p at turn limit k: the share of a run's tasks with a correct kernel faster than p times
     the library, p from 0 to 2; per model, the mean over its runs."""
-    by_model = _runs_by_model(selectors.model_rows(gen, arch=query.arch, k=query.k, gpu=query.gpu), query.task)
+    by_model = _runs_by_model(
+        selectors.model_rows(gen, arch=query.arch, k=query.k, gpu=query.gpu, language=query.language), query.task
+    )
     series = []
     for model, runs in by_model.items():
         curves = []
@@ -326,11 +328,13 @@ def reasoning_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
     """One point per run: mean reasoning tokens per turn (where the server reported them) against the run's
     geometric-mean best speedup at k."""
     tokens: dict[int, list[int]] = defaultdict(lambda: [0, 0])  # run -> [tokens, turns that reported them]
-    for t in turns.trajectories(gen, arch=query.arch, task=query.task, gpu=query.gpu):
+    for t in turns.trajectories(gen, arch=query.arch, task=query.task, gpu=query.gpu, language=query.language):
         if t.reasoning_turns:
             tokens[t.run_id][0] += t.reasoning_tokens
             tokens[t.run_id][1] += t.reasoning_turns
-    by_model = _runs_by_model(selectors.model_rows(gen, arch=query.arch, k=query.k, gpu=query.gpu), query.task)
+    by_model = _runs_by_model(
+        selectors.model_rows(gen, arch=query.arch, k=query.k, gpu=query.gpu, language=query.language), query.task
+    )
     series = []
     for model, runs in by_model.items():
         points = []
@@ -387,7 +391,9 @@ def reasoning_figure(data: dict[str, Any]) -> PlainFigure:
 def best_speedup_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
     """Per model and task, the best speedup over its runs at turn limit k (None: no correct kernel)."""
     tasks = [query.task] if query.task else selectors.tasks_for_arch(gen, query.arch)
-    by_model = _runs_by_model(selectors.model_rows(gen, arch=query.arch, k=query.k, gpu=query.gpu), query.task)
+    by_model = _runs_by_model(
+        selectors.model_rows(gen, arch=query.arch, k=query.k, gpu=query.gpu, language=query.language), query.task
+    )
     series = []
     for model, runs in by_model.items():
         best: dict[str, float | None] = {t: None for t in tasks}
@@ -513,7 +519,7 @@ def arch_comparison_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
     each architecture at turn limit k."""
     models: dict[str, dict[str, Any]] = {}
     for arch in ARCHES:
-        by_model = _runs_by_model(selectors.model_rows(gen, arch=arch, k=query.k), query.task)
+        by_model = _runs_by_model(selectors.model_rows(gen, arch=arch, k=query.k, language=query.language), query.task)
         for model, runs in by_model.items():
             entry = models.setdefault(model, {"model_id": model, "label": model})
             for run_id, rows in runs.items():
@@ -602,7 +608,7 @@ def _key_query(name: str, query: BoardQuery) -> BoardQuery:
     if name == "distribution":
         return dataclasses.replace(query, k=0, sort="")
     if name == "arch-comparison":
-        return BoardQuery(arch="", task=query.task, k=query.k, gpu="", sort="")
+        return BoardQuery(arch="", task=query.task, k=query.k, gpu="", sort="", language=query.language)
     if name in ("correctness", "speedup-by-turn"):
         return dataclasses.replace(query, k=0, sort="")  # every turn is drawn: k does not matter
     return dataclasses.replace(query, sort="")

@@ -59,9 +59,9 @@ def _is_uuid(value: str) -> bool:
 # --------------------------------------------------------------------------- visibility (one place)
 
 
-def _visible_model_rows(gen: Generation, *, arch: str, k: int, gpu: str) -> dict[str, list[ModelRow]]:
+def _visible_model_rows(gen: Generation, *, arch: str, k: int, gpu: str, language: str) -> dict[str, list[ModelRow]]:
     """Model runs the public boards show (not hidden, not banned), task slug -> rows."""
-    return selectors.model_rows(gen, arch=arch, k=k, gpu=gpu)
+    return selectors.model_rows(gen, arch=arch, k=k, gpu=gpu, language=language)
 
 
 def _visible_evaluation(viewer, evaluation_id: str) -> Evaluation:
@@ -87,6 +87,11 @@ class TaskCell:
     correct_arch: int
     best_speedup: float | None
     runs: int
+    languages: tuple[str, ...]  # the kernel languages of the pooled runs
+
+
+def _languages(rows: list[ModelRow]) -> tuple[str, ...]:
+    return tuple(sorted({r.language for r in rows}))
 
 
 def _cell(rows: list[ModelRow]) -> TaskCell | None:
@@ -99,6 +104,7 @@ def _cell(rows: list[ModelRow]) -> TaskCell | None:
         correct_arch=sum(r.correct_arch for r in rows),
         best_speedup=max(speeds) if speeds else None,
         runs=len(rows),
+        languages=_languages(rows),
     )
 
 
@@ -113,14 +119,19 @@ def _cell_json(cell: TaskCell | None) -> dict[str, Any] | None:
         "correct_rate": ranking.rate(cell.correct, cell.trajectories),
         "correct_arch_rate": ranking.rate(cell.correct_arch, cell.trajectories),
         "speedup": cell.best_speedup,  # the best of the model's runs on the task
+        "languages": list(cell.languages),
     }
 
 
 def compare_models(gen: Generation, query: BoardQuery, a: str, b: str) -> dict[str, Any]:
     """Two models (by model id, or by the label people see) on one architecture at k, pooled over their
-    visible runs (of one GPU model when `gpu` is given). Raises NotFound naming a model with no visible run."""
+    visible runs (of one GPU model when `gpu` is given, of one kernel language when `language` is). Raises
+    NotFound naming a model with no visible run."""
     tasks = selectors.tasks_for_arch(gen, query.arch)
-    by_k = {k: _visible_model_rows(gen, arch=query.arch, k=k, gpu=query.gpu) for k in ranking.TURN_LIMITS}
+    by_k = {
+        k: _visible_model_rows(gen, arch=query.arch, k=k, gpu=query.gpu, language=query.language)
+        for k in ranking.TURN_LIMITS
+    }
 
     def matches(row: ModelRow, name: str) -> bool:
         return name in (row.model_id, row.model)
@@ -129,9 +140,12 @@ def compare_models(gen: Generation, query: BoardQuery, a: str, b: str) -> dict[s
     for name in (a, b):
         rows_at_k = [r for rows in by_k[query.k].values() for r in rows if matches(r, name)]
         if not rows_at_k:
-            raise NotFound(f"no visible run of model {name!r} on {query.arch}{' ' + query.gpu if query.gpu else ''}")
+            where = " ".join(x for x in (query.arch, query.gpu, query.language) if x)
+            raise NotFound(f"no visible run of model {name!r} on {where}")
         newest = max(rows_at_k, key=lambda r: (r.created_at, r.run_id))
-        models.append({"key": name, "model": newest.model, "model_id": newest.model_id})
+        models.append(
+            {"key": name, "model": newest.model, "model_id": newest.model_id, "languages": list(_languages(rows_at_k))}
+        )
     table, unrun = [], []
     for task in tasks:
         if query.task and task != query.task:
@@ -172,6 +186,7 @@ def compare_models(gen: Generation, query: BoardQuery, a: str, b: str) -> dict[s
         "task": query.task or None,
         "k": query.k,
         "gpu": query.gpu or None,
+        "language": query.language or None,
         "a": models[0],
         "b": models[1],
         "tasks": table,
@@ -252,6 +267,7 @@ def _kernel_side(evaluation: Evaluation) -> dict[str, Any]:
         "name": submission.name or f"submission {submission.id}",
         "submitter": submission.user.username if submission.user else "",
         "reference": submission.kind == submission.Kind.REFERENCE,
+        "language": submission.language,
         **serializers.measurement(evaluation, arch=submission.arch),
         "latency_ms": evaluation.latency_ms,
         "baseline_latency_ms": evaluation.baseline_latency_ms,

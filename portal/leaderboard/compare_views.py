@@ -9,6 +9,7 @@ from evaluator.arches import ARCHES
 from portal.leaderboard import compare, ranking, selectors
 from portal.leaderboard.cache import Generation
 from portal.leaderboard.selectors import BadQuery
+from portal.submissions.models import Submission
 
 
 def _model_choices(gen: Generation, arch: str) -> list[str]:
@@ -23,6 +24,7 @@ def compare_page(request: HttpRequest) -> HttpResponse:
     context: dict = {
         "arches": list(ARCHES.values()),
         "turn_limits": ranking.TURN_LIMITS,
+        "languages": Submission.Language.choices,
         "a": params.get("a", ""),
         "b": params.get("b", ""),
         "kind": params.get("kind", ""),

@@ -240,6 +240,7 @@ class ModelRow:
     tokens: int
     complete: bool  # every trajectory of this task stopped: the numbers are final
     run_finished: bool = True  # the run as a whole stopped (done, failed or cancelled)
+    language: str = "cuda"  # the kernel language the run wrote ("cuda", "triton")
 
     @property
     def speedup(self) -> float | None:
@@ -276,6 +277,7 @@ class SummaryRow:
     tokens: int
     complete: bool
     per_task_speedup: dict[str, float | None] = field(default_factory=dict)
+    language: str = "cuda"  # the run's kernel language
 
     @property
     def speedup(self) -> float | None:
@@ -326,6 +328,7 @@ def summarise_run(rows: list[ModelRow]) -> SummaryRow:
         tokens=sum(r.tokens for r in rows),
         complete=first.run_finished and all(r.complete for r in rows),
         per_task_speedup={r.task: r.best_speedup for r in rows},
+        language=first.language,
     )
 
 
@@ -372,8 +375,8 @@ def mean_interval(values: Iterable[float | None]) -> tuple[float | None, float |
 
 @dataclass(frozen=True)
 class ModelGroup:
-    """One model on one architecture and GPU model: its runs (per-task ModelRows or SummaryRows at the same k)
-    folded into one leaderboard row. Rates pool the runs' trajectories (so each shows its n); the speedup and
+    """One model on one architecture, GPU model and kernel language: its runs (per-task ModelRows or SummaryRows
+    at the same k) folded into one leaderboard row. Rates pool the runs' trajectories (so each shows its n); the speedup and
     the correct-plus-verified rate are also given as a mean over runs with a 95% interval."""
 
     model: str  # the newest run's label; hostile text
@@ -395,6 +398,7 @@ class ModelGroup:
     arch_rate_mean: float | None  # mean over runs of each run's correct-plus-verified rate
     arch_rate_ci_low: float | None
     arch_rate_ci_high: float | None
+    language: str = "cuda"  # the kernel language of every run in the group
 
     @property
     def n_runs(self) -> int:
@@ -413,18 +417,19 @@ class ModelGroup:
         return self.tokens / len(self.runs) if self.runs else 0.0
 
 
-def group_key(row: ModelRow | SummaryRow, arch: str | None = None) -> tuple[str, str]:
-    """Which model row a run belongs to: its model id and GPU model."""
-    return row.model_id, gpu_model(row.gpu_name, arch) or row.gpu_name
+def group_key(row: ModelRow | SummaryRow, arch: str | None = None) -> tuple[str, str, str]:
+    """Which model row a run belongs to: its model id, GPU model and kernel language (a model writing Triton
+    is another entry than the same model writing CUDA)."""
+    return row.model_id, gpu_model(row.gpu_name, arch) or row.gpu_name, row.language
 
 
 def group_by_model(rows: Iterable[ModelRow | SummaryRow], arch: str | None = None) -> list[ModelGroup]:
-    """Fold run rows into one ModelGroup per (model, GPU model); unsorted (sort with sort_rows)."""
-    grouped: dict[tuple[str, str], list[Any]] = {}
+    """Fold run rows into one ModelGroup per (model, GPU model, language); unsorted (sort with sort_rows)."""
+    grouped: dict[tuple[str, str, str], list[Any]] = {}
     for row in rows:
         grouped.setdefault(group_key(row, arch), []).append(row)
     out = []
-    for (model_id, gpu), runs in grouped.items():
+    for (model_id, gpu, language), runs in grouped.items():
         runs.sort(key=lambda r: (r.created_at, r.run_id), reverse=True)
         newest = runs[0]
         speedup, s_low, s_high = mean_interval(r.speedup for r in runs)
@@ -453,6 +458,7 @@ def group_by_model(rows: Iterable[ModelRow | SummaryRow], arch: str | None = Non
                 arch_rate_mean=arch_mean,
                 arch_rate_ci_low=a_low,
                 arch_rate_ci_high=a_high,
+                language=language,
             )
         )
     return out

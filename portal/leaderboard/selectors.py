@@ -31,7 +31,7 @@ class BoardQuery:
     k: int
     gpu: str  # GPU model filter ("H100"), or "" for all
     sort: str
-    language: str = ""  # kernel language filter ("cuda", "triton"), or "" for all (kernel boards only)
+    language: str = ""  # kernel language filter ("cuda", "triton"), or "" for all (kernels and model runs)
 
 
 def parse_query(params, gen: Generation, *, task_required: bool = False) -> BoardQuery:
@@ -199,47 +199,54 @@ def models_available() -> bool:
     return apps.is_installed("portal.agent")
 
 
-def model_rows(gen: Generation, *, arch: str, k: int, gpu: str = "") -> dict[str, list[ModelRow]]:
-    """Visible model runs on one architecture at turn limit k: task slug -> rows (unsorted)."""
+def model_rows(gen: Generation, *, arch: str, k: int, gpu: str = "", language: str = "") -> dict[str, list[ModelRow]]:
+    """Visible model runs on one architecture at turn limit k (of one GPU model, of one kernel language when
+    given): task slug -> rows (unsorted)."""
     if not models_available():
         return {}
     by_task = gen.get(("models", arch, k), lambda: _model_rows(arch=arch, k=k), scope=MODELS)
-    if gpu:
+    if gpu or language:
         by_task = {
-            task: [r for r in rows if ranking.gpu_model(r.gpu_name, arch) == gpu] for task, rows in by_task.items()
+            task: [
+                r
+                for r in rows
+                if (not gpu or ranking.gpu_model(r.gpu_name, arch) == gpu) and (not language or r.language == language)
+            ]
+            for task, rows in by_task.items()
         }
     return by_task
 
 
 def model_board(gen: Generation, query: BoardQuery) -> list[ModelRow]:
-    rows = model_rows(gen, arch=query.arch, k=query.k, gpu=query.gpu).get(query.task, [])
+    rows = model_rows(gen, arch=query.arch, k=query.k, gpu=query.gpu, language=query.language).get(query.task, [])
     return ranking.sort_rows(rows, query.sort)
 
 
 def model_summary(gen: Generation, query: BoardQuery) -> list[SummaryRow]:
-    return ranking.sort_rows(_summaries(gen, arch=query.arch, k=query.k, gpu=query.gpu), query.sort)
+    runs = _summaries(gen, arch=query.arch, k=query.k, gpu=query.gpu, language=query.language)
+    return ranking.sort_rows(runs, query.sort)
 
 
 def model_groups(gen: Generation, query: BoardQuery) -> list[ranking.ModelGroup]:
-    """The model board: one row per model and GPU model, folding its runs (the task's rows, or each run's
-    summary across tasks when no task is chosen), in the query's sort order."""
+    """The model board: one row per model, GPU model and language, folding its runs (the task's rows, or each
+    run's summary across tasks when no task is chosen), in the query's sort order."""
     runs = (
-        model_rows(gen, arch=query.arch, k=query.k, gpu=query.gpu).get(query.task, [])
+        model_rows(gen, arch=query.arch, k=query.k, gpu=query.gpu, language=query.language).get(query.task, [])
         if query.task
-        else _summaries(gen, arch=query.arch, k=query.k, gpu=query.gpu)
+        else _summaries(gen, arch=query.arch, k=query.k, gpu=query.gpu, language=query.language)
     )
     return ranking.sort_rows(ranking.group_by_model(runs, query.arch), query.sort)
 
 
-def _summaries(gen: Generation, *, arch: str, k: int, gpu: str) -> list[SummaryRow]:
+def _summaries(gen: Generation, *, arch: str, k: int, gpu: str, language: str = "") -> list[SummaryRow]:
     def compute() -> list[SummaryRow]:
         per_run: dict[int, list[ModelRow]] = defaultdict(list)
-        for rows in model_rows(gen, arch=arch, k=k, gpu=gpu).values():
+        for rows in model_rows(gen, arch=arch, k=k, gpu=gpu, language=language).values():
             for row in rows:
                 per_run[row.run_id].append(row)
         return [ranking.summarise_run(rows) for rows in per_run.values()]
 
-    return gen.get(("summary", arch, k, gpu), compute, scope=MODELS)
+    return gen.get(("summary", arch, k, gpu, *((language,) if language else ())), compute, scope=MODELS)
 
 
 def _model_rows(*, arch: str, k: int) -> dict[str, list[ModelRow]]:
@@ -257,6 +264,7 @@ def _model_rows(*, arch: str, k: int) -> dict[str, list[ModelRow]]:
             "run__created_at",
             "run__gpu_name",
             "run__state",
+            "run__language",
             "task__slug",
             "trajectories",
             "correct",
@@ -286,6 +294,7 @@ def _model_rows(*, arch: str, k: int) -> dict[str, list[ModelRow]]:
                 tokens=v["tokens"] or 0,
                 complete=bool(v["complete"]),
                 run_finished=v["run__state"] not in ModelRun.ACTIVE_STATES,
+                language=v["run__language"],
             )
         )
     return dict(by_task)

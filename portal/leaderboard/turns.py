@@ -21,6 +21,7 @@ class TrajectoryTurns:
     run_id: int
     model_id: str  # the model id the run called: charts group runs by it
     gpu_name: str
+    language: str  # the run's kernel language
     task: str
     turns: int  # turns taken
     first_correct: int | None  # 1-based turn number of the first correct kernel
@@ -30,12 +31,21 @@ class TrajectoryTurns:
     reasoning_turns: int  # turns that reported them
 
 
-def trajectories(gen: Generation, *, arch: str, task: str = "", gpu: str = "") -> list[TrajectoryTurns]:
-    """Every trajectory of the visible runs on one architecture (one task when given, one GPU model when given)."""
+def trajectories(
+    gen: Generation, *, arch: str, task: str = "", gpu: str = "", language: str = ""
+) -> list[TrajectoryTurns]:
+    """Every trajectory of the visible runs on one architecture (one task, one GPU model, one kernel language
+    when given)."""
     if not models_available():
         return []
     rows = gen.get(("trajectory_turns", arch), lambda: _trajectories(arch), scope=MODELS)
-    return [t for t in rows if (not task or t.task == task) and (not gpu or ranking.gpu_model(t.gpu_name, arch) == gpu)]
+    return [
+        t
+        for t in rows
+        if (not task or t.task == task)
+        and (not gpu or ranking.gpu_model(t.gpu_name, arch) == gpu)
+        and (not language or t.language == language)
+    ]
 
 
 def _trajectories(arch: str) -> list[TrajectoryTurns]:
@@ -56,6 +66,7 @@ def _trajectories(arch: str) -> list[TrajectoryTurns]:
             "trajectory__run_id",
             "trajectory__run__model",
             "trajectory__run__gpu_name",
+            "trajectory__run__language",
             "trajectory__task__slug",
             "index",
             "status",
@@ -66,11 +77,23 @@ def _trajectories(arch: str) -> list[TrajectoryTurns]:
         .order_by()
     )
     folded: dict[int, dict] = {}
-    for trajectory_id, run_id, model, gpu_name, slug, index, status, arch_status, speedup, reasoning in values:
+    for (
+        trajectory_id,
+        run_id,
+        model,
+        gpu_name,
+        language,
+        slug,
+        index,
+        status,
+        arch_status,
+        speedup,
+        reasoning,
+    ) in values:
         t = folded.setdefault(
             trajectory_id,
-            {"run_id": run_id, "model_id": model, "gpu_name": gpu_name or "", "task": slug, "turns": 0,
-             "first_correct": None, "first_verified": None, "speedups": [], "reasoning_tokens": 0,
+            {"run_id": run_id, "model_id": model, "gpu_name": gpu_name or "", "language": language, "task": slug,
+             "turns": 0, "first_correct": None, "first_verified": None, "speedups": [], "reasoning_tokens": 0,
              "reasoning_turns": 0},
         )  # fmt: skip
         number = index + 1

@@ -106,6 +106,7 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
     context = _filters(gen, query)
     context["models_available"] = selectors.models_available()
     context["groups"] = selectors.model_groups(gen, query)
+    context["show_language"] = True
     context["task_count"] = len(context["tasks"])
     context["sort_links"] = _sort_links(query)
     context["charts"] = _chart_blocks(gen, query, MODEL_CHARTS)

@@ -1,7 +1,8 @@
 """Triton candidates through the whole evaluator on a Hopper GPU (run with scripts/gpu_tests.sh tests -k triton).
 
 The reference Triton GEMM passes with wgmma and TMA verified by Nsight Compute, its kernel is the one CUPTI
-saw (no foreign kernel), the verdict says language triton; a tl.dot in a branch never taken is not_executed.
+saw (no foreign kernel), the verdict says language triton; a tl.dot in a branch never taken is not_executed;
+each distinct Triton starter passes on its task's smallest workload with no target instruction (absent).
 """
 
 from __future__ import annotations
@@ -40,3 +41,20 @@ def test_triton_dot_in_a_branch_never_taken_is_not_executed():
     assert v["status"] == "PASSED", v["workloads"][0]["message"]
     assert v["sass"]["families"]["gmma"] > 0
     assert v["arch_check"]["status"] == "not_executed", v["arch_check"]["reason"]
+
+
+# One task per distinct Triton starter (tests/test_task_suite_triton.py checks them on CPU in the interpreter).
+STARTER_TASKS = ("gemm_n256_k7168", "mha_with_lse_d96", "mha_with_lse_d64_causal", "mha_bwd_d96", "mha_bwd_d128_causal")
+
+
+@pytest.mark.parametrize("task", STARTER_TASKS)
+def test_triton_starter_passes_on_the_smallest_workload_without_the_target_instructions(task):
+    from evaluator.taskdata import find_task
+
+    smallest = find_task(REPO / "tasks", task).workloads[0]
+    starter = REPO / "tasks" / task / "starter_triton.py"
+    v = evaluate_cli(starter, f"triton_starter_{task}", task=task, workload=smallest.uuid)
+    assert v["status"] == "PASSED", v["workloads"][0]["message"]
+    assert v["language"] == "triton"
+    assert v["sass"]["families"]["gmma"] == 0 and v["sass"]["families"]["tma"] == 0
+    assert v["arch_check"]["status"] == "absent", v["arch_check"]["reason"]

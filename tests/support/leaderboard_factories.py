@@ -207,6 +207,7 @@ def model_run(
     created_at: datetime = T0,
     state: str = "done",
     hidden: bool = False,
+    language: str = "cuda",
 ):
     from portal.agent.models import ModelRun
 
@@ -221,6 +222,7 @@ def model_run(
         state=state,
         gpu_name=gpu,
         is_hidden=hidden,
+        language=language,
     )
     ModelRun.objects.filter(id=run.id).update(created_at=created_at)  # auto_now_add ignores the value given
     run.refresh_from_db()
