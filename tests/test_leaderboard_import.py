@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import zipfile
 from io import StringIO
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from portal.leaderboard.cache import Generation
+from portal.leaderboard.evidence import submission_bundle
 from portal.leaderboard.selectors import kernel_board
 from portal.submissions.models import Artifact, Evaluation, Submission
 from tests.support import leaderboard_factories as lf
@@ -102,12 +105,14 @@ def test_missing_index_is_not_an_error(tmp_path):
 
 
 def test_committed_index_is_valid():
-    from portal.leaderboard.services import read_index
+    from portal.leaderboard.services import read_index, solution_source
 
     entries = read_index(REPO / "docs" / "verdicts")
+    assert {solution_source(REPO / "tasks", e)[1] for e in entries} == {"cuda", "triton"}
     for entry in entries:
         assert (REPO / "docs" / "verdicts" / entry.verdict).is_file()
-        assert (REPO / "tasks" / entry.task / "solutions" / entry.solution / "kernel.cu").is_file()
+        kernel_file, _ = solution_source(REPO / "tasks", entry)
+        assert (REPO / "tasks" / entry.task / "solutions" / entry.solution / kernel_file).is_file()
         if entry.ncu_source:
             assert (REPO / "docs" / "verdicts" / entry.ncu_source).is_file()
 
@@ -129,3 +134,39 @@ def test_import_attaches_the_profiler_csv_and_its_sass_even_to_an_earlier_import
     page = client.get(f"/evidence/evaluations/{evaluation.id}/").content.decode()
     assert '<span class="sass-target sass-gmma">' in page and '<span class="sass-target sass-tma">' in page
     assert "/* executed " in page  # each line carries its executed count from the profiler
+
+
+def test_the_committed_triton_reference_verdicts_import_as_triton_rows(tmp_path):
+    """The H200 verdicts of the Triton GEMM and attention references: rows of language triton, kernel.py kept."""
+    sync_catalog()
+    folder = tmp_path / "verdicts"
+    folder.mkdir()
+    entries = [
+        e for e in json.loads((REPO / "docs" / "verdicts" / "index.json").read_text()) if "triton" in e["solution"]
+    ]
+    assert len(entries) == 2
+    for e in entries:
+        (folder / e["verdict"]).write_bytes((REPO / "docs" / "verdicts" / e["verdict"]).read_bytes())
+    (folder / "index.json").write_text(json.dumps(entries))
+    out = StringIO()
+    call_command("import_reference_verdicts", "--dir", str(folder), "--strict", stdout=out)
+    assert "2 imported" in out.getvalue()
+    for e in entries:
+        submission = Submission.objects.get(kind="reference", name=e["solution"], task__slug=e["task"])
+        assert submission.language == "triton"
+        (evaluation,) = submission.evaluations.all()
+        assert evaluation.status == "PASSED" and evaluation.arch_status == "verified" and evaluation.speedup > 0
+        names = set(evaluation.artifacts.values_list("name", flat=True))
+        assert "kernel.py" in names and "kernel.cu" not in names
+        with zipfile.ZipFile(io.BytesIO(submission_bundle(submission))) as bundle:
+            assert "kernel.py" in bundle.namelist() and "kernel.cu" not in bundle.namelist()
+            assert bundle.read("kernel.py").decode() == submission.source
+    # A CUDA verdict listed for a Triton solution is refused: the language must agree.
+    cuda = json.loads((REPO / "docs" / "verdicts" / "gemm_n7168_k5120-hopper_tma_wgmma-h200.json").read_text())
+    forged = {**json.loads((folder / entries[0]["verdict"]).read_text()), "language": "cuda"}
+    assert cuda.get("language", "cuda") == "cuda"
+    (folder / "forged.json").write_text(json.dumps(forged))
+    (folder / "index.json").write_text(json.dumps([{**entries[0], "verdict": "forged.json"}]))
+    err = StringIO()
+    call_command("import_reference_verdicts", "--dir", str(folder), stdout=StringIO(), stderr=err)
+    assert "the solution is triton" in err.getvalue()

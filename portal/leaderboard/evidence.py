@@ -14,7 +14,7 @@ from django.db.models import Model
 from portal.core import serializers
 from portal.leaderboard.downloads import BundleFile, build_bundle, checked, environment_of, to_jsonl, trace_lines
 from portal.submissions import artifacts as artifact_store
-from portal.submissions.models import Artifact, Evaluation, Submission
+from portal.submissions.models import Artifact, Evaluation, Submission, kernel_file_name
 
 # Field names never copied into a download, whatever model they appear on.
 _SECRET_WORDS = ("secret", "password", "api_key", "apikey", "credential")
@@ -76,12 +76,13 @@ def _evaluation_meta(evaluation: Evaluation) -> dict[str, Any]:
 
 
 def submission_bundle(submission: Submission) -> bytes:
-    """kernel.cu, every evaluation's artifacts and traces, and MANIFEST.json (sha256 sums, environment)."""
+    """The source (kernel.cu or kernel.py), every evaluation's artifacts and traces, and MANIFEST.json (sha256 sums,
+    environment)."""
     # Hidden ranked checks stay out: their inputs and results are known only as pass/fail.
     evaluations = list(submission.evaluations.filter(purpose=Evaluation.Purpose.PUBLIC).order_by("created_at"))
     for evaluation in evaluations:
         evaluation.submission = submission
-    files = [BundleFile("kernel.cu", submission.source.encode("utf-8"))]
+    files = [BundleFile(kernel_file_name(submission.language), submission.source.encode("utf-8"))]
     for evaluation in evaluations:
         files.extend(_evaluation_files(evaluation, f"evaluations/{evaluation.id}"))
     traces = traces_jsonl([e for e in evaluations if e.verdict])

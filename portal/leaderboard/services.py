@@ -20,7 +20,7 @@ from portal.catalog.models import Task
 from portal.leaderboard.cache import leaderboard_changed
 from portal.leaderboard.sass_view import sass_from_ncu_rows
 from portal.submissions import artifacts
-from portal.submissions.models import Evaluation, Submission
+from portal.submissions.models import Evaluation, Submission, kernel_file_name
 from portal.submissions.summary import summarise_verdict
 
 log = logging.getLogger(__name__)
@@ -109,7 +109,8 @@ def _import_one(entry: IndexEntry, *, directory: Path, tasks_dir: Path, limit: f
     if task is None:
         raise ValueError(f"task {entry.task!r} is not in the catalog (run sync_tasks first)")
     verdict_path = _inside(directory, entry.verdict)
-    kernel_path = _inside(tasks_dir, entry.task, "solutions", entry.solution, "kernel.cu")
+    kernel_file, language = solution_source(tasks_dir, entry)
+    kernel_path = _inside(tasks_dir, entry.task, "solutions", entry.solution, kernel_file)
     if verdict_path is None or kernel_path is None:
         raise ValueError("the verdict or solution path leaves its folder")
     if not verdict_path.is_file():
@@ -124,7 +125,9 @@ def _import_one(entry: IndexEntry, *, directory: Path, tasks_dir: Path, limit: f
     source_bytes = kernel_path.read_bytes()
     source = source_bytes.decode("utf-8")
     digest = hashlib.sha256(source_bytes).hexdigest()
-    _check_verdict_matches(verdict, entry=entry, digest=digest)
+    _check_verdict_matches(verdict, entry=entry, digest=digest, kernel_file=kernel_file)
+    if (verdict.get("language") or "cuda") != language:
+        raise ValueError(f"the verdict is for a {verdict.get('language')} kernel, the solution is {language}")
 
     submission = Submission.objects.filter(
         kind=Submission.Kind.REFERENCE, task=task, arch=entry.arch, source_sha256=digest, name=entry.solution
@@ -135,6 +138,7 @@ def _import_one(entry: IndexEntry, *, directory: Path, tasks_dir: Path, limit: f
             task=task,
             arch=entry.arch,
             kind=Submission.Kind.REFERENCE,
+            language=language,
             name=entry.solution,
             source=source,
             source_sha256=digest,
@@ -175,7 +179,7 @@ def _import_one(entry: IndexEntry, *, directory: Path, tasks_dir: Path, limit: f
         verdict=verdict,
         **summary,
     )
-    files = {"kernel.cu": source_bytes, "verdict.json": verdict_bytes}
+    files = {kernel_file: source_bytes, "verdict.json": verdict_bytes}
     compile_output = (verdict.get("compile") or {}).get("output")
     if compile_output:
         files["compile.log"] = compile_output.encode("utf-8")
@@ -202,7 +206,28 @@ def _profiler_files(entry: IndexEntry, directory: Path) -> dict[str, bytes]:
     return {"ncu_source.csv": data, "kernel.sass": sass_from_ncu_rows(kernels).encode("utf-8")}
 
 
-def _check_verdict_matches(verdict: dict[str, Any], *, entry: IndexEntry, digest: str) -> None:
+def solution_source(tasks_dir: Path, entry: IndexEntry) -> tuple[str, str]:
+    """(file name, language) of a reference solution, from its solution.json ("kernel.py::run", "triton");
+    kernel.cu in CUDA when it has none."""
+    meta_path = _inside(tasks_dir, entry.task, "solutions", entry.solution, "solution.json")
+    if meta_path is None:
+        raise ValueError("the solution path leaves its folder")
+    spec: dict[str, Any] = {}
+    if meta_path.is_file():
+        try:
+            spec = json.loads(meta_path.read_text(encoding="utf-8")).get("spec") or {}
+        except (ValueError, AttributeError):
+            raise ValueError(f"{entry.solution}/solution.json is not a JSON object") from None
+    language = str(spec.get("language") or "cuda")
+    if language not in Submission.Language.values:
+        raise ValueError(f"{entry.solution}/solution.json names an unknown language {language!r}")
+    kernel_file = str(spec.get("entry_point") or kernel_file_name(language)).split("::", 1)[0]
+    if "/" in kernel_file or kernel_file.startswith("."):
+        raise ValueError(f"{entry.solution}/solution.json: entry point {kernel_file!r} is not a file name")
+    return kernel_file, language
+
+
+def _check_verdict_matches(verdict: dict[str, Any], *, entry: IndexEntry, digest: str, kernel_file: str) -> None:
     """The verdict must be about this task, this architecture and exactly this source file."""
     if verdict.get("task") != entry.task:
         raise ValueError(f"the verdict is for task {verdict.get('task')!r}, not {entry.task!r}")
@@ -210,7 +235,7 @@ def _check_verdict_matches(verdict: dict[str, Any], *, entry: IndexEntry, digest
         raise ValueError(f"the verdict is for {verdict.get('arch')!r}, not {entry.arch!r}")
     if verdict.get("source_sha256") != digest:
         raise ValueError(
-            f"the verdict measured source {verdict.get('source_sha256')}, but kernel.cu now hashes to {digest}"
+            f"the verdict measured source {verdict.get('source_sha256')}, but {kernel_file} now hashes to {digest}"
         )
 
 

@@ -11,6 +11,11 @@ from django.db import models
 from portal.catalog.models import ARCH_CHOICES, Task
 
 
+def kernel_file_name(language: str) -> str:
+    """The file name a submission's source is stored and served under: kernel.py for Triton, else kernel.cu."""
+    return "kernel.py" if language == "triton" else "kernel.cu"
+
+
 class Submission(models.Model):
     class Language(models.TextChoices):
         CUDA = "cuda", "CUDA (.cu)"

@@ -83,7 +83,7 @@ def run_evaluator(
     """Evaluate `source`; `on_events` gets new progress events (and serves as heartbeat) about once a
     second and returns False if the evaluation is no longer ours, which stops the child."""
     workdir.mkdir(parents=True, exist_ok=True)
-    kernel = workdir / ("kernel.py" if language == "triton" else "kernel.cu")
+    kernel = workdir / ("kernel.py" if language == "triton" else "kernel.cu")  # as models.kernel_file_name
     kernel.write_text(source, encoding="utf-8")
     verdict_path = workdir / "verdict.json"
     progress_path = workdir / "progress.jsonl"
@@ -157,7 +157,7 @@ def run_evaluator(
         verdict = json.loads(verdict_path.read_text(encoding="utf-8"))
     except ValueError as exc:
         return RunnerResult(None, error=f"the evaluator wrote an unreadable verdict: {exc}")
-    files = {"kernel.cu": source.encode("utf-8"), "verdict.json": verdict_path.read_bytes()}
+    files = {kernel.name: source.encode("utf-8"), "verdict.json": verdict_path.read_bytes()}
     compile_output = (verdict.get("compile") or {}).get("output")
     if compile_output:
         files["compile.log"] = compile_output.encode("utf-8")
