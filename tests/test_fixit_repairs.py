@@ -218,3 +218,32 @@ def test_the_reasoning_teacher_explains_each_repair_and_the_row_names_it(alice, 
         HTTP_AUTHORIZATION=f"Bearer {token}",
     )
     assert refused.status_code == 400 and "repair runs only" in refused.json()["error"]
+
+
+@override_settings(**LOOP_SETTINGS, MAX_ACTIVE_EVALUATIONS=10)
+def test_repair_attempts_spend_the_submitters_evaluation_budget_like_model_turns(alice, replay, settings):  # noqa: F811
+    student = replay({"turns": [broken_reply()]})
+    student_run = run_create(user=alice, request=_request(student, "student-model"))
+    drain_with_gpu_stand_in({})
+    failing = list(Turn.objects.filter(trajectory__run=student_run).order_by("trajectory__task__slug"))
+    assert len(failing) == 2  # two evaluations of this hour already
+    teacher = replay({"turns": [broken_reply()]})
+    # The per-run budget: two failing kernels need at least one attempt (one evaluation) each.
+    settings.AGENT_RUN_EVALUATION_BUDGET = 1
+    with pytest.raises(
+        RunRefused, match="2 failing kernels .one attempt each. need at least 2 evaluations; a run may start at most 1"
+    ):
+        repair_run_create(
+            user=alice, request=_request(teacher, "teacher-model"), turn_ids=[t.id for t in failing], attempts=2
+        )
+    # The hourly budget is shared with the user's other evaluations: the third of the hour is the last.
+    settings.AGENT_RUN_EVALUATION_BUDGET = 100
+    settings.EVALUATIONS_PER_HOUR = 3
+    repair_run = repair_run_create(
+        user=alice, request=_request(teacher, "teacher-model"), turn_ids=[t.id for t in failing], attempts=1
+    )
+    drain_with_gpu_stand_in({})
+    attempts = list(Turn.objects.filter(trajectory__run=repair_run).order_by("trajectory__index"))
+    assert len(attempts) == 2
+    assert attempts[0].evaluation is not None
+    assert attempts[1].evaluation is None and "hourly limit reached" in attempts[1].waiting_reason

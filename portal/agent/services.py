@@ -122,9 +122,15 @@ def run_create(
         raise RunRefused(f"unknown, retired or not targeting {request.arch}: {', '.join(missing)}")
     needed = len(repairs) if repairs is not None else len(tasks) * request.trajectories_per_task
     if check_limits and needed > settings.AGENT_RUN_EVALUATION_BUDGET:
+        what = (
+            f"{needed} failing kernels (one attempt each)"
+            if repairs is not None
+            else f"{len(tasks)} tasks × {request.trajectories_per_task} trajectories"
+        )
+        fewer = "fewer kernels" if repairs is not None else "fewer tasks or trajectories"
         raise RunRefused(
-            f"{len(tasks)} tasks × {request.trajectories_per_task} trajectories need at least {needed} evaluations; "
-            f"a run may start at most {settings.AGENT_RUN_EVALUATION_BUDGET}: choose fewer tasks or trajectories"
+            f"{what} need at least {needed} evaluations; "
+            f"a run may start at most {settings.AGENT_RUN_EVALUATION_BUDGET}: choose {fewer}"
         )
 
     with transaction.atomic():
