@@ -72,7 +72,6 @@ def _wait_for(predicate, timeout: float) -> float | None:
     return None
 
 
-@pytest.mark.xdist_group("wall_clock")  # asserts seconds: one worker runs these one after another (docs/testing.md)
 @override_settings(**LOOP_SETTINGS, **GENEROUS, AGENT_CALL_WALL_MAX_S=1.5, AGENT_MAX_CALLS_PER_USER=1)
 def test_a_hanging_endpoint_does_not_starve_another_users_run(users, replay):  # noqa: F811
     alice, bob = users
@@ -101,7 +100,6 @@ def test_a_hanging_endpoint_does_not_starve_another_users_run(users, replay):  #
     assert all(t.state == Turn.State.FAILED for t in turns)
 
 
-@pytest.mark.xdist_group("wall_clock")  # asserts seconds: one worker runs these one after another (docs/testing.md)
 @override_settings(**LOOP_SETTINGS, **GENEROUS, AGENT_CALL_WALL_MAX_S=60, AGENT_CANCEL_POLL_S=0.2)
 def test_cancelling_ends_the_model_call_in_flight(users, replay):  # noqa: F811
     alice, _ = users

@@ -29,10 +29,6 @@ SLOW: dict[str, set[str] | None] = {
     },
 }
 
-# Corpus entries that race a limit against the clock (the fork bomb: pids.max before its time-out) run in the
-# `wall_clock` xdist group with the other tests that assert seconds (docs/testing.md).
-WALL_CLOCK = {"fork_bomb"}
-
 
 def pytest_report_header(config):
     problem = sandbox_problem()
@@ -47,12 +43,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.no_compile_cache)
         if item.path.name in SLOW and (SLOW[item.path.name] is None or item.originalname in SLOW[item.path.name]):
             item.add_marker(pytest.mark.slow)
-        if (
-            item.path.name == "test_adversarial_cpu.py"
-            and getattr(item, "callspec", None)
-            and item.callspec.id in WALL_CLOCK
-        ):
-            item.add_marker(pytest.mark.xdist_group("wall_clock"))
 
 
 @pytest.fixture(autouse=True)

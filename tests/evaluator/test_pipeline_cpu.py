@@ -60,7 +60,6 @@ def test_input_modification_is_named():
     assert v.workloads[0].correctness.inputs_modified == ["A"]
 
 
-@pytest.mark.xdist_group("wall_clock")  # asserts seconds: one worker runs these one after another (docs/testing.md)
 def test_hang_times_out_and_fail_fast_stops():
     v = run_variant("HANG", timeout_s=6)
     assert v.status == OverallStatus.TIMEOUT

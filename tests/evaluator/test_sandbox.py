@@ -62,7 +62,6 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.xdist_group("wall_clock")  # asserts seconds: one worker runs these one after another (docs/testing.md)
 def test_timeout_kills_the_whole_process_group(script, tmp_path):
     child = spawn(script, tmp_path, "sleep")
     ready = child.receive(time.monotonic() + 30)
@@ -114,7 +113,6 @@ def test_child_env_has_no_secrets(tmp_path, monkeypatch):
     assert env["HOME"] == str(tmp_path)
 
 
-@pytest.mark.xdist_group("wall_clock")  # asserts seconds: one worker runs these one after another (docs/testing.md)
 def test_run_group_kills_at_the_limit(tmp_path):
     start = time.monotonic()
     result = run_group([sys.executable, "-c", "import time; print('hi', flush=True); time.sleep(600)"], timeout_s=1)

@@ -185,7 +185,6 @@ def test_tmp_size_file_size_and_core_limits():
     assert "tmp full 28" in run.output  # ENOSPC
 
 
-@pytest.mark.xdist_group("wall_clock")  # asserts seconds: one worker runs these one after another (docs/testing.md)
 def test_process_limit_holds_a_fork_bomb_and_everything_is_killed():
     jail = _jail_or_skip()
     cgroup, why = Cgroup.create(Limits())
