@@ -7,7 +7,7 @@ PIP := $(PY) -m pip -q --disable-pip-version-check
 RUFF := $(VENV)/bin/ruff
 # pytest-xdist workers for `make test` and `make test-fast` (docs/testing.md): two, one a core on the 2-core CI machine.
 TEST_WORKERS ?= 2
-PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist load
 
 .PHONY: run test test-fast test-gpu lint format migrations-check venv deps-run deps-test system-run system-test clean
 
