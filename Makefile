@@ -5,6 +5,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip -q --disable-pip-version-check
 RUFF := $(VENV)/bin/ruff
+# pytest-xdist workers for `make test` and `make test-fast` (docs/testing.md): two, one a core on the 2-core CI machine.
+TEST_WORKERS ?= 2
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist load
 
 .PHONY: run test test-fast test-gpu lint format migrations-check venv deps-run deps-test system-run system-test clean
 
@@ -41,14 +44,14 @@ test: deps-test system-test
 	$(RUFF) check .
 	$(RUFF) format --check .
 	DEBUG=1 $(PY) manage.py makemigrations --check --dry-run
-	$(PY) -m pytest -m "not gpu" -q
+	$(PY) -m pytest -m "not gpu" -q $(PYTEST_PARALLEL)
 
 ## The same without the nvcc-heavy sweeps (tests marked `slow`): for the edit-test loop; `make test` runs them.
 test-fast: deps-test system-test
 	$(RUFF) check .
 	$(RUFF) format --check .
 	DEBUG=1 $(PY) manage.py makemigrations --check --dry-run
-	$(PY) -m pytest -m "not gpu and not slow" -q
+	$(PY) -m pytest -m "not gpu and not slow" -q $(PYTEST_PARALLEL)
 
 ## On a GPU host (H100/H200, carry .gpu-bundle/ from scripts/fetch_gpu_bundle.sh): GPU tests, the adversarial
 ## corpus twice, the evaluator benchmark; a compact table on stdout, logs under $$OUT (default ./gpu-out).

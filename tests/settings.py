@@ -6,5 +6,18 @@ import os
 
 os.environ.setdefault("DEBUG", "1")
 os.environ.setdefault("SECRET_KEY", "tests-only-" + "0" * 50)
+# Under pytest-xdist each worker gets a data folder of its own (artifacts under <evaluation id>/, Fixit datasets
+# under <dataset id>/, the test database): the two workers' databases both start at id 1. Set in the environment
+# so the worker processes a test starts (manage.py rqworker, gpu_worker) write to the same folder as the test.
+_worker = os.environ.get("PYTEST_XDIST_WORKER")
+if _worker and not os.environ.get("PORTAL_DATA_DIR", "").endswith(f"xdist-{_worker}"):  # not again in a child
+    _data = os.environ.get("PORTAL_DATA_DIR") or os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data"
+    )
+    os.environ["PORTAL_DATA_DIR"] = os.path.join(os.path.abspath(_data), f"xdist-{_worker}")
 
 from portal.settings import *  # noqa: E402, F403
+
+# Django's advice for test runs: a fast password hasher. PBKDF2 costs ~0.35 s of CPU per user created and per
+# password checked, and nothing in the suite is about the hash's strength (production keeps portal.settings').
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -12,15 +12,16 @@ from django.core.management import call_command
 
 from portal.core import context_processors
 from tests.support.browser import chromium_page
-from tests.support.factories import GEMM, REPO, make_user, start_manage_process, sync_catalog
+from tests.support.factories import GEMM, REPO, make_user, start_manage_process, sync_catalog, wait_for_live_worker
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 PASSWORD = "a-long-enough-passphrase-42"
 
 
 @pytest.fixture
-def cpu_worker():
+def cpu_worker(transactional_db):
     proc = start_manage_process("gpu_worker", "--cpu-stages-only", "--arch", "sm_90a", "--name", "pages-browser")
+    wait_for_live_worker("pages-browser", proc)  # the submit page below says which workers are online
     yield proc
     os.killpg(proc.pid, signal.SIGTERM)
     proc.wait(timeout=20)

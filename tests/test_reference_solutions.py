@@ -16,6 +16,7 @@ from tests.support.factories import REPO
 SOLUTIONS = sorted((REPO / "tasks").glob("*/solutions/*/solution.json"))
 
 
+@pytest.mark.slow  # a compile of each reference kernel: an nvcc sweep (`make test` runs it, `make test-fast` not)
 @pytest.mark.parametrize("meta_path", SOLUTIONS, ids=lambda p: f"{p.parts[-4]}/{p.parts[-2]}")
 def test_reference_solution_compiles_with_its_target_instructions(meta_path: Path):
     if find_bwrap() is None and not allow_unsandboxed_from_env():

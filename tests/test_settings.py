@@ -16,7 +16,11 @@ PROD_ENV = {
 
 
 def _django(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    base = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL"}}
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "PORTAL_DATA_DIR"}
+    }
     base["DJANGO_SETTINGS_MODULE"] = "portal.settings"
     return subprocess.run(
         [sys.executable, "manage.py", *args], cwd=REPO, env={**base, **env}, capture_output=True, text=True, timeout=120

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import uuid
 from pathlib import Path
 
 import pytest
@@ -191,11 +192,14 @@ def test_process_limit_holds_a_fork_bomb_and_everything_is_killed():
         pytest.skip(f"no writable pids cgroup here: {why}")
     cgroup.remove()
     small = type(jail)(jail.mode, jail.reason, Limits(processes=64), jail.bwrap)
+    # A mark of this run alone in the bomb's command line: other tests (another xdist worker, another checkout on
+    # the same machine) run `time.sleep(600)` children of their own, which are not this sandbox's survivors.
+    mark = f"fork-bomb-{uuid.uuid4().hex}"
     run = _inside(
         small,
-        """
+        f"""
         import os, time
-        n = 0
+        n = 0  # {mark}
         while True:
             try:
                 if os.fork() == 0:
@@ -208,7 +212,7 @@ def test_process_limit_holds_a_fork_bomb_and_everything_is_killed():
     assert "stopped at" in run.output
     assert int(run.output.split("stopped at")[1].split()[0]) < 64
     assert run.limit_events["pids_max_hit"] >= 1
-    leftover = subprocess.run(["pgrep", "-f", "time.sleep\\(600\\)"], capture_output=True, text=True).stdout
+    leftover = subprocess.run(["pgrep", "-f", mark], capture_output=True, text=True).stdout
     assert leftover.strip() == "", "processes of the sandbox survived"
 
 

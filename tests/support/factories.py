@@ -65,3 +65,20 @@ def start_manage_process(*args: str, **env_extra: str):
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
+
+
+def wait_for_live_worker(name: str, proc, timeout_s: float = 90.0) -> None:
+    """Until the worker process started by `start_manage_process` has registered and is listed as live (its start
+    imports Django and the evaluator: seconds on a loaded machine, which a page test must not race)."""
+    import time
+
+    from portal.submissions.selectors import live_workers
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if live_workers().filter(name=name).exists():
+            return
+        if proc.poll() is not None:
+            raise AssertionError(f"worker {name} exited with {proc.returncode} before registering")
+        time.sleep(0.1)
+    raise AssertionError(f"worker {name} did not register within {timeout_s:.0f} s")
