@@ -164,7 +164,8 @@ def footprint_checks(
             continue
         ok = any(
             registers == max(p.registers, MIN_LAUNCH_REGISTERS)
-            and abs(shared - p.shared_bytes) in (0, RESERVED_SHARED_BYTES) for p in prints
+            and abs(shared - p.shared_bytes) in (0, RESERVED_SHARED_BYTES)
+            for p in prints
         )
         checks[(name, registers, shared)] = FootprintCheck(name, registers, shared, list(prints), ok)
     return list(checks.values())
