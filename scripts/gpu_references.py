@@ -18,37 +18,21 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from evaluator.pipeline import evaluate  # noqa: E402
+from evaluator.solutions import Solution, find_solutions  # noqa: E402
 from evaluator.taskdata import find_task  # noqa: E402
 from evaluator.verdict import to_json  # noqa: E402
 
 
-def solutions(arch: str = "sm_90a") -> list[Path]:
-    return [
-        p
-        for p in sorted((REPO / "tasks").glob("*/solutions/*/solution.json"))
-        if json.loads(p.read_text())["spec"]["arch"] == arch
-    ]
-
-
-def run_one(meta_path: Path, stages: str | None) -> tuple[dict, float]:
-    meta = json.loads(meta_path.read_text())
-    entry = meta["spec"].get("entry_point", "kernel.cu::run").split("::")[0]
-    task = find_task(REPO / "tasks", meta["definition"])
+def run_one(solution: Solution, stages: str | None) -> tuple[dict, float]:
+    task = find_task(REPO / "tasks", solution.task)
     start = time.monotonic()
     kwargs = {"stages": stages.split(",")} if stages else {}
-    verdict = evaluate(
-        (meta_path.parent / entry).read_text(),
-        task,
-        "sm_90a",
-        workloads="headline",
-        language=meta["spec"].get("language", "cuda"),
-        **kwargs,
-    )
+    verdict = evaluate(solution.source(), task, "sm_90a", workloads="headline", language=solution.language, **kwargs)
     return json.loads(to_json(verdict)), time.monotonic() - start
 
 
-def judge(meta: dict, v: dict) -> list[str]:
-    want, problems = meta["expected"], []
+def judge(want: dict, v: dict) -> list[str]:
+    problems = []
     if v["status"] != want["status"]:
         problems.append(f"status {v['status']}, expected {want['status']}")
     if v["arch_check"]["status"] != want["arch_status"]:
@@ -67,20 +51,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prebuild", type=int, default=0, help="compile all first, this many at a time")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    chosen = solutions()
+    chosen = find_solutions(REPO / "tasks", "sm_90a")
     if args.only:
         names = set(args.only.split(","))
-        chosen = [p for p in chosen if f"{p.parts[-4]}/{p.parts[-2]}" in names]
+        chosen = [s for s in chosen if s.label in names]
     if args.prebuild:  # fills EVALUATOR_COMPILE_CACHE; the GPU stages then run one at a time
         with ThreadPoolExecutor(args.prebuild) as pool:
             list(pool.map(lambda p: run_one(p, "policy,compile,sass"), chosen))
     rows, failed = [], 0
-    for meta_path in chosen:
-        name = f"{meta_path.parts[-4]}/{meta_path.parts[-2]}"
-        meta = json.loads(meta_path.read_text())
-        v, seconds = run_one(meta_path, None)
+    for solution in chosen:
+        name = solution.label
+        v, seconds = run_one(solution, None)
         (args.out / f"{name.replace('/', '-')}-h200.json").write_text(json.dumps(v, indent=1))
-        problems = judge(meta, v)
+        problems = judge(solution.expected, v)
         failed += bool(problems)
         perf = (v["workloads"][0].get("performance") or {}) if v["workloads"] else {}
         speedup = perf.get("speedup_factor")

@@ -3,35 +3,31 @@ what its solution.json promises (the GPU verdicts in docs/verdicts/ cover the ru
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from evaluator.jail import allow_unsandboxed_from_env, find_bwrap
 from evaluator.pipeline import evaluate
+from evaluator.solutions import Solution, find_solutions
 from evaluator.taskdata import find_task
 from tests.support.factories import REPO
 
-SOLUTIONS = sorted((REPO / "tasks").glob("*/solutions/*/solution.json"))
+SOLUTIONS = find_solutions(REPO / "tasks")
 
 
 @pytest.mark.slow  # a compile of each reference kernel: an nvcc sweep (`make test` runs it, `make test-fast` not)
-@pytest.mark.parametrize("meta_path", SOLUTIONS, ids=lambda p: f"{p.parts[-4]}/{p.parts[-2]}")
-def test_reference_solution_compiles_with_its_target_instructions(meta_path: Path):
+@pytest.mark.parametrize("solution", SOLUTIONS, ids=lambda s: s.label)
+def test_reference_solution_compiles_with_its_target_instructions(solution: Solution):
     if find_bwrap() is None and not allow_unsandboxed_from_env():
         pytest.fail("bubblewrap is missing: `make test` installs it")
-    meta = json.loads(meta_path.read_text())
-    task = find_task(REPO / "tasks", meta["definition"])
-    arch = meta["spec"]["arch"]
-    language = meta["spec"].get("language", "cuda")
+    task = find_task(REPO / "tasks", solution.task)
+    arch, language = solution.arch, solution.language
     if language == "triton":
         pytest.importorskip("triton", reason="Triton is not installed (pip install '.[triton]')")
-    verdict = evaluate(_source(meta_path), task, arch, stages=("policy", "compile", "sass"), language=language)
+    verdict = evaluate(solution.source(), task, arch, stages=("policy", "compile", "sass"), language=language)
     assert verdict.status == "STATIC_ONLY", (verdict.status, verdict.compile.output[-2000:] if verdict.compile else "")
     assert verdict.compile.ok and all((r.spill_store_bytes or 0) == 0 for r in verdict.compile.resources)
     families = verdict.sass.families
-    expected = meta["expected"]
+    expected = solution.expected
     if arch == "sm_100a":
         assert families["tcgen05"] > 0 and families["tma"] > 0
     elif expected["arch_status"] in {"verified", "not_executed", "token"}:
@@ -40,26 +36,18 @@ def test_reference_solution_compiles_with_its_target_instructions(meta_path: Pat
             assert families["tma"] > 0
 
 
-def _source(meta_path: Path) -> str:
-    """The solution's file, from its entry point ("kernel.cu::run", "kernel.py::run")."""
-    entry = json.loads(meta_path.read_text())["spec"].get("entry_point", "kernel.cu::run")
-    return (meta_path.parent / entry.split("::")[0]).read_text()
-
-
-HOPPER_SOLUTIONS = [p for p in SOLUTIONS if json.loads(p.read_text())["spec"]["arch"] == "sm_90a"]
+HOPPER_SOLUTIONS = [s for s in SOLUTIONS if s.arch == "sm_90a"]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("meta_path", HOPPER_SOLUTIONS, ids=lambda p: f"{p.parts[-4]}/{p.parts[-2]}")
-def test_reference_solution_meets_its_expectations_on_a_hopper_gpu(meta_path: Path):
+@pytest.mark.parametrize("solution", HOPPER_SOLUTIONS, ids=lambda s: s.label)
+def test_reference_solution_meets_its_expectations_on_a_hopper_gpu(solution: Solution):
     torch = pytest.importorskip("torch", reason="PyTorch is not installed")
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("needs a Hopper GPU (compute capability 9.0)")
-    meta = json.loads(meta_path.read_text())
-    task = find_task(REPO / "tasks", meta["definition"])
-    language = meta["spec"].get("language", "cuda")
-    verdict = evaluate(_source(meta_path), task, "sm_90a", workloads="headline", language=language)
-    expected = meta["expected"]
+    task = find_task(REPO / "tasks", solution.task)
+    verdict = evaluate(solution.source(), task, "sm_90a", workloads="headline", language=solution.language)
+    expected = solution.expected
     assert verdict.status == expected["status"], [w.message for w in verdict.workloads]
     assert verdict.arch_check.status == expected["arch_status"], verdict.arch_check.reason
     if "full" in expected:

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from evaluator.arches import ARCHES
 from evaluator.ncu import NcuParseError, parse_source_page
+from evaluator.solutions import read_solution
 from portal.catalog.models import Task
 from portal.leaderboard.cache import leaderboard_changed
 from portal.leaderboard.sass_view import sass_from_ncu_rows
@@ -207,24 +208,14 @@ def _profiler_files(entry: IndexEntry, directory: Path) -> dict[str, bytes]:
 
 
 def solution_source(tasks_dir: Path, entry: IndexEntry) -> tuple[str, str]:
-    """(file name, language) of a reference solution, from its solution.json ("kernel.py::run", "triton");
-    kernel.cu in CUDA when it has none."""
+    """(file name, language) of a reference solution, from its solution.json (kernel.cu in CUDA when absent)."""
     meta_path = _inside(tasks_dir, entry.task, "solutions", entry.solution, "solution.json")
     if meta_path is None:
         raise ValueError("the solution path leaves its folder")
-    spec: dict[str, Any] = {}
-    if meta_path.is_file():
-        try:
-            spec = json.loads(meta_path.read_text(encoding="utf-8")).get("spec") or {}
-        except (ValueError, AttributeError):
-            raise ValueError(f"{entry.solution}/solution.json is not a JSON object") from None
-    language = str(spec.get("language") or "cuda")
-    if language not in Submission.Language.values:
-        raise ValueError(f"{entry.solution}/solution.json names an unknown language {language!r}")
-    kernel_file = str(spec.get("entry_point") or kernel_file_name(language)).split("::", 1)[0]
-    if "/" in kernel_file or kernel_file.startswith("."):
-        raise ValueError(f"{entry.solution}/solution.json: entry point {kernel_file!r} is not a file name")
-    return kernel_file, language
+    if not meta_path.is_file():
+        return kernel_file_name("cuda"), "cuda"
+    solution = read_solution(meta_path)
+    return solution.kernel_file, solution.language
 
 
 def _check_verdict_matches(verdict: dict[str, Any], *, entry: IndexEntry, digest: str, kernel_file: str) -> None:

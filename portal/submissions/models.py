@@ -8,12 +8,13 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from evaluator.solutions import LANGUAGE_FILES
 from portal.catalog.models import ARCH_CHOICES, Task
 
 
 def kernel_file_name(language: str) -> str:
     """The file name a submission's source is stored and served under: kernel.py for Triton, else kernel.cu."""
-    return "kernel.py" if language == "triton" else "kernel.cu"
+    return LANGUAGE_FILES.get(language, LANGUAGE_FILES["cuda"])
 
 
 class Submission(models.Model):

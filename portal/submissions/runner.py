@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evaluator.solutions import LANGUAGE_FILES
+
 # Variables the evaluator may need; everything else (SECRET_KEY, DATABASE_URL, FERNET keys ...) stays behind.
 PASS_ENV = (
     "PATH",
@@ -83,7 +85,7 @@ def run_evaluator(
     """Evaluate `source`; `on_events` gets new progress events (and serves as heartbeat) about once a
     second and returns False if the evaluation is no longer ours, which stops the child."""
     workdir.mkdir(parents=True, exist_ok=True)
-    kernel = workdir / ("kernel.py" if language == "triton" else "kernel.cu")  # as models.kernel_file_name
+    kernel = workdir / LANGUAGE_FILES.get(language, LANGUAGE_FILES["cuda"])
     kernel.write_text(source, encoding="utf-8")
     verdict_path = workdir / "verdict.json"
     progress_path = workdir / "progress.jsonl"
