@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# One session's GPU pass on an offline H200 (the device tool runs it from the repo root), in two modes:
+# One session's GPU pass on an offline H200 (the device tool runs it from the repo root), in three modes:
 #   checks  every sm_90a reference kernel (CUDA and Triton; verdicts kept), chosen corpus entries, Fixit end to end
 #           through the portal's GPU worker (tests/test_fixit_gpu.py); about 8 minutes.
+#   probe   bench/evaluator_phases.py (where one verdict's time goes), scripts/measure_baselines.py (every library
+#           baseline by the evaluator's timer), the Triton GPU tests (references and the 17 starters); ~7 minutes.
 #   corpus  the whole adversarial corpus twice back to back in one process (tests/adversarial/corpus.py
 #           --repeat 2), started detached so that it outlives one device call: `corpus start`, then
 #           `corpus wait` in the next call (it waits up to WAIT_S and prints the table when done).
@@ -46,6 +48,24 @@ if [ "$mode" = checks ]; then
     -rA tests/test_fixit_gpu.py 2>&1 | tail -25
   echo "fixit: exit $? in $(( $(date +%s) - t0 )) s"; pack
   cp "$WORK/checks.log" "$FINAL/"
+  exit 0
+fi
+
+if [ "$mode" = probe ]; then  # where a verdict's time goes, the library baselines, the Triton starters
+  exec > >(tee "$WORK/probe.log") 2>&1
+  env_log | tee "$WORK/env.log"
+  t0=$(date +%s)
+  timeout "${PHASES_LIMIT:-150}" python3 bench/evaluator_phases.py --repeats 2 --out "$WORK/phases"
+  echo "phases: exit $? in $(( $(date +%s) - t0 )) s"; pack
+  t0=$(date +%s)
+  mkdir -p "$WORK/baselines"
+  timeout "${BASELINES_LIMIT:-240}" python3 scripts/measure_baselines.py --out "$WORK/baselines" > "$WORK/baselines/baselines.log" 2>&1
+  echo "baselines: exit $? in $(( $(date +%s) - t0 )) s"; tail -45 "$WORK/baselines/baselines.log"; pack
+  t0=$(date +%s)
+  timeout "${STARTER_LIMIT:-150}" python3 -m pytest -m gpu -q -p no:cacheprovider -rA \
+    tests/evaluator/test_triton_gpu.py 2>&1 | tail -25
+  echo "triton gpu tests: exit $? in $(( $(date +%s) - t0 )) s"; pack
+  cp "$WORK/probe.log" "$FINAL/"
   exit 0
 fi
 
