@@ -7,7 +7,9 @@ from the same per-trial seeds on both sides (evaluator.inputs), so the parent re
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import os
+import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ class Checker:
     exchange: Path  # the only folder a candidate's output file may be in
     reference: Any  # the task's reference callable
     derive: Any  # the task's input deriver (evaluator.inputs.input_deriver)
+    _buffers: dict[int, Any] = field(default_factory=dict)  # host buffers outputs are read into, by size
 
     @classmethod
     def for_task(cls, task: Task, device: Any, exchange: Path) -> Checker:
@@ -58,7 +61,6 @@ class Checker:
         Raises ChannelViolation when the message's list of files is malformed or names a file that the
         evaluator did not ask for.
         """
-        import numpy as np
         import torch
 
         definition = self.task.definition
@@ -79,13 +81,13 @@ class Checker:
             path = Path(str(info.get("path", "")))
             if path.parent != self.exchange or not path.name.endswith(f"_{spec.name}.bin"):
                 raise ChannelViolation(f"output file {str(path)[:200]} is not one the evaluator asked for")
-            raw = np.fromfile(path, dtype=np.uint8)
             itemsize = torch.empty(0, dtype=expected_dtype).element_size()
-            if raw.size != math.prod(expected_shape) * itemsize or list(info.get("shape", [])) != list(expected_shape):
+            raw = self._read(path, math.prod(expected_shape) * itemsize)
+            if raw is None or list(info.get("shape", [])) != list(expected_shape):
                 return Comparison(
                     Status.INCORRECT_SHAPE, f"{spec.name}: shape {info.get('shape')}, expected {list(expected_shape)}"
                 )
-            out = torch.from_numpy(raw).view(expected_dtype).reshape(expected_shape)
+            out = raw.view(expected_dtype).reshape(expected_shape)
             kwargs = {
                 "name": spec.name,
                 "expected_shape": expected_shape,
@@ -100,6 +102,32 @@ class Checker:
                 # The candidate process may still hold most of the GPU's memory: compare on the host instead.
                 comparisons.append(compare_output(out, ref.cpu(), device=torch.device("cpu"), **kwargs))
         return worst(comparisons)
+
+    def _read(self, path: Path, nbytes: int) -> Any:
+        """The file's bytes in a reused (pinned, on a GPU host) buffer, or None when it does not hold exactly
+        `nbytes` or is not a regular file. Never follows a link: the candidate process may write this folder."""
+        import torch
+
+        try:  # O_NONBLOCK: a FIFO put in the file's place must not hang this process in open()
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            return None
+        with os.fdopen(fd, "rb", buffering=0) as fh:
+            info = os.fstat(fh.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size != nbytes:
+                return None
+            buf = self._buffers.get(nbytes)
+            if buf is None:
+                pinned = self.device.type == "cuda" and nbytes > 0
+                buf = self._buffers[nbytes] = torch.empty(nbytes, dtype=torch.uint8, pin_memory=pinned)
+            view = memoryview(buf.numpy())
+            got = 0
+            while got < nbytes:
+                n = fh.readinto(view[got:])
+                if not n:
+                    return None
+                got += n
+        return buf
 
 
 def rel_norm_bound(task: Task) -> float:

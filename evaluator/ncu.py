@@ -335,20 +335,29 @@ _MANGLED = ("--print-kernel-base", "mangled")
 
 
 def read_report(ncu: str, report: Path, timeout_s: float = 120.0) -> tuple[str, str]:
-    """(source page CSV, raw page CSV with gpu__time_duration) of an exported report."""
-    source = subprocess.run(
+    """(source page CSV, raw page CSV with gpu__time_duration) of an exported report.
+
+    The two imports run side by side: each is a second of ncu starting up and reading the same report.
+    """
+    commands = [
         [ncu, "--import", str(report), "--page", "source", "--print-source", "sass", "--csv", *_MANGLED],
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-    )
-    raw = subprocess.run(
         [ncu, "--import", str(report), "--page", "raw", "--csv", "--metrics", "gpu__time_duration.sum", *_MANGLED],
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-    )
-    return source.stdout, raw.stdout
+    ]
+    procs = [
+        subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # noqa: S603
+        for cmd in commands
+    ]
+    outputs = []
+    try:
+        for proc in procs:
+            out, _ = proc.communicate(timeout=timeout_s)
+            outputs.append(out)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return outputs[0], outputs[1]
 
 
 def ncu_error_reason(output: str) -> str | None:

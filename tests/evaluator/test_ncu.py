@@ -275,3 +275,14 @@ def test_evaluator_captures_decide_like_the_gpu_run():
         kernels = _golden(name)
         check = decide_arch(arch="sm_90a", sass=_static_from(kernels, "sm_90a"), kernels=kernels, task_flops=flops)
         assert check.status == status, name
+
+
+def test_read_report_returns_each_page_of_its_own_import(tmp_path):
+    """The two imports run side by side; each output must still come back as the page it asked for."""
+    from evaluator.ncu import read_report
+
+    fake = tmp_path / "ncu"
+    fake.write_text('#!/bin/sh\nwhile [ "$1" != --page ]; do shift; done\nsleep 0.2\necho "page $2"\n')
+    fake.chmod(0o755)
+    source, raw = read_report(str(fake), tmp_path / "r.ncu-rep")
+    assert (source, raw) == ("page source\n", "page raw\n")
