@@ -11,6 +11,8 @@ and diagnostics naming files outside them are cut from the log (evaluator/includ
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 import re
 import shutil
@@ -61,11 +63,27 @@ def find_nvcc() -> str:
 
 def tvm_ffi_paths() -> tuple[list[str], str]:
     """Include directories and the libtvm_ffi.so path of the installed tvm_ffi package."""
+    includes, library = _tvm_ffi_paths()
+    return list(includes), library
+
+
+@functools.lru_cache(maxsize=1)
+def _tvm_ffi_paths() -> tuple[tuple[str, ...], str]:
+    # tvm_ffi's libinfo module is read on its own: importing the package imports PyTorch (~3.5 s of CPU), which a
+    # process that only compiles (the CPU worker, the static CLI) never needs.
+    spec = importlib.util.find_spec("tvm_ffi")
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
+    path = Path(folders[0]) / "libinfo.py" if folders else None
+    if path is None or not path.is_file():
+        raise EnvironmentProblem("the tvm_ffi package (apache-tvm-ffi) is not installed")
+    loader_spec = importlib.util.spec_from_file_location("_ptxbench_tvm_ffi_libinfo", path)
+    assert loader_spec is not None and loader_spec.loader is not None
+    libinfo = importlib.util.module_from_spec(loader_spec)
     try:
-        import tvm_ffi.libinfo as libinfo
-    except ImportError as exc:
-        raise EnvironmentProblem(f"the tvm_ffi package (apache-tvm-ffi) is not importable: {exc}") from None
-    return list(libinfo.include_paths()), str(libinfo.find_libtvm_ffi())
+        loader_spec.loader.exec_module(libinfo)
+        return tuple(libinfo.include_paths()), str(libinfo.find_libtvm_ffi())
+    except (ImportError, RuntimeError) as exc:
+        raise EnvironmentProblem(f"the tvm_ffi package (apache-tvm-ffi) is not usable: {exc}") from None
 
 
 def nvcc_command(source: Path, library: Path, arch: str, nvcc: str | None = None) -> list[str]:
