@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# One session's GPU pass on an offline H200 (the device tool runs it from the repo root), in three modes:
+# One session's GPU pass on an offline H200 (the device tool runs it from the repo root), in four modes:
 #   checks  every sm_90a reference kernel (CUDA and Triton; verdicts kept), chosen corpus entries, Fixit end to end
 #           through the portal's GPU worker (tests/test_fixit_gpu.py); about 8 minutes.
 #   probe   bench/evaluator_phases.py (where one verdict's time goes), scripts/measure_baselines.py (every library
 #           baseline by the evaluator's timer), the Triton GPU tests (references and the 17 starters); ~7 minutes.
+#   cost    bench/evaluator_phases.py and bench/evaluator_bench.py on the headline GEMM, the Triton starter tests.
 #   corpus  the whole adversarial corpus twice back to back in one process (tests/adversarial/corpus.py
 #           --repeat 2), started detached so that it outlives one device call: `corpus start`, then
 #           `corpus wait` in the next call (it waits up to WAIT_S and prints the table when done).
@@ -66,6 +67,24 @@ if [ "$mode" = probe ]; then  # where a verdict's time goes, the library baselin
     tests/evaluator/test_triton_gpu.py 2>&1 | tail -25
   echo "triton gpu tests: exit $? in $(( $(date +%s) - t0 )) s"; pack
   cp "$WORK/probe.log" "$FINAL/"
+  exit 0
+fi
+
+if [ "$mode" = cost ]; then  # the headline GEMM's time per verdict, every stage, and where it goes; Triton starters
+  exec > >(tee "$WORK/cost.log") 2>&1
+  env_log | tee "$WORK/env.log"
+  t0=$(date +%s)
+  timeout "${PHASES_LIMIT:-150}" python3 bench/evaluator_phases.py --repeats 3 --out "$WORK/phases"
+  echo "phases: exit $? in $(( $(date +%s) - t0 )) s"; pack
+  t0=$(date +%s)
+  timeout "${BENCH_LIMIT:-120}" python3 bench/evaluator_bench.py --repeats 2 --skip fidelity,calibration --out "$WORK/bench" \
+    2>&1 | tail -12
+  echo "evaluator_bench: exit $? in $(( $(date +%s) - t0 )) s"; pack
+  t0=$(date +%s)
+  timeout "${STARTER_LIMIT:-200}" python3 -m pytest -m gpu -q -p no:cacheprovider -rA -k starter \
+    tests/evaluator/test_triton_gpu.py 2>&1 | grep -E "^(PASSED|FAILED|ERROR)|passed|failed" | tail -12
+  echo "triton starters: exit $? in $(( $(date +%s) - t0 )) s"; pack
+  cp "$WORK/cost.log" "$FINAL/"
   exit 0
 fi
 
