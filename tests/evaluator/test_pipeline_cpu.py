@@ -16,17 +16,19 @@ from evaluator import verdict as vm
 from evaluator.pipeline import Options, evaluate, resolve_stages, select_workloads
 from evaluator.taskdata import load_task
 from evaluator.verdict import OverallStatus, Status
+from tests.support.variants import SOURCE, variant_workdir
 
 HERE = Path(__file__).resolve().parent
 TASK = load_task(HERE / "tasks" / "tiny_gemm")
-SOURCE = (HERE.parent / "kernels" / "cpu_gemm_variants.cu").read_text()
 SCHEMA = json.loads((HERE.parents[1] / "evaluator" / "verdict.schema.json").read_text())
 
 
 def run_variant(variant: str | None, **options):
-    source = (f"#define VARIANT_{variant}\n" if variant else "") + SOURCE
-    opts = Options(**{"device_type": "cpu", "timeout_s": 20, "seed": b"fixed-test-seed!", **options})
-    verdict = evaluate(source, TASK, "sm_90a", stages=["correctness"], options=opts)
+    with variant_workdir(variant) as work:
+        opts = Options(
+            **{"device_type": "cpu", "timeout_s": 20, "seed": b"fixed-test-seed!", "workdir": work, **options}
+        )
+        verdict = evaluate(SOURCE, TASK, "sm_90a", stages=["correctness"], options=opts)
     jsonschema.validate(json.loads(vm.to_json(verdict)), SCHEMA)
     return verdict
 

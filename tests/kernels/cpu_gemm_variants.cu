@@ -1,69 +1,102 @@
 // Host-code candidates for the CPU tests of the evaluation machinery (task tests/evaluator/tasks/tiny_gemm).
-// Tests prepend "#define VARIANT_<NAME>" to pick a behaviour; without one the kernel is correct.
+// A test picks a behaviour by writing its name into the file `ptxbench-test-variant` of the evaluation's work
+// folder (tests/support/variants.py), so that every variant is one source and one compile; without the file the
+// kernel is correct.
 // The tensors are CPU tensors: the pipeline's device_type="cpu" mode exists for exactly these tests.
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/function.h>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <unistd.h>
 
-#if defined(VARIANT_PRINT_ENV)
 extern char** environ;
-#endif
+
+// The work folder is where the evaluator put this process's job file (the argument ending in ".json").
+static void read_variant(char* chosen, size_t size) {
+  chosen[0] = 0;
+  FILE* cmd = std::fopen("/proc/self/cmdline", "rb");
+  if (!cmd) return;
+  static char args[8192];
+  size_t n = std::fread(args, 1, sizeof args - 1, cmd);
+  std::fclose(cmd);
+  args[n] = 0;
+  for (size_t i = 0; i < n; i += std::strlen(args + i) + 1) {
+    const char* arg = args + i;
+    size_t len = std::strlen(arg);
+    const char* slash = std::strrchr(arg, '/');
+    if (len < 5 || std::strcmp(arg + len - 5, ".json") != 0 || !slash) continue;
+    char path[4096];
+    std::snprintf(path, sizeof path, "%.*s/ptxbench-test-variant", static_cast<int>(slash - arg), arg);
+    if (FILE* f = std::fopen(path, "r")) {
+      if (!std::fgets(chosen, static_cast<int>(size), f)) chosen[0] = 0;
+      std::fclose(f);
+      chosen[std::strcspn(chosen, "\n")] = 0;
+    }
+    return;
+  }
+}
+
+static bool variant_is(const char* name) {
+  static char chosen[64];
+  static bool read = false;
+  if (!read) {
+    read_variant(chosen, sizeof chosen);
+    read = true;
+  }
+  return std::strcmp(chosen, name) == 0;
+}
 
 void run_impl(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorView c) {
   const int64_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[0];
   float* pa = static_cast<float*>(a.data_ptr());
   const float* pb = static_cast<const float*>(b.data_ptr());
   float* pc = static_cast<float*>(c.data_ptr());
-#if defined(VARIANT_HANG)
-  for (volatile int spin = 1; spin;) {
+  if (variant_is("HANG")) {
+    for (volatile int spin = 1; spin;) {
+    }
   }
-#endif
-#if defined(VARIANT_CRASH)
-  volatile int* bad = nullptr;
-  *bad = 1;
-#endif
-#if defined(VARIANT_NOISY)
-  for (int i = 0; i < 200000; ++i) std::printf("noise line %d from the candidate\n", i);
-#endif
-#if defined(VARIANT_UNWRITTEN)
-  return;
-#endif
-#if defined(VARIANT_PRINT_ENV)
-  for (char** e = environ; *e; ++e) std::printf("ENV %s\n", *e);
-#endif
-#if defined(VARIANT_SKIP_SEEN_BUFFERS)
-  // Skips the work whenever the output buffer was seen before with the same input buffers.
-  static const void* seen[64][2];
-  static int nseen = 0;
-  for (int s = 0; s < nseen; ++s)
-    if (seen[s][0] == pa && seen[s][1] == pc) return;
-  if (nseen < 64) { seen[nseen][0] = pa; seen[nseen][1] = pc; ++nseen; }
-#endif
-#if defined(VARIANT_DRIFT)
-  // Correct for the first calls, then stale.
-  static int calls = 0;
-  if (++calls > 12) return;
-#endif
+  if (variant_is("CRASH")) {
+    volatile int* bad = nullptr;
+    *bad = 1;
+  }
+  if (variant_is("NOISY")) {
+    for (int i = 0; i < 200000; ++i) std::printf("noise line %d from the candidate\n", i);
+  }
+  if (variant_is("UNWRITTEN")) {
+    return;
+  }
+  if (variant_is("PRINT_ENV")) {
+    for (char** e = environ; *e; ++e) std::printf("ENV %s\n", *e);
+  }
+  if (variant_is("SKIP_SEEN_BUFFERS")) {
+    // Skips the work whenever the output buffer was seen before with the same input buffers.
+    static const void* seen[64][2];
+    static int nseen = 0;
+    for (int s = 0; s < nseen; ++s)
+      if (seen[s][0] == pa && seen[s][1] == pc) return;
+    if (nseen < 64) { seen[nseen][0] = pa; seen[nseen][1] = pc; ++nseen; }
+  }
+  if (variant_is("DRIFT")) {
+    // Correct for the first calls, then stale.
+    static int calls = 0;
+    if (++calls > 12) return;
+  }
+  const bool wrong = variant_is("WRONG"), nan = variant_is("NAN"), zero = variant_is("ZERO_SMALL");
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       float acc = 0.f;
       for (int64_t p = 0; p < k; ++p) acc += pa[i * k + p] * pb[j * k + p];
-#if defined(VARIANT_WRONG)
-      acc *= 1.5f;
-#elif defined(VARIANT_NAN)
-      if (i == m / 2 && j == n / 2) acc = NAN;
-#elif defined(VARIANT_ZERO_SMALL)
-      acc = 0.f;
-#endif
+      if (wrong) acc *= 1.5f;
+      if (nan && i == m / 2 && j == n / 2) acc = NAN;
+      if (zero) acc = 0.f;
       pc[i * n + j] = acc;
     }
   }
-#if defined(VARIANT_MODIFY_INPUT)
-  pa[0] += 1.0f;
-#endif
+  if (variant_is("MODIFY_INPUT")) {
+    pa[0] += 1.0f;
+  }
 }
 
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run_impl);
