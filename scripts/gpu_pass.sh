@@ -33,59 +33,51 @@ env_log() {
 }
 pack() { tar -C "$WORK" -czf "$FINAL/gpu-pass.tgz" --exclude compile-cache --exclude 'fixit-site' . 2>/dev/null; }
 
+# step NAME LIMIT LINES CMD...: CMD under a time limit, its output in $WORK/NAME.log (LINES of it shown), its exit
+# status and seconds printed, the results packed so far.
+step() {
+  local name=$1 limit=$2 lines=$3 t0 rc
+  shift 3
+  t0=$(date +%s)
+  timeout "$limit" "$@" > "$WORK/$name.log" 2>&1
+  rc=$?
+  tail -n "$lines" "$WORK/$name.log"
+  echo "$name: exit $rc in $(( $(date +%s) - t0 )) s"
+  pack
+}
+begin() { exec > >(tee "$WORK/$mode.log") 2>&1; env_log | tee "$WORK/env.log"; }
+finish() { cp "$WORK/$mode.log" "$FINAL/"; exit 0; }
+
 if [ "$mode" = checks ]; then
-  exec > >(tee "$WORK/checks.log") 2>&1
-  env_log | tee "$WORK/env.log"
-  t0=$(date +%s)
-  timeout "${REF_LIMIT:-330}" python3 scripts/gpu_references.py --out "$WORK/verdicts" --prebuild 8
-  echo "references: exit $? in $(( $(date +%s) - t0 )) s"; pack
-  t0=$(date +%s)
-  timeout "${ENTRY_LIMIT:-150}" python3 tests/adversarial/corpus.py --prebuild 8 --json "$WORK/corpus-checks.json" \
-    --only "${ENTRIES:-module_loaded_same_name,triton_skip_after_trials,triton_dead_dot,infinite_loop}" | tail -12
-  echo "corpus entries: exit $? in $(( $(date +%s) - t0 )) s"; pack
-  t0=$(date +%s)
+  begin
+  step references "${REF_LIMIT:-330}" 20 python3 scripts/gpu_references.py --out "$WORK/verdicts" --prebuild 8
+  step corpus-entries "${ENTRY_LIMIT:-150}" 12 python3 tests/adversarial/corpus.py --prebuild 8 \
+    --json "$WORK/corpus-checks.json" \
+    --only "${ENTRIES:-module_loaded_same_name,triton_skip_after_trials,triton_dead_dot,infinite_loop}"
   mkdir -p "$WORK/fixit-example"
-  FIXIT_EXAMPLE_OUT="$WORK/fixit-example" timeout "${FIXIT_LIMIT:-240}" python3 -m pytest -m gpu -q -p no:cacheprovider \
-    -rA tests/test_fixit_gpu.py 2>&1 | tail -25
-  echo "fixit: exit $? in $(( $(date +%s) - t0 )) s"; pack
-  cp "$WORK/checks.log" "$FINAL/"
-  exit 0
+  export FIXIT_EXAMPLE_OUT="$WORK/fixit-example"
+  step fixit "${FIXIT_LIMIT:-240}" 25 python3 -m pytest -m gpu -q -p no:cacheprovider -rA tests/test_fixit_gpu.py
+  finish
 fi
 
-if [ "$mode" = probe ]; then  # where a verdict's time goes, the library baselines, the Triton starters
-  exec > >(tee "$WORK/probe.log") 2>&1
-  env_log | tee "$WORK/env.log"
-  t0=$(date +%s)
-  timeout "${PHASES_LIMIT:-150}" python3 bench/evaluator_phases.py --repeats 2 --out "$WORK/phases"
-  echo "phases: exit $? in $(( $(date +%s) - t0 )) s"; pack
-  t0=$(date +%s)
+if [ "$mode" = probe ]; then  # where a verdict's time goes, the library baselines, the Triton GPU tests
+  begin
+  step phases "${PHASES_LIMIT:-150}" 40 python3 bench/evaluator_phases.py --repeats 2 --out "$WORK/phases"
   mkdir -p "$WORK/baselines"
-  timeout "${BASELINES_LIMIT:-240}" python3 scripts/measure_baselines.py --out "$WORK/baselines" > "$WORK/baselines/baselines.log" 2>&1
-  echo "baselines: exit $? in $(( $(date +%s) - t0 )) s"; tail -45 "$WORK/baselines/baselines.log"; pack
-  t0=$(date +%s)
-  timeout "${STARTER_LIMIT:-150}" python3 -m pytest -m gpu -q -p no:cacheprovider -rA \
-    tests/evaluator/test_triton_gpu.py 2>&1 | tail -25
-  echo "triton gpu tests: exit $? in $(( $(date +%s) - t0 )) s"; pack
-  cp "$WORK/probe.log" "$FINAL/"
-  exit 0
+  step baselines "${BASELINES_LIMIT:-240}" 45 python3 scripts/measure_baselines.py --out "$WORK/baselines"
+  step triton-gpu "${STARTER_LIMIT:-150}" 25 python3 -m pytest -m gpu -q -p no:cacheprovider -rA \
+    tests/evaluator/test_triton_gpu.py
+  finish
 fi
 
 if [ "$mode" = cost ]; then  # the headline GEMM's time per verdict, every stage, and where it goes; Triton starters
-  exec > >(tee "$WORK/cost.log") 2>&1
-  env_log | tee "$WORK/env.log"
-  t0=$(date +%s)
-  timeout "${PHASES_LIMIT:-150}" python3 bench/evaluator_phases.py --repeats 3 --out "$WORK/phases"
-  echo "phases: exit $? in $(( $(date +%s) - t0 )) s"; pack
-  t0=$(date +%s)
-  timeout "${BENCH_LIMIT:-120}" python3 bench/evaluator_bench.py --repeats 2 --skip fidelity,calibration --out "$WORK/bench" \
-    2>&1 | tail -12
-  echo "evaluator_bench: exit $? in $(( $(date +%s) - t0 )) s"; pack
-  t0=$(date +%s)
-  timeout "${STARTER_LIMIT:-200}" python3 -m pytest -m gpu -q -p no:cacheprovider -rA -k starter \
-    tests/evaluator/test_triton_gpu.py 2>&1 | grep -E "^(PASSED|FAILED|ERROR)|passed|failed" | tail -12
-  echo "triton starters: exit $? in $(( $(date +%s) - t0 )) s"; pack
-  cp "$WORK/cost.log" "$FINAL/"
-  exit 0
+  begin
+  step phases "${PHASES_LIMIT:-150}" 60 python3 bench/evaluator_phases.py --repeats 3 --out "$WORK/phases"
+  step evaluator-bench "${BENCH_LIMIT:-120}" 12 python3 bench/evaluator_bench.py --repeats 2 \
+    --skip fidelity,calibration --out "$WORK/bench"
+  step triton-starters "${STARTER_LIMIT:-200}" 12 python3 -m pytest -m gpu -q -p no:cacheprovider -rA -k starter \
+    tests/evaluator/test_triton_gpu.py
+  finish
 fi
 
 if [ "$mode" = corpus ] && [ "$sub" = run ]; then  # in the foreground, within one call (CORPUS_ARGS=--gpu-only)
