@@ -103,7 +103,7 @@ def main() -> int:
                         setattr(module, k, v)
             for k in ("reference_outputs", "compare"):
                 setattr(correctness.Checker, k, saved_checker[k])
-        stages = {s.name: s.seconds for s in verdict.stages}
+        stage_seconds = {s.name: s.seconds for s in verdict.stages}
         arch = verdict.arch_check.status.value if verdict.arch_check else None
         runs.append(
             {
@@ -111,11 +111,11 @@ def main() -> int:
                 "wall_s": round(wall, 3),
                 "status": verdict.status.value,
                 "arch": arch,
-                "stages": stages,
+                "stages": stage_seconds,
                 "phases": phases.table(),
             }
         )
-        print(f"\nrun {i + 1}: {verdict.status.value}, arch {arch}, wall {wall:.2f} s, stages {stages}")
+        print(f"\nrun {i + 1}: {verdict.status.value}, arch {arch}, wall {wall:.2f} s, stages {stage_seconds}")
         for row in phases.table():
             print(f"  {row['seconds']:8.3f} s  x{row['calls']:<3d} {row['phase']}")
     (args.out / "phases.json").write_text(
