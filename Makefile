@@ -4,6 +4,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip -q --disable-pip-version-check
+# uv when it can be had (parallel, with pip's own configuration), else pip: scripts/install_python.sh
+INSTALL := bash scripts/install_python.sh $(VENV)
 RUFF := $(VENV)/bin/ruff
 # pytest-xdist workers for `make test` and `make test-fast` (docs/testing.md): two, one a core on the 2-core CI machine.
 TEST_WORKERS ?= 2
@@ -19,12 +21,11 @@ $(VENV)/bin/python:
 venv: $(VENV)/bin/python
 
 deps-run: venv
-	$(PIP) install -e '.[compile]'
+	$(INSTALL) -e '.[compile]'
 
 # The CPU build of PyTorch (2.13.0 lies on local disk on our machines; an unpinned torch pulls CUDA wheels).
 deps-test: venv
-	$(PIP) install 'torch==2.13.0'
-	$(PIP) install -e '.[compile,dev,triton]'
+	$(INSTALL) 'torch==2.13.0' -e '.[compile,dev,triton]'
 
 # Redis, and bubblewrap: the sandbox the local workers run candidate code and the compiler in.
 system-run:

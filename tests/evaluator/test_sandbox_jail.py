@@ -30,6 +30,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 TINY = HERE / "tasks" / "tiny_gemm"
 SOURCE = (REPO / "tests" / "kernels" / "cpu_gemm_variants.cu").read_text()
+# For the compile-only tests (the subject is the sandbox, not the kernel): ~2 s of nvcc instead of ~10 s.
+LIGHT = (REPO / "tests" / "kernels" / "light_kernel.cu").read_text()
 
 
 def _jail_or_skip():
@@ -53,10 +55,10 @@ def test_missing_bubblewrap_is_refused_unless_allowed(monkeypatch, tmp_path):
     with pytest.raises(SandboxUnavailable, match="not installed"):
         open_jail(allow_unsandboxed=None)
     with pytest.raises(SandboxUnavailable):
-        evaluate(SOURCE, load_task(TINY), "sm_90a", stages=["compile"], options=Options(device_type="cpu"))
+        evaluate(LIGHT, load_task(TINY), "sm_90a", stages=["compile"], options=Options(device_type="cpu"))
     # Explicitly allowed: it runs, and the verdict says how and why.
     v = evaluate(
-        SOURCE,
+        LIGHT,
         load_task(TINY),
         "sm_90a",
         stages=["compile"],
@@ -71,7 +73,7 @@ def test_missing_bubblewrap_is_refused_unless_allowed(monkeypatch, tmp_path):
 
 def test_cli_exits_3_without_a_sandbox(monkeypatch, tmp_path):
     kernel = tmp_path / "k.cu"
-    kernel.write_text(SOURCE)
+    kernel.write_text(LIGHT)
     env = {**os.environ, "EVALUATOR_BWRAP": str(tmp_path / "none"), "PYTHONPATH": str(REPO)}
     env.pop("EVALUATOR_ALLOW_UNSANDBOXED", None)
     base = [sys.executable, "-m", "evaluator", "run", str(kernel), "--task", "tiny_gemm", "--arch", "sm_90a"]
@@ -221,7 +223,7 @@ def test_compiler_runs_sandboxed_with_a_clean_environment(tmp_path, monkeypatch)
 
     jail = _jail_or_skip()
     monkeypatch.setenv("DATABASE_URL", "postgres://secret")
-    source = SOURCE.replace("#include <unistd.h>", "#include <unistd.h>\n#ifdef DATABASE_URL\n#error leaked\n#endif")
+    source = "#ifdef DATABASE_URL\n#error leaked\n#endif\n" + LIGHT
     compiled = compile_kernel(source, "sm_90a", tmp_path / "build", jail=jail)
     assert compiled.result.ok, compiled.result.output
     assert compiled.preprocessed is not None and "run_impl" in compiled.preprocessed
