@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One session's GPU pass on an offline H200 (the device tool runs it from the repo root), in four modes:
+# One session's GPU pass on an offline H200 (the device tool runs it from the repo root), in five modes:
+#   fixit   tests/test_fixit_gpu.py alone (~2 minutes).
 #   checks  every sm_90a reference kernel (CUDA and Triton; verdicts kept), chosen corpus entries, Fixit end to end
 #           through the portal's GPU worker (tests/test_fixit_gpu.py); about 8 minutes.
 #   probe   bench/evaluator_phases.py (where one verdict's time goes), scripts/measure_baselines.py (every library
@@ -45,6 +46,11 @@ step() {
   echo "$name: exit $rc in $(( $(date +%s) - t0 )) s"
   pack
 }
+fixit_step() {
+  mkdir -p "$WORK/fixit-example"
+  export FIXIT_EXAMPLE_OUT="$WORK/fixit-example"
+  step fixit "${FIXIT_LIMIT:-240}" 25 python3 -m pytest -m gpu -q -p no:cacheprovider -rA tests/test_fixit_gpu.py
+}
 begin() { exec > >(tee "$WORK/$mode.log") 2>&1; env_log | tee "$WORK/env.log"; }
 finish() { cp "$WORK/$mode.log" "$FINAL/"; exit 0; }
 
@@ -54,9 +60,13 @@ if [ "$mode" = checks ]; then
   step corpus-entries "${ENTRY_LIMIT:-150}" 12 python3 tests/adversarial/corpus.py --prebuild 8 \
     --json "$WORK/corpus-checks.json" \
     --only "${ENTRIES:-module_loaded_same_name,triton_skip_after_trials,triton_dead_dot,infinite_loop}"
-  mkdir -p "$WORK/fixit-example"
-  export FIXIT_EXAMPLE_OUT="$WORK/fixit-example"
-  step fixit "${FIXIT_LIMIT:-240}" 25 python3 -m pytest -m gpu -q -p no:cacheprovider -rA tests/test_fixit_gpu.py
+  fixit_step
+  finish
+fi
+
+if [ "$mode" = fixit ]; then  # the Fixit end-to-end test alone (its dataset, or its attempts' verdicts, packed)
+  begin
+  fixit_step
   finish
 fi
 
