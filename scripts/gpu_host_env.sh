@@ -1,14 +1,23 @@
 # Sourced by the GPU-host scripts: make an offline GPU host able to run the portal and the sandboxed evaluator
-# from a bundle made by scripts/fetch_gpu_bundle.sh (Python 3.12 wheels in $BUNDLE/whl, Debian packages in
-# $BUNDLE/deb). Exports PYTHONPATH, PATH, LD_LIBRARY_PATH and EVALUATOR_BWRAP; installs into $HOST_ENV_DIR.
+# from $BUNDLE, either the bundle of scripts/fetch_gpu_bundle.sh (Python 3.12 wheels in whl/, Debian packages in
+# deb/) or the compressed carry of scripts/make_gpu_carry.sh (the same packages installed and packed as
+# site.tar.xz, the .debs beside it). Exports PYTHONPATH, PATH, LD_LIBRARY_PATH and EVALUATOR_BWRAP; unpacks into
+# $HOST_ENV_DIR.
 HOST_ENV_DIR=${HOST_ENV_DIR:-/tmp/ptxbench-host}
 PY=${PYTHON:-python3}
-if [ -d "$BUNDLE/whl" ] && [ ! -d "$HOST_ENV_DIR/site" ]; then
-  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$HOST_ENV_DIR/site" "$BUNDLE"/whl/*.whl
+if [ ! -d "$HOST_ENV_DIR/site" ]; then
+  if [ -d "$BUNDLE/whl" ]; then
+    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$HOST_ENV_DIR/site" "$BUNDLE"/whl/*.whl
+  elif [ -f "$BUNDLE/site.tar.xz" ]; then
+    mkdir -p "$HOST_ENV_DIR/site"
+    tar xJf "$BUNDLE/site.tar.xz" -C "$HOST_ENV_DIR/site" --strip-components=1
+  fi
 fi
-[ -d "$HOST_ENV_DIR/site" ] && export PYTHONPATH="$HOST_ENV_DIR/site:${PYTHONPATH:-}"
-if [ -d "$BUNDLE/deb" ] && [ ! -d "$HOST_ENV_DIR/root" ]; then
-  for f in "$BUNDLE"/deb/*.deb; do dpkg -x "$f" "$HOST_ENV_DIR/root"; done
+[ -d "$HOST_ENV_DIR/site" ] && export PYTHONPATH="$HOST_ENV_DIR/site${PYTHONPATH:+:$PYTHONPATH}"
+if [ ! -d "$HOST_ENV_DIR/root" ]; then
+  for f in "$BUNDLE"/deb/*.deb "$BUNDLE"/*.deb; do
+    [ -f "$f" ] && dpkg -x "$f" "$HOST_ENV_DIR/root"
+  done
 fi
 if [ -d "$HOST_ENV_DIR/root" ]; then
   export PATH="$PATH:$HOST_ENV_DIR/root/usr/bin"  # after the host's own: only fills gaps (redis-server, bwrap)

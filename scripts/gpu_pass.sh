@@ -19,12 +19,9 @@ FINAL=${OUT:-$PWD/gpu-out}
 WORK=/tmp/gpu-pass
 mkdir -p "$FINAL" "$WORK"
 export PYTHONUNBUFFERED=1 EVALUATOR_COMPILE_CACHE=$WORK/compile-cache
-if [ ! -d /tmp/carrysite ]; then tar xJf .carry/site.tar.xz -C /tmp; fi
-export PYTHONPATH="/tmp/carrysite${PYTHONPATH:+:$PYTHONPATH}"
-if [ ! -d /tmp/hostroot ]; then for f in .carry/*.deb; do dpkg -x "$f" /tmp/hostroot; done; fi
-export PATH="$PATH:/tmp/hostroot/usr/bin" LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/tmp/hostroot/usr/lib/x86_64-linux-gnu"
-command -v bwrap >/dev/null || export EVALUATOR_BWRAP=/tmp/hostroot/usr/bin/bwrap
-export EVALUATOR_ALLOW_UNSANDBOXED_PROFILE=${EVALUATOR_ALLOW_UNSANDBOXED_PROFILE:-1}
+BUNDLE=${BUNDLE:-.carry}
+# shellcheck source=scripts/gpu_host_env.sh
+source scripts/gpu_host_env.sh
 env_log() {
   date -u; nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm --format=csv,noheader
   nvcc --version | tail -1; ncu --version | tail -1; "${EVALUATOR_BWRAP:-bwrap}" --version
