@@ -237,7 +237,8 @@ def test_the_hidden_check_reuses_the_public_evaluations_compile(alice, tmp_path,
 
     # What gpu_worker does with settings.EVALUATOR_COMPILE_CACHE: the evaluator children read the variable.
     monkeypatch.setenv("EVALUATOR_COMPILE_CACHE", str(tmp_path / "compile-cache"))
-    public = _submit(alice, starter_source())
+    # The cache is the subject: a kernel cheap to compile (this test's private cache makes it a real compile).
+    public = _submit(alice, (REPO / "tests" / "kernels" / "light_kernel.cu").read_text())
     _drain()
     hidden = evaluation_create(submission=public.submission, purpose=Evaluation.Purpose.HIDDEN)
     _drain()
