@@ -44,8 +44,8 @@ step() {
   pack
 }
 fixit_step() {
-  mkdir -p "$WORK/fixit-example"
-  export FIXIT_EXAMPLE_OUT="$WORK/fixit-example"
+  mkdir -p "$WORK/fixit-example" "$WORK/fixit-verdicts"
+  export FIXIT_EXAMPLE_OUT="$WORK/fixit-example" FIXIT_VERDICTS_OUT="$WORK/fixit-verdicts"
   step fixit "${FIXIT_LIMIT:-240}" 25 python3 -m pytest -m gpu -q -p no:cacheprovider -rA tests/test_fixit_gpu.py
 }
 begin() { exec > >(tee "$WORK/$mode.log") 2>&1; env_log | tee "$WORK/env.log"; }

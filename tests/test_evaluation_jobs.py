@@ -23,6 +23,7 @@ from portal.submissions.services import evaluation_reconcile, submission_create
 from tests.support.factories import (
     BROKEN_KERNEL,
     GEMM,
+    LIGHT_KERNEL,
     REPO,
     make_user,
     start_manage_process,
@@ -238,7 +239,7 @@ def test_the_hidden_check_reuses_the_public_evaluations_compile(alice, tmp_path,
     # What gpu_worker does with settings.EVALUATOR_COMPILE_CACHE: the evaluator children read the variable.
     monkeypatch.setenv("EVALUATOR_COMPILE_CACHE", str(tmp_path / "compile-cache"))
     # The cache is the subject: a kernel cheap to compile (this test's private cache makes it a real compile).
-    public = _submit(alice, (REPO / "tests" / "kernels" / "light_kernel.cu").read_text())
+    public = _submit(alice, LIGHT_KERNEL)
     _drain()
     hidden = evaluation_create(submission=public.submission, purpose=Evaluation.Purpose.HIDDEN)
     _drain()

@@ -2,7 +2,8 @@
 failing kernels; a repair run whose recorded teacher replies are the Hopper reference GEMM (TMA + wgmma) repairs
 them; every attempt is scored by the real evaluator; the dataset built from it holds exactly three verified
 repair pairs. With FIXIT_EXAMPLE_OUT set, the dataset's files (manifest included) are copied there
-(scripts/gpu_fixit.sh puts them under $OUT/fixit-example for docs/examples/)."""
+(scripts/gpu_fixit.sh puts them under $OUT/fixit-example for docs/examples/); with FIXIT_VERDICTS_OUT set, the
+repair attempts' verdicts are written there (a failure's message names each attempt's review state and reason)."""
 
 from __future__ import annotations
 
@@ -90,8 +91,8 @@ def test_a_repair_run_on_the_gpu_gives_three_verified_pairs(replay, settings, tm
     )
     # A held evaluation is not usable: the message says which attempt was held and why.
     why = [(t.evaluation.status, t.evaluation.review_state, t.evaluation.review_reason) for t in attempts]
-    if os.environ.get("FIXIT_EXAMPLE_OUT"):
-        out = Path(os.environ["FIXIT_EXAMPLE_OUT"])
+    if os.environ.get("FIXIT_VERDICTS_OUT"):
+        out = Path(os.environ["FIXIT_VERDICTS_OUT"])
         out.mkdir(parents=True, exist_ok=True)
         for t in attempts:
             (out / f"attempt-{t.trajectory.index}-{t.index}.verdict.json").write_text(json.dumps(t.evaluation.verdict))

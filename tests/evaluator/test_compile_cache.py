@@ -10,17 +10,16 @@ import pytest
 
 from evaluator.compile import compile_kernel
 from evaluator.sass import count_families, disassemble
+from tests.support.factories import LIGHT_KERNEL
 
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"
-# The cache is the subject, not the kernel: one without the TVM-FFI C++ headers compiles in ~2 s instead of ~10 s.
-LIGHT = (KERNELS / "light_kernel.cu").read_text()
 pytestmark = pytest.mark.skipif(
     shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(), reason="nvcc not installed"
 )
 
 
 def test_second_compile_of_the_same_source_is_a_verified_hit(tmp_path):
-    source = LIGHT
+    source = LIGHT_KERNEL  # the cache is the subject, not the kernel
     cache = tmp_path / "cache"
     first = compile_kernel(source, "sm_90a", tmp_path / "a", cache_dir=cache)
     assert first.result.ok and not first.result.cached
@@ -43,7 +42,7 @@ def test_second_compile_of_the_same_source_is_a_verified_hit(tmp_path):
 
 
 def test_tampered_entry_is_ignored_and_failures_are_not_kept(tmp_path):
-    source = LIGHT
+    source = LIGHT_KERNEL  # the cache is the subject, not the kernel
     cache = tmp_path / "cache"
     first = compile_kernel(source, "sm_90a", tmp_path / "a", cache_dir=cache)
     (entry,) = list(cache.iterdir())
@@ -62,7 +61,7 @@ def test_tampered_entry_is_ignored_and_failures_are_not_kept(tmp_path):
 def test_an_unsandboxed_evaluation_neither_reads_nor_fills_the_cache(tmp_path):
     from evaluator.jail import Jail
 
-    source = LIGHT
+    source = LIGHT_KERNEL  # the cache is the subject, not the kernel
     cache = tmp_path / "cache"
     unsandboxed = Jail("unsandboxed", "test: operator allowed it")
     first = compile_kernel(source, "sm_90a", tmp_path / "a", cache_dir=cache, jail=unsandboxed)

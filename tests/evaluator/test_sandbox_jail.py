@@ -25,13 +25,12 @@ from evaluator.policy import check_preprocessed
 from evaluator.sandbox import run_group
 from evaluator.taskdata import load_task
 from evaluator.verdict import OverallStatus
+from tests.support.factories import LIGHT_KERNEL
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 TINY = HERE / "tasks" / "tiny_gemm"
 SOURCE = (REPO / "tests" / "kernels" / "cpu_gemm_variants.cu").read_text()
-# For the compile-only tests (the subject is the sandbox, not the kernel): ~2 s of nvcc instead of ~10 s.
-LIGHT = (REPO / "tests" / "kernels" / "light_kernel.cu").read_text()
 
 
 def _jail_or_skip():
@@ -55,10 +54,10 @@ def test_missing_bubblewrap_is_refused_unless_allowed(monkeypatch, tmp_path):
     with pytest.raises(SandboxUnavailable, match="not installed"):
         open_jail(allow_unsandboxed=None)
     with pytest.raises(SandboxUnavailable):
-        evaluate(LIGHT, load_task(TINY), "sm_90a", stages=["compile"], options=Options(device_type="cpu"))
+        evaluate(LIGHT_KERNEL, load_task(TINY), "sm_90a", stages=["compile"], options=Options(device_type="cpu"))
     # Explicitly allowed: it runs, and the verdict says how and why.
     v = evaluate(
-        LIGHT,
+        LIGHT_KERNEL,
         load_task(TINY),
         "sm_90a",
         stages=["compile"],
@@ -73,7 +72,7 @@ def test_missing_bubblewrap_is_refused_unless_allowed(monkeypatch, tmp_path):
 
 def test_cli_exits_3_without_a_sandbox(monkeypatch, tmp_path):
     kernel = tmp_path / "k.cu"
-    kernel.write_text(LIGHT)
+    kernel.write_text(LIGHT_KERNEL)
     env = {**os.environ, "EVALUATOR_BWRAP": str(tmp_path / "none"), "PYTHONPATH": str(REPO)}
     env.pop("EVALUATOR_ALLOW_UNSANDBOXED", None)
     base = [sys.executable, "-m", "evaluator", "run", str(kernel), "--task", "tiny_gemm", "--arch", "sm_90a"]
@@ -223,7 +222,7 @@ def test_compiler_runs_sandboxed_with_a_clean_environment(tmp_path, monkeypatch)
 
     jail = _jail_or_skip()
     monkeypatch.setenv("DATABASE_URL", "postgres://secret")
-    source = "#ifdef DATABASE_URL\n#error leaked\n#endif\n" + LIGHT
+    source = "#ifdef DATABASE_URL\n#error leaked\n#endif\n" + LIGHT_KERNEL
     compiled = compile_kernel(source, "sm_90a", tmp_path / "build", jail=jail)
     assert compiled.result.ok, compiled.result.output
     assert compiled.preprocessed is not None and "run_impl" in compiled.preprocessed

@@ -39,6 +39,10 @@ def starter_source(task: str = GEMM) -> str:
     return (REPO / "tasks" / task / "starter.cu").read_text()
 
 
+# tests/kernels/light_kernel.cu: for tests whose subject is the compile cache or the compile sandbox, not the kernel
+# (no TVM-FFI C++ headers: ~2 s of nvcc instead of ~10 s).
+LIGHT_KERNEL = (REPO / "tests" / "kernels" / "light_kernel.cu").read_text()
+
 # Without the TVM-FFI headers, so that its failure costs nvcc ~0.4 s of CPU instead of ~2.4 s (the front end parses
 # every included header before it gives up); flows that evaluate it (agent turns, Fixit, jobs) pay it per turn.
 BROKEN_KERNEL = """// does not compile: a syntax error the compiler must report
