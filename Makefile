@@ -47,12 +47,12 @@ test: deps-test system-test
 	DEBUG=1 $(PY) manage.py makemigrations --check --dry-run
 	$(PY) -m pytest -m "not gpu" -q $(PYTEST_PARALLEL)
 
-## The same without the nvcc-heavy sweeps (tests marked `slow`): for the edit-test loop; `make test` runs them.
+## The same without the heavy tests (`slow`: nvcc and Triton sweeps; `browser`: Chromium): for the edit-test loop; `make test` runs them.
 test-fast: deps-test system-test
 	$(RUFF) check .
 	$(RUFF) format --check .
 	DEBUG=1 $(PY) manage.py makemigrations --check --dry-run
-	$(PY) -m pytest -m "not gpu and not slow" -q $(PYTEST_PARALLEL)
+	$(PY) -m pytest -m "not gpu and not slow and not browser" -q $(PYTEST_PARALLEL)
 
 ## On a GPU host (H100/H200, carry .gpu-bundle/ from scripts/fetch_gpu_bundle.sh): GPU tests, the adversarial
 ## corpus twice, the evaluator benchmark; a compact table on stdout, logs under $$OUT (default ./gpu-out).

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from evaluator import compile_cache
 from evaluator import ncu as ncu_mod
 from evaluator.compile import compile_kernel
 from evaluator.includes import outside_finding
@@ -80,7 +81,7 @@ def sass_stage(
     t = time.monotonic()
     book.report("sass", "disassembling")
     binaries = compiled.cubins or [compiled.cubin or compiled.library]
-    text = "\n".join(disassemble(b) for b in binaries)
+    text = disassembly(compiled, binaries)
     (build / "kernel.sass").write_text(text)
     target = task.targets.get(arch)
     counts = count_families(text, arch, target.families if target else None)
@@ -90,6 +91,19 @@ def sass_stage(
     summary = ", ".join(f"{f}={counts.families[f]}" for f in counts.target_families)
     book.finish("sass", StageState.PASSED, t, summary)
     return counts, resource_usage(binaries)
+
+
+def disassembly(compiled: Any, binaries: list[Path]) -> str:
+    """The SASS of every binary; for a CUDA compile with a compile-cache entry, the one kept there (made and
+    kept on the entry's first evaluation)."""
+    entry = compiled.cache_entry
+    cubin_sha = compiled.result.cubin_sha256 if entry is not None and not compiled.cubins else None
+    if cubin_sha and (kept := compile_cache.load_sass(entry, cubin_sha)) is not None:
+        return kept
+    text = "\n".join(disassemble(b) for b in binaries)
+    if cubin_sha:
+        compile_cache.store_sass(entry, cubin_sha, text)
+    return text
 
 
 def _last_evaluator_line(output: str) -> str:

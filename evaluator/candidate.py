@@ -42,7 +42,7 @@ from evaluator.integrity import (
 from evaluator.jail import Jail
 from evaluator.performance import performance_from_timing, use_trusted_latency
 from evaluator.protocol import CandidateError, ChannelViolation
-from evaluator.sandbox import CandidateProcess, ChildDied, child_env
+from evaluator.sandbox import CandidateProcess, ChildDied, ProcessLimitHit, child_env
 from evaluator.taskdata import HIDDEN_WORKLOADS_FILE, Task, Workload, parse_workloads
 from evaluator.verdict import Correctness, FootprintCheck, IntegrityHold, KernelFootprint, Status, WorkloadResult
 
@@ -272,6 +272,9 @@ def run_workload(
     except CandidateError as exc:
         result.status = Status.RUNTIME_ERROR
         result.message = str(exc)
+    except ProcessLimitHit as exc:
+        result.status = Status.RUNTIME_ERROR
+        result.message = f"the candidate process was killed: {exc}"
     except ChildDied as exc:
         code = child.wait(5)
         result.status = Status.RUNTIME_ERROR
@@ -284,7 +287,7 @@ def run_workload(
     finally:
         child.close(grace_s=10.0)
         run.limit_events = dict(child.limit_events)
-        if child.limit_events.get("pids_max_hit"):
+        if child.limit_events.get("pids_max_hit") and "process limit" not in result.message:
             _add_message(result, "the candidate hit the sandbox's process limit")
         if child.limit_events.get("oom_kill"):
             _add_message(result, "the sandbox's host-memory limit killed a candidate process")

@@ -49,6 +49,7 @@ class CompiledKernel:
     preprocessed: str | None = None  # `nvcc -E` output (host pass), for the policy after macro expansion
     outside_files: list[str] | None = None  # files nvcc opened outside the include roots (log withheld)
     cubins: list[Path] = field(default_factory=list)  # Triton: one cubin per compiled kernel (all counted)
+    cache_entry: Path | None = None  # its compile-cache entry, when the cache is on (the disassembly is kept there)
 
 
 def find_nvcc() -> str:
@@ -129,7 +130,7 @@ def compile_kernel(
         key = compile_cache.cache_key(source, flags, nvcc_version(nvcc), tvm_ffi_paths())
         hit = compile_cache.load(cache_dir, key, workdir)
         if hit is not None:
-            return CompiledKernel(hit.result, hit.library, hit.cubin, hit.preprocessed)
+            return CompiledKernel(hit.result, hit.library, hit.cubin, hit.preprocessed, cache_entry=hit.entry)
     toolkit = Path(nvcc).resolve().parent.parent
     env = child_env(workdir)
     roots = includes.include_roots(nvcc, tvm_ffi_paths()[0], env)
@@ -178,14 +179,15 @@ def compile_kernel(
         nvcc_version=nvcc_version(nvcc),
         resources=parse_ptxas_resources(output),
     )
-    cubin = None
+    cubin = entry = None
     if ok:
         result.library_sha256 = sha256_file(library)
         cubin = extract_cubin(library, workdir, jail=jail)
         result.cubin_sha256 = sha256_file(cubin) if cubin else None
         if cache_dir is not None and key is not None and preprocessed is not None:
-            compile_cache.store(cache_dir, key, result, library, cubin, preprocessed)
-    return CompiledKernel(result, library if ok else None, cubin, preprocessed if ok else None, outside or None)
+            entry = compile_cache.store(cache_dir, key, result, library, cubin, preprocessed)
+    kept = preprocessed if ok else None
+    return CompiledKernel(result, library if ok else None, cubin, kept, outside or None, cache_entry=entry)
 
 
 def host_compiler_dirs(env: dict[str, str]) -> list[Path]:

@@ -7,6 +7,10 @@ successful compiles are kept (a failure, a time-out or a template bomb is paid f
 code never sees the cache folder: the sandbox shows only the evaluator package, the task and the exchange
 folder (an evaluation allowed to run unsandboxed neither reads nor fills the cache). Enabled by `EVALUATOR_COMPILE_CACHE=/some/dir` (or `Options.compile_cache`); off by default.
 Oldest entries beyond `MAX_ENTRIES` are removed after each store.
+
+An entry also keeps the cubin's disassembly once the SASS stage has made it (`load_sass`/`store_sass`):
+`cuobjdump --dump-sass` costs about a second of CPU even for a tiny cubin, and every evaluation of the same
+source reads the same SASS. It is checked against the entry's cubin digest and its own digest before use.
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ class CachedCompile:
     library: Path
     cubin: Path | None
     preprocessed: str | None
+    entry: Path
 
 
 def load(cache_dir: Path, key: str, workdir: Path) -> CachedCompile | None:
@@ -84,21 +89,23 @@ def load(cache_dir: Path, key: str, workdir: Path) -> CachedCompile | None:
         result = CompileResult(**record, resources=resources)
     except TypeError:  # written by another evaluator version
         return None
-    if sha256_file(library) != result.library_sha256:  # damaged or tampered with: drop it, compile again
+    damaged = sha256_file(library) != result.library_sha256
+    damaged = damaged or (cubin is not None and sha256_file(cubin) != result.cubin_sha256)
+    if damaged:  # damaged or tampered with: drop it, compile again
         shutil.rmtree(entry, ignore_errors=True)
         return None
     result.cached = True
     with contextlib.suppress(OSError):
         os.utime(entry)  # recently used: kept longest
-    return CachedCompile(result, library, cubin, preprocessed)
+    return CachedCompile(result, library, cubin, preprocessed, entry)
 
 
 def store(
     cache_dir: Path, key: str, result: CompileResult, library: Path, cubin: Path | None, preprocessed: str | None
-) -> None:
-    """Keep a successful compile (atomically: a half-written entry is never visible)."""
+) -> Path | None:
+    """Keep a successful compile (atomically: a half-written entry is never visible); its entry folder."""
     if not result.ok:
-        return
+        return None
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=cache_dir))
@@ -116,7 +123,39 @@ def store(
             shutil.rmtree(tmp, ignore_errors=True)
         _prune(cache_dir)
     except OSError:
+        return None
+    return cache_dir / key
+
+
+def load_sass(entry: Path, cubin_sha256: str | None) -> str | None:
+    """The disassembly kept in `entry` for the cubin with this digest, or None (absent, stale or damaged)."""
+    if not cubin_sha256:
+        return None
+    try:
+        record = json.loads((entry / "sass.json").read_text(encoding="utf-8"))
+        text = (entry / "kernel.sass").read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return None
+    if record.get("cubin_sha256") != cubin_sha256 or record.get("sass_sha256") != _digest(text):
+        return None
+    return text
+
+
+def store_sass(entry: Path, cubin_sha256: str | None, text: str) -> None:
+    """Keep the disassembly of the entry's cubin (each file replaced atomically; the digests bind the pair)."""
+    if not cubin_sha256 or not entry.is_dir():
         return
+    record = {"cubin_sha256": cubin_sha256, "sass_sha256": _digest(text)}
+    with contextlib.suppress(OSError):
+        for name, data in (("kernel.sass", text), ("sass.json", json.dumps(record))):
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=entry)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(data)
+            os.replace(tmp, entry / name)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _prune(cache_dir: Path) -> None:

@@ -6,7 +6,9 @@ one JSON object per line. Candidate code can print whatever it likes on stdout; 
 results from there. With a `Jail` (evaluator/jail.py) the process runs inside bubblewrap, with resource
 limits and, where possible, its own cgroup; whatever it leaves behind is killed through the cgroup too.
 A process that writes more than `output_limit` bytes to stdout or stderr is killed: printing gigabytes is
-a way to stall the evaluator, never something a kernel needs.
+a way to stall the evaluator, never something a kernel needs. A candidate whose cgroup reaches its process limit
+(pids.max) is killed too, as soon as the parent sees it (checked every `LIMIT_POLL_S` while it waits for a
+message): a fork bomb held at the limit would otherwise spin on every core until the wall-clock limit.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
 OUTPUT_CAP = 1024 * 1024  # bytes kept per stream; the rest is counted and dropped
 OUTPUT_LIMIT = 64 * 1024 * 1024  # bytes per stream after which the process is killed
 TAIL_BYTES = 4096
+LIMIT_POLL_S = 0.25  # how often a waiting parent looks at the candidate's cgroup for a process-limit hit
 _ENV_KEEP = (
     "PATH",
     "LD_LIBRARY_PATH",
@@ -113,6 +116,10 @@ class ChildDied(RuntimeError):
     """The child closed its message pipe (exited or crashed) before answering."""
 
 
+class ProcessLimitHit(ChildDied):
+    """The child's cgroup reached its process limit: the parent killed the whole tree."""
+
+
 class CandidateProcess:
     """One candidate process: spawn, exchange JSON-line messages, kill the whole group."""
 
@@ -164,6 +171,7 @@ class CandidateProcess:
         self._buffer = b""
         self.received = 0  # messages read so far (compared with the count the child's trusted side sent)
         self.limit_events: dict[str, int] = {}
+        self._next_limit_check = 0.0
 
     def _flood(self) -> None:
         self.killed = True
@@ -191,12 +199,14 @@ class CandidateProcess:
             raise ChildDied("the candidate process is gone") from None
 
     def receive(self, deadline: float) -> dict[str, Any]:
-        """The next message. Raises TimeoutError at `deadline` (time.monotonic) and ChildDied on EOF."""
+        """The next message. Raises TimeoutError at `deadline` (time.monotonic), ChildDied on EOF and
+        ProcessLimitHit (after killing everything) once the cgroup's process limit has been hit."""
         while b"\n" not in self._buffer:
+            self._stop_at_process_limit()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError
-            ready, _, _ = select.select([self._from_child_r], [], [], min(remaining, 1.0))
+            ready, _, _ = select.select([self._from_child_r], [], [], min(remaining, LIMIT_POLL_S))
             if not ready:
                 continue
             chunk = os.read(self._from_child_r, 1 << 20)
@@ -212,6 +222,15 @@ class CandidateProcess:
             raise ChildDied("malformed message from the candidate process")
         self.received += 1
         return message
+
+    def _stop_at_process_limit(self) -> None:
+        now = time.monotonic()
+        if self.cgroup is None or now < self._next_limit_check:
+            return
+        self._next_limit_check = now + LIMIT_POLL_S
+        if self.cgroup.events().get("pids_max_hit"):
+            self.kill()
+            raise ProcessLimitHit("it reached the sandbox's process limit, so its whole process tree was killed")
 
     def kill(self) -> None:
         """SIGKILL the whole process group (the candidate and anything it started)."""

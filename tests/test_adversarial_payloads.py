@@ -9,7 +9,10 @@ candidate's __main__, against the real evaluator modules (CPU only, nothing patc
 from __future__ import annotations
 
 import ast
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -77,15 +80,19 @@ def test_send_wrapper_rewrites_the_timing_message_of_the_child_session():
     assert sent[1]["series"]["baseline"]["samples_ms"] == [8.0]
 
 
-def test_secret_scan_would_print_a_planted_secret(capsys, monkeypatch):
-    monkeypatch.setenv("PTXBENCH_CANARY_SECRET", "payload-test-canary")
-
-    class Holder:  # as the child's Session holds its job dict (a dict of atomic values, untracked by gc itself)
-        pass
-
-    holder = Holder()
-    holder.job = {"profile_seed": 1234567, "secret_seed": "payload-test-seed"}
-    run_as_main(payload("secrets_python_reach.cu", "kLook"))
-    out = capsys.readouterr().out
+def test_secret_scan_would_print_a_planted_secret():
+    # In a fresh, small process, as in the candidate's: the scan shows its first 30 finds, and a test worker's
+    # heap, full of other tests' objects, would use them up before reaching the planted job.
+    holder = (
+        "class Holder:  # as the child's Session holds its job dict (a dict of atomic values, untracked by gc)\n"
+        "    pass\n"
+        "holder = Holder()\n"
+        "holder.job = {'profile_seed': 1234567, 'secret_seed': 'payload-test-seed'}\n"
+    )
+    env = {"PATH": os.environ.get("PATH", ""), "PTXBENCH_CANARY_SECRET": "payload-test-canary"}
+    code = holder + payload("secrets_python_reach.cu", "kLook")
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
     assert "payload-test-canary" in out
     assert "payload-test-seed" in out and "1234567" in out

@@ -295,6 +295,7 @@ def test_hopper_header_is_rejected_for_plain_sm90(tmp_path: Path) -> None:
     assert "wgmma" in proc.stderr or "setmaxnreg" in proc.stderr
 
 
+@pytest.mark.slow  # nvcc with the TVM-FFI headers
 def test_abi_starter_builds_with_the_harness_command(tmp_path: Path) -> None:
     nvcc, _ = _tools()
     blocks = _cuda_blocks((PACKS / "common" / "abi.md").read_text(encoding="utf-8"))
@@ -309,6 +310,7 @@ def test_abi_starter_builds_with_the_harness_command(tmp_path: Path) -> None:
     assert (tmp_path / "starter.so").stat().st_size > 0
 
 
+@pytest.mark.slow  # nvcc with the TVM-FFI headers
 def test_hopper_gemm_walkthrough_builds_and_uses_wgmma_and_tma(tmp_path: Path) -> None:
     nvcc, cuobjdump = _tools()
     blocks = [b for b in _cuda_blocks((PACKS / "hopper" / "gemm.md").read_text(encoding="utf-8")) if "run_impl" in b]

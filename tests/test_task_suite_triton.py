@@ -80,6 +80,7 @@ def test_starter_causal_flag_matches_the_task():
         assert "CAUSAL" not in _starter(name)
 
 
+@pytest.mark.slow  # seconds of Triton interpreter per starter
 @pytest.mark.parametrize("name", sorted(INTERPRETED))
 def test_starter_matches_the_reference_in_the_triton_interpreter(name):
     report = _interpret(name, str(TASKS / name / STARTER), INTERPRETED[name])

@@ -1,19 +1,20 @@
 // Trick: fork without end (every child forks too), to exhaust the host's process table.
-// Expected: the sandbox's process limit (pids cgroup) holds the bomb, the verdict says the limit was hit, and the
-// whole tree is killed. The children exec a shell that forks on (a copy of the whole Python process is slow to
-// fork: on two loaded cores it reached a few dozen processes in 30 s; shells reach the limit within a second).
-// Once its own fork fails (the limit), the first process exits and leaves the rest for the evaluator to kill:
-// RUNTIME_ERROR as soon as the limit holds, not a wait for the wall-clock limit.
+// Expected: the sandbox's process limit (pids cgroup) holds the bomb, and the evaluator, which watches the
+// cgroup while it waits for an answer, kills the whole tree at the first hit: RUNTIME_ERROR naming the limit,
+// long before the wall-clock limit. The children exec a shell that forks on (a copy of the whole Python process
+// is slow to fork: on two loaded cores it reached a few dozen processes in 30 s; shells reach the limit within a
+// second). No process gives up at the limit: the first one keeps forking, so only the evaluator can end this.
 #include <unistd.h>
-#include <tvm/ffi/container/tensor.h>
-#include <tvm/ffi/function.h>
+#include <tvm/ffi/c_api.h>
+
+#include <cstdint>
 
 // fp32 C[M,N] = A[M,K] @ B[N,K]^T on host tensors (task tests/evaluator/tasks/tiny_gemm, CPU mode).
-static void host_gemm(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorView c) {
-  const int64_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[0];
-  const float* pa = static_cast<const float*>(a.data_ptr());
-  const float* pb = static_cast<const float*>(b.data_ptr());
-  float* pc = static_cast<float*>(c.data_ptr());
+static void host_gemm(DLTensor* a, DLTensor* b, DLTensor* c) {
+  const int64_t m = a->shape[0], k = a->shape[1], n = b->shape[0];
+  const float* pa = static_cast<const float*>(a->data);
+  const float* pb = static_cast<const float*>(b->data);
+  float* pc = static_cast<float*>(c->data);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       float acc = 0.f;
@@ -22,9 +23,8 @@ static void host_gemm(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::
     }
 }
 
-void run_impl(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorView c) {
+void run_impl(DLTensor* a, DLTensor* b, DLTensor* c) {
   host_gemm(a, b, c);
-  const pid_t first = getpid();
   for (;;) {
     const pid_t pid = fork();
     if (pid == 0) {
@@ -33,11 +33,22 @@ void run_impl(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorVi
         if (fork() < 0) usleep(1000);
       }
     }
-    if (pid < 0) {
-      if (getpid() == first) _exit(3);  // the limit held; the others go on forking
-      usleep(1000);
-    }
+    if (pid < 0) usleep(1000);  // the limit held: try again, as an attacker's bomb would
   }
 }
 
-TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run_impl);
+// The entry point through TVM-FFI's C ABI (tvm/ffi/c_api.h) instead of its C++ headers, which cost nvcc ~8 s of
+// parsing: what TVM_FFI_DLL_EXPORT_TYPED_FUNC makes, written out for three tensors. The trick above is the subject.
+static DLTensor* tensor_arg(const TVMFFIAny* args, int i) {
+  return args[i].type_index == kTVMFFIDLTensorPtr ? static_cast<DLTensor*>(args[i].v_ptr)
+                                                   : TVMFFITensorGetDLTensorPtr(args[i].v_obj);
+}
+#define TVM_FFI_DLL_EXPORT_TYPED_FUNC(name, fn)                                                                 \
+  extern "C" __attribute__((visibility("default"))) int __tvm_ffi_##name(void*, const TVMFFIAny* args,          \
+                                                                         int32_t num_args, TVMFFIAny* result) { \
+    if (num_args != 3) return -1;                                                                              \
+    fn(tensor_arg(args, 0), tensor_arg(args, 1), tensor_arg(args, 2));                                         \
+    result->type_index = kTVMFFINone;                                                                          \
+    return 0;                                                                                                  \
+  }
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run_impl)

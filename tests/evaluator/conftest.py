@@ -5,9 +5,9 @@ sandbox tests (test_sandbox_jail.py) check that the verdicts say so.
 
 Modules whose subject is compiling, the compile cache or a compile time-out compile for real: they get the
 `no_compile_cache` marker here; every other test shares the session's compile cache (tests/conftest.py).
-The nvcc-heavy sweeps get the `slow` marker here (run by `make test`, left out by `make test-fast`): the CPU
-adversarial corpus, the compile cache's own tests, and the failure variants of the pipeline test (each variant
-a compile of its own; the passing and the time-out cases stay in the fast run)."""
+The nvcc- and Triton-heavy tests get the `slow` marker here (run by `make test`, left out by `make test-fast`):
+the CPU adversarial corpus, the compile cache's own tests, the successful nvcc compile, the Triton ahead-of-time
+compiles, and the failure variants of the pipeline test (the passing and the time-out cases stay in the fast run)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,12 @@ COMPILES_FOR_REAL = {"test_compile.py", "test_compile_cache.py"}
 SLOW: dict[str, set[str] | None] = {
     "test_adversarial_cpu.py": {"test_cpu_entry_gets_its_expected_verdict", "test_write_outside_left_nothing_behind"},
     "test_compile_cache.py": None,
+    "test_compile.py": {"test_compile_success_for_sm90a"},
+    "test_triton_cpu.py": {
+        "test_reference_triton_gemm_compiles_ahead_of_time_with_gmma_and_tma",
+        "test_a_second_process_finds_the_compiled_kernels_and_compiles_nothing",
+        "test_the_same_triton_file_compiles_for_sm_100a_with_tcgen05_and_tma",
+    },
     "test_pipeline_cpu.py": {
         "test_wrong_candidate",
         "test_unwritten_output_fails_as_nan",

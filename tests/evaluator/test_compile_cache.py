@@ -69,3 +69,31 @@ def test_an_unsandboxed_evaluation_neither_reads_nor_fills_the_cache(tmp_path):
     compile_kernel(source, "sm_90a", tmp_path / "b", cache_dir=cache)  # trusted caller fills it
     again = compile_kernel(source, "sm_90a", tmp_path / "c", cache_dir=cache, jail=unsandboxed)
     assert again.result.ok and not again.result.cached
+
+
+def test_the_disassembly_is_kept_with_its_entry_and_checked_before_use(tmp_path, monkeypatch):
+    from evaluator import build_stages
+
+    cache = tmp_path / "cache"
+    first = compile_kernel(LIGHT_KERNEL, "sm_90a", tmp_path / "a", cache_dir=cache)
+    made = build_stages.disassembly(first, [first.cubin])  # the first evaluation disassembles and keeps it
+    assert first.cache_entry is not None and (first.cache_entry / "kernel.sass").read_text() == made
+    assert made == disassemble(first.cubin) and "FFMA" in made
+
+    hit = compile_kernel(LIGHT_KERNEL, "sm_90a", tmp_path / "b", cache_dir=cache)
+    assert hit.result.cached and hit.cache_entry == first.cache_entry
+
+    def no_cuobjdump(binary):
+        raise AssertionError("disassembled again although the entry holds the SASS")
+
+    monkeypatch.setattr(build_stages, "disassemble", no_cuobjdump)
+    assert build_stages.disassembly(hit, [hit.cubin]) == made
+
+    # A changed disassembly no longer matches its digest; a cubin other than the entry's is not its SASS.
+    (first.cache_entry / "kernel.sass").write_text(made.replace("FFMA", "HGMMA"))
+    monkeypatch.undo()
+    assert build_stages.disassembly(hit, [hit.cubin]) == made  # made again from the cubin (and kept again)
+    assert (first.cache_entry / "kernel.sass").read_text() == made
+    hit.result.cubin_sha256 = "0" * 64
+    monkeypatch.setattr(build_stages, "disassemble", lambda binary: "other")
+    assert build_stages.disassembly(hit, [hit.cubin]) == "other"
