@@ -97,21 +97,33 @@ def _upsert_task(slug: str, fields: dict, report: SyncReport) -> tuple[Task, boo
     return existing, True
 
 
+_WORKLOAD_FIELDS = ("task", "axes", "inputs", "is_headline", "position", "is_active")
+
+
 def _sync_workloads(task: Task, workloads, headline: str | None) -> None:
-    seen = []
+    """Insert or update every workload of the task in three queries (a workload keeps its row, found by uuid,
+    even if it moved from another task); those no longer listed are deactivated, never deleted."""
+    seen = [str(w.uuid) for w in workloads]
+    rows = {str(row.uuid): row for row in Workload.objects.filter(uuid__in=seen)}
+    new, changed = [], []
     for position, w in enumerate(workloads):
-        seen.append(w.uuid)
-        Workload.objects.update_or_create(
-            uuid=w.uuid,
-            defaults={
-                "task": task,
-                "axes": dict(w.axes),
-                "inputs": dict(w.inputs),
-                "is_headline": w.uuid == headline,
-                "position": position,
-                "is_active": True,
-            },
-        )
+        values = {
+            "task": task,
+            "axes": dict(w.axes),
+            "inputs": dict(w.inputs),
+            "is_headline": w.uuid == headline,
+            "position": position,
+            "is_active": True,
+        }
+        row = rows.get(str(w.uuid))
+        if row is None:
+            new.append(Workload(uuid=w.uuid, **values))
+            continue
+        for key, value in values.items():
+            setattr(row, key, value)
+        changed.append(row)
+    Workload.objects.bulk_create(new)
+    Workload.objects.bulk_update(changed, _WORKLOAD_FIELDS)
     task.workloads.exclude(uuid__in=seen).update(is_active=False, is_headline=False)
 
 
