@@ -9,6 +9,7 @@ what the compiler saw (macro-expanded source, the files it opened), and stops th
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from evaluator.compile import compile_kernel
 from evaluator.includes import outside_finding
 from evaluator.jail import Jail
 from evaluator.policy import check_preprocessed
-from evaluator.sass import count_families, disassemble, resource_usage
+from evaluator.sass import count_families, disassemble, dump_resource_usage, merge_resource_usage, resource_usage
 from evaluator.stage_book import StageBook
 from evaluator.taskdata import Task, Workload
 from evaluator.triton_compile import compile_triton
@@ -80,8 +81,8 @@ def sass_stage(
     disassembly is kept for audits with --workdir. Decides `arch` statically when no target instruction exists."""
     t = time.monotonic()
     book.report("sass", "disassembling")
-    binaries = compiled.cubins or [compiled.cubin or compiled.library]
-    text = disassembly(compiled, binaries)
+    binaries = compiled.cubins or [compiled.library]  # the library: every ELF file it holds, as it is loaded
+    text = kept_or_made(compiled, "kernel.sass", lambda: "\n".join(disassemble(b) for b in binaries))
     (build / "kernel.sass").write_text(text)
     target = task.targets.get(arch)
     counts = count_families(text, arch, target.families if target else None)
@@ -90,19 +91,23 @@ def sass_stage(
         book.verdict.arch_check = ncu_mod.decide_arch(arch=arch, sass=counts, kernels=None, task_flops=None)
     summary = ", ".join(f"{f}={counts.families[f]}" for f in counts.target_families)
     book.finish("sass", StageState.PASSED, t, summary)
-    return counts, resource_usage(binaries)
+    if compiled.cubins:
+        return counts, resource_usage(binaries)
+    usage = kept_or_made(compiled, "resource-usage.txt", lambda: dump_resource_usage(binaries[0]))
+    return counts, merge_resource_usage([usage])
 
 
-def disassembly(compiled: Any, binaries: list[Path]) -> str:
-    """The SASS of every binary; for a CUDA compile with a compile-cache entry, the one kept there (made and
-    kept on the entry's first evaluation)."""
+def kept_or_made(compiled: Any, name: str, make: Callable[[], str]) -> str:
+    """What `make` reads from the compiled library; for a CUDA compile with a compile-cache entry, the text kept
+    there under `name` for the library's digest (made and kept on the entry's first evaluation). Triton
+    compiles (several cubins, no entry) always make it."""
     entry = compiled.cache_entry
-    cubin_sha = compiled.result.cubin_sha256 if entry is not None and not compiled.cubins else None
-    if cubin_sha and (kept := compile_cache.load_sass(entry, cubin_sha)) is not None:
+    digest = compiled.result.library_sha256 if entry is not None and not compiled.cubins else None
+    if digest and (kept := compile_cache.load_text(entry, name, digest)) is not None:
         return kept
-    text = "\n".join(disassemble(b) for b in binaries)
-    if cubin_sha:
-        compile_cache.store_sass(entry, cubin_sha, text)
+    text = make()
+    if digest:
+        compile_cache.store_text(entry, name, digest, text)
     return text
 
 

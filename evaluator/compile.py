@@ -124,13 +124,32 @@ def compile_kernel(
     cache_dir = cache_dir if cache_dir is not None else compile_cache.cache_dir_from_env()
     if jail is not None and jail.mode != "bubblewrap":
         cache_dir = None  # unsandboxed candidates could write into the cache folder: do not trust or fill it
-    key = None
-    if cache_dir is not None:
-        flags = [*BASE_FLAGS, *DEPENDENCY_FLAGS, "-gencode", get_arch(arch).gencode]  # kept only when checked
-        key = compile_cache.cache_key(source, flags, nvcc_version(nvcc), tvm_ffi_paths())
-        hit = compile_cache.load(cache_dir, key, workdir)
-        if hit is not None:
+    if cache_dir is None:
+        return _nvcc(cmd, nvcc, arch, workdir, timeout_s=timeout_s, jail=jail, cache=None)
+    flags = [*BASE_FLAGS, *DEPENDENCY_FLAGS, "-gencode", get_arch(arch).gencode]  # kept only when checked
+    key = compile_cache.cache_key(source, flags, nvcc_version(nvcc), tvm_ffi_paths())
+    if (hit := compile_cache.load(cache_dir, key, workdir)) is not None:
+        return CompiledKernel(hit.result, hit.library, hit.cubin, hit.preprocessed, cache_entry=hit.entry)
+    with compile_cache.compiling(cache_dir, key, wait_s=timeout_s):
+        # Another process may have compiled the same source while this one waited for the key's lock.
+        if (hit := compile_cache.load(cache_dir, key, workdir)) is not None:
             return CompiledKernel(hit.result, hit.library, hit.cubin, hit.preprocessed, cache_entry=hit.entry)
+        return _nvcc(cmd, nvcc, arch, workdir, timeout_s=timeout_s, jail=jail, cache=(cache_dir, key))
+
+
+def _nvcc(
+    cmd: list[str],
+    nvcc: str,
+    arch: str,
+    workdir: Path,
+    *,
+    timeout_s: float,
+    jail: Jail | None,
+    cache: tuple[Path, str] | None,
+) -> CompiledKernel:
+    """Run the compile (and the preprocessor pass beside it) in the sandbox; keep a success under `cache`."""
+    src, library = workdir / "kernel.cu", workdir / "kernel.so"
+    deps_file = library.with_suffix(".d")
     toolkit = Path(nvcc).resolve().parent.parent
     env = child_env(workdir)
     roots = includes.include_roots(nvcc, tvm_ffi_paths()[0], env)
@@ -184,8 +203,8 @@ def compile_kernel(
         result.library_sha256 = sha256_file(library)
         cubin = extract_cubin(library, workdir, jail=jail)
         result.cubin_sha256 = sha256_file(cubin) if cubin else None
-        if cache_dir is not None and key is not None and preprocessed is not None:
-            entry = compile_cache.store(cache_dir, key, result, library, cubin, preprocessed)
+        if cache is not None and preprocessed is not None:
+            entry = compile_cache.store(*cache, result, library, cubin, preprocessed)
     kept = preprocessed if ok else None
     return CompiledKernel(result, library if ok else None, cubin, kept, outside or None, cache_entry=entry)
 
@@ -277,7 +296,9 @@ def find_cuobjdump() -> str:
 
 def extract_cubin(library: Path, workdir: Path, *, jail: Jail | None = None) -> Path | None:
     """Write the library's device ELF (cubin) into workdir/cubin/ and return its path (sandboxed with `jail`:
-    cuobjdump parses a file the candidate made)."""
+    cuobjdump parses a file the candidate made). nvcc's library holds two ELF files of one name, the device-link
+    stub and then the kernels; cuobjdump writes them in turn, so the kernels' remains. This file is the verdict's
+    `compile.cubin_sha256`; the SASS stage reads the library itself, every ELF in it."""
     out_dir = Path(workdir).resolve() / "cubin"
     shutil.rmtree(out_dir, ignore_errors=True)
     out_dir.mkdir()
@@ -291,6 +312,7 @@ def extract_cubin(library: Path, workdir: Path, *, jail: Jail | None = None) -> 
         writable=[out_dir],
         readable=[Path(workdir).resolve(), Path(tool).resolve().parent],
         toolchain=True,
+        chdir=out_dir,  # cuobjdump writes the ELF files into its working folder
     )
     cubins = sorted(out_dir.glob("*.cubin"))
     if run.returncode != 0 or not cubins:

@@ -8,20 +8,28 @@ code never sees the cache folder: the sandbox shows only the evaluator package, 
 folder (an evaluation allowed to run unsandboxed neither reads nor fills the cache). Enabled by `EVALUATOR_COMPILE_CACHE=/some/dir` (or `Options.compile_cache`); off by default.
 Oldest entries beyond `MAX_ENTRIES` are removed after each store.
 
-An entry also keeps the cubin's disassembly once the SASS stage has made it (`load_sass`/`store_sass`):
-`cuobjdump --dump-sass` costs about a second of CPU even for a tiny cubin, and every evaluation of the same
-source reads the same SASS. It is checked against the entry's cubin digest and its own digest before use.
+An entry also keeps what the SASS stage read from its binary (the disassembly and the resource usage) once an
+evaluation has made it (`load_text`/`store_text`): each `cuobjdump` run costs about a second of CPU even for a
+tiny binary, and every evaluation of the same source reads the same text. A kept text is bound to the digest of
+the binary it was read from (the cubin, or the shared library when there is none) and to its own digest, and is
+checked against both before use.
+
+Two processes that miss the same key at once would both compile it: `compiling()` holds a lock per key while
+one compiles, and the other waits for its entry instead (never longer than its own compile time-out).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from evaluator.hashing import sha256_file
@@ -127,31 +135,65 @@ def store(
     return cache_dir / key
 
 
-def load_sass(entry: Path, cubin_sha256: str | None) -> str | None:
-    """The disassembly kept in `entry` for the cubin with this digest, or None (absent, stale or damaged)."""
-    if not cubin_sha256:
+KEPT_TEXTS = ("kernel.sass", "resource-usage.txt")  # what the SASS stage reads from the binary, by file name
+LOCK_POLL_S = 0.1
+
+
+def load_text(entry: Path, name: str, binary_sha256: str | None) -> str | None:
+    """The text kept in `entry` under `name` for the binary with this digest, or None (absent, stale or damaged)."""
+    if not binary_sha256 or name not in KEPT_TEXTS:
         return None
     try:
-        record = json.loads((entry / "sass.json").read_text(encoding="utf-8"))
-        text = (entry / "kernel.sass").read_text(encoding="utf-8")
+        record = json.loads((entry / f"{name}.json").read_text(encoding="utf-8"))
+        text = (entry / name).read_text(encoding="utf-8")
     except (OSError, ValueError):
         return None
-    if record.get("cubin_sha256") != cubin_sha256 or record.get("sass_sha256") != _digest(text):
+    if record.get("binary_sha256") != binary_sha256 or record.get("text_sha256") != _digest(text):
         return None
     return text
 
 
-def store_sass(entry: Path, cubin_sha256: str | None, text: str) -> None:
-    """Keep the disassembly of the entry's cubin (each file replaced atomically; the digests bind the pair)."""
-    if not cubin_sha256 or not entry.is_dir():
+def store_text(entry: Path, name: str, binary_sha256: str | None, text: str) -> None:
+    """Keep a text read from the entry's binary (each file replaced atomically; the digests bind the pair)."""
+    if not binary_sha256 or name not in KEPT_TEXTS or not entry.is_dir():
         return
-    record = {"cubin_sha256": cubin_sha256, "sass_sha256": _digest(text)}
+    record = {"binary_sha256": binary_sha256, "text_sha256": _digest(text)}
     with contextlib.suppress(OSError):
-        for name, data in (("kernel.sass", text), ("sass.json", json.dumps(record))):
+        for file, data in ((name, text), (f"{name}.json", json.dumps(record))):
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=entry)
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(data)
-            os.replace(tmp, entry / name)
+            os.replace(tmp, entry / file)
+
+
+@contextlib.contextmanager
+def compiling(cache_dir: Path, key: str, wait_s: float) -> Iterator[None]:
+    """Held while this process compiles `key`: another process that misses the same key waits here (at most
+    `wait_s`, then it compiles anyway) and then finds the entry instead of compiling it a second time. The lock
+    file is removed when the holder is done; a process that still waits on the removed file gets its lock next,
+    looks up the entry and finds it, so the only cost of that race is a compile (never a wrong result)."""
+    lock = cache_dir / f".lock-{key}"
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o600)
+    except OSError:
+        yield
+        return
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(LOCK_POLL_S)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            lock.unlink()
+        os.close(fd)
 
 
 def _digest(text: str) -> str:

@@ -304,11 +304,14 @@ def run_group(
     gpu: bool = False,
     output_cap: int = OUTPUT_CAP,
     toolchain: bool = False,
+    chdir: Path | None = None,
 ) -> GroupResult:
     """Run a command in its own session (sandboxed when `jail` is given); at `timeout_s` kill it all.
 
     Output is read as it comes, keeping the first and last `output_cap / 2` bytes: a compiler flooding its
     error stream costs neither memory nor disk here. `toolchain`: the compiler's narrower sandbox (jail.py).
+    Inside the sandbox the command starts in its private /tmp unless `chdir` names a folder it is shown (a tool
+    that writes into its working folder, like `cuobjdump -xelf`, needs that folder to be `chdir` and writable).
     """
     import tempfile
 
@@ -316,7 +319,7 @@ def run_group(
     cgroup = None
     preexec = None
     if jail is not None:
-        argv = jail.command(argv, writable=writable, readable=readable, gpu=gpu, toolchain=toolchain)
+        argv = jail.command(argv, writable=writable, readable=readable, gpu=gpu, chdir=chdir, toolchain=toolchain)
         env = jail.env(env if env is not None else dict(os.environ))
         cgroup, _ = jail.new_cgroup()
         preexec = jail.preexec(cgroup)

@@ -136,11 +136,21 @@ def parse_resource_usage(text: str) -> dict[str, list[KernelFootprint]]:
 
 def resource_usage(binaries: list[Path], cuobjdump: str | None = None) -> dict[str, list[KernelFootprint]]:
     """`parse_resource_usage` over every cubin or shared library of the candidate."""
+    return merge_resource_usage([dump_resource_usage(b, cuobjdump) for b in binaries])
+
+
+def merge_resource_usage(texts: list[str]) -> dict[str, list[KernelFootprint]]:
+    """`parse_resource_usage` of each binary's `cuobjdump --dump-resource-usage`, merged (each footprint once)."""
     merged: dict[str, list[KernelFootprint]] = {}
-    for binary in binaries:
-        for name, prints in parse_resource_usage(_cuobjdump(binary, "--dump-resource-usage", cuobjdump)).items():
+    for text in texts:
+        for name, prints in parse_resource_usage(text).items():
             merged.setdefault(name, []).extend(p for p in prints if p not in merged.get(name, []))
     return merged
+
+
+def dump_resource_usage(binary: Path, cuobjdump: str | None = None) -> str:
+    """`cuobjdump --dump-resource-usage` of a cubin or a shared library."""
+    return _cuobjdump(binary, "--dump-resource-usage", cuobjdump)
 
 
 def disassemble(binary: Path, cuobjdump: str | None = None) -> str:

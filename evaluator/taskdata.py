@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import json
 import uuid as uuidlib
 from collections.abc import Mapping
@@ -225,6 +226,13 @@ def read_json(path: Path) -> Any:
 # --------------------------------------------------------------------------- definitions
 
 
+@functools.lru_cache(maxsize=256)
+def parse_python(source: str) -> ast.Module:
+    """`ast.parse` of a task's Python text, kept per text: a long-lived process (a worker, the catalog sync in
+    the portal and its tests) loads the same tasks again and again. The tree is only read, never changed."""
+    return ast.parse(source)
+
+
 def parse_definition(data: Any, path: Path) -> Definition:
     if not isinstance(data, Mapping):
         raise TaskDataError(path, "<root>", "must be a JSON object")
@@ -293,7 +301,7 @@ def parse_definition(data: Any, path: Path) -> Definition:
 
     reference = _req(data, "reference", str, path)
     try:
-        module = ast.parse(reference)
+        module = parse_python(reference)
     except SyntaxError as exc:
         raise TaskDataError(path, "reference", f"is not valid Python (line {exc.lineno}: {exc.msg})") from None
     run = next((n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "run"), None)
@@ -483,7 +491,7 @@ def _load_python(spec: Any, where: str, path: Path, directory: Path, *, default_
         raise TaskDataError(path, f"{where}.file", f"{file} does not exist") from None
     function = _opt(spec, "function", str, default_function, path, f"{where}.")
     try:
-        module = ast.parse(source)
+        module = parse_python(source)
     except SyntaxError as exc:
         raise TaskDataError(source_path, "<python>", f"line {exc.lineno}: {exc.msg}") from None
     if not any(isinstance(n, ast.FunctionDef) and n.name == function for n in module.body):

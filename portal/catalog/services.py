@@ -101,71 +101,131 @@ _WORKLOAD_FIELDS = ("task", "axes", "inputs", "is_headline", "position", "is_act
 
 
 def _sync_workloads(task: Task, workloads, headline: str | None) -> None:
-    """Insert or update every workload of the task in three queries (a workload keeps its row, found by uuid,
-    even if it moved from another task); those no longer listed are deactivated, never deleted."""
-    seen = [str(w.uuid) for w in workloads]
+    """Insert or update every workload of one task; see `_sync_workloads_of`."""
+    _sync_workloads_of([(task, workloads, headline)], deactivate=True)
+
+
+def _sync_workloads_of(items: list[tuple[Task, list, str | None]], *, deactivate: bool) -> None:
+    """Insert or update every workload of these tasks in one read, one bulk insert and one bulk update (a
+    workload keeps its row, found by uuid, even if it moved from another task); with `deactivate`, those a task
+    no longer lists are deactivated, never deleted (one query a task)."""
+    seen = [str(w.uuid) for _, workloads, _ in items for w in workloads]
     rows = {str(row.uuid): row for row in Workload.objects.filter(uuid__in=seen)}
     new, changed = [], []
-    for position, w in enumerate(workloads):
-        values = {
-            "task": task,
-            "axes": dict(w.axes),
-            "inputs": dict(w.inputs),
-            "is_headline": w.uuid == headline,
-            "position": position,
-            "is_active": True,
-        }
-        row = rows.get(str(w.uuid))
-        if row is None:
-            new.append(Workload(uuid=w.uuid, **values))
-            continue
-        for key, value in values.items():
-            setattr(row, key, value)
-        changed.append(row)
+    for task, workloads, headline in items:
+        for position, w in enumerate(workloads):
+            values = {
+                "task": task,
+                "axes": dict(w.axes),
+                "inputs": dict(w.inputs),
+                "is_headline": w.uuid == headline,
+                "position": position,
+                "is_active": True,
+            }
+            row = rows.get(str(w.uuid))
+            if row is None:
+                new.append(Workload(uuid=w.uuid, **values))
+                continue
+            for key, value in values.items():
+                setattr(row, key, value)
+            changed.append(row)
     Workload.objects.bulk_create(new)
     Workload.objects.bulk_update(changed, _WORKLOAD_FIELDS)
-    task.workloads.exclude(uuid__in=seen).update(is_active=False, is_headline=False)
+    if deactivate:
+        for task, workloads, _ in items:
+            listed = [str(w.uuid) for w in workloads]
+            task.workloads.exclude(uuid__in=listed).update(is_active=False, is_headline=False)
+
+
+def _sync_packs(packs: list, report: SyncReport) -> dict[str, KnowledgePack]:
+    """Every pack's row, written only where it differs (one read, one bulk insert, a save per changed pack)."""
+    rows = {row.slug: row for row in KnowledgePack.objects.filter(slug__in=[p.id for p in packs])}
+    new = []
+    for pack in packs:
+        values = {
+            "title": pack.title,
+            "arch": pack.arch or "",
+            "description": pack.description,
+            "text": pack.text,
+            "token_count": pack.token_count,
+            "tokenizer": pack.tokenizer,
+            "sha256": pack.sha256,
+            "manifest": {"fragments": list(pack.fragments), "headers": list(pack.headers)},
+        }
+        row = rows.get(pack.id)
+        if row is None:
+            rows[pack.id] = row = KnowledgePack(slug=pack.id, **values)
+            new.append(row)
+        elif any(getattr(row, k) != v for k, v in values.items()):
+            for key, value in values.items():
+                setattr(row, key, value)
+            row.save()
+        report.packs.append(pack.id)
+    KnowledgePack.objects.bulk_create(new)
+    return rows
+
+
+def _sync_targets(items: list[tuple[Task, TaskData, str]], packs: dict[str, KnowledgePack]) -> None:
+    """Each task's architecture targets as its data says, written only where they differ; pack links are
+    compared every time (packs may change while the task does not). An updated task loses the targets it no
+    longer lists."""
+    rows = {(t.task_id, t.arch): t for t in ArchitectureTarget.objects.filter(task__in=[t for t, _, _ in items])}
+    new, changed = [], []
+    for task, data, state in items:
+        if state == UPDATED:
+            task.targets.exclude(arch__in=list(data.targets)).delete()
+        for arch, target in data.targets.items():
+            pack = packs.get(data.knowledge_packs.get(arch, ""))
+            values = {"families": list(target.families), "note": target.note, "pack_id": pack.pk if pack else None}
+            row = rows.get((task.pk, arch))
+            if row is None:
+                new.append(ArchitectureTarget(task=task, arch=arch, **values))
+            elif any(getattr(row, k) != v for k, v in values.items()):
+                for key, value in values.items():
+                    setattr(row, key, value)
+                changed.append(row)
+    ArchitectureTarget.objects.bulk_create(new)
+    ArchitectureTarget.objects.bulk_update(changed, ["families", "note", "pack"])
+
+
+CREATED, UPDATED, UNCHANGED = "created", "updated", "unchanged"
 
 
 @transaction.atomic
 def catalog_sync(*, tasks: list[TaskData], packs: list, deactivate_missing: bool = True) -> SyncReport:
     """Make the catalog match the loaded task data. Everything is validated before this is called,
-    and this runs in one transaction, so a failure leaves the database as it was."""
+    and this runs in one transaction, so a failure leaves the database as it was. Unchanged rows are read,
+    compared and left alone: a sync of an unchanged catalog writes nothing, and a first sync writes each
+    table in a few bulk inserts."""
     report = SyncReport()
-    pack_rows: dict[str, KnowledgePack] = {}
-    for pack in packs:
-        row, _ = KnowledgePack.objects.update_or_create(
-            slug=pack.id,
-            defaults={
-                "title": pack.title,
-                "arch": pack.arch or "",
-                "description": pack.description,
-                "text": pack.text,
-                "token_count": pack.token_count,
-                "tokenizer": pack.tokenizer,
-                "sha256": pack.sha256,
-                "manifest": {"fragments": list(pack.fragments), "headers": list(pack.headers)},
-            },
-        )
-        pack_rows[pack.id] = row
-        report.packs.append(pack.id)
-
+    pack_rows = _sync_packs(packs, report)
+    existing = {t.slug: t for t in Task.objects.filter(slug__in=[d.name for d in tasks])}
+    rows: list[tuple[Task, TaskData, str]] = []
     for data in tasks:
-        task, changed = _upsert_task(data.name, _task_fields(data), report)
-        if changed:
-            _sync_workloads(task, data.workloads, data.headline_workload)
-            task.targets.exclude(arch__in=list(data.targets)).delete()
-        # Pack links are refreshed every time: packs may change while the task does not.
-        for arch, target in data.targets.items():
-            ArchitectureTarget.objects.update_or_create(
-                task=task,
-                arch=arch,
-                defaults={
-                    "families": list(target.families),
-                    "note": target.note,
-                    "pack": pack_rows.get(data.knowledge_packs.get(arch, "")),
-                },
-            )
+        fields = _task_fields(data)
+        fields = {**fields, "content_sha256": _digest(fields), "is_active": True}
+        task = existing.get(data.name)
+        if task is None:
+            task, state = Task(slug=data.name, **fields), CREATED
+        elif task.content_sha256 == fields["content_sha256"] and task.is_active:
+            state = UNCHANGED
+        else:
+            for key, value in fields.items():
+                setattr(task, key, value)
+            task.save()
+            state = UPDATED
+        getattr(report, state).append(data.name)
+        rows.append((task, data, state))
+    new = [task for task, _, state in rows if state == CREATED]
+    Task.objects.bulk_create(new)
+    if any(t.pk is None for t in new):  # a database that does not return the new keys
+        ids = dict(Task.objects.filter(slug__in=[t.slug for t in new]).values_list("slug", "pk"))
+        for t in new:
+            t.pk = ids[t.slug]
+    for state in (CREATED, UPDATED):  # a new task has no workloads to deactivate
+        items = [(task, data.workloads, data.headline_workload) for task, data, s in rows if s == state]
+        _sync_workloads_of(items, deactivate=state == UPDATED)
+    _sync_targets(rows, pack_rows)
 
     if deactivate_missing:
         names = [t.name for t in tasks]

@@ -11,6 +11,7 @@ import pytest
 from evaluator.compile import compile_kernel
 from evaluator.sass import count_families, disassemble
 from tests.support.factories import LIGHT_KERNEL
+from tests.support.sandbox import sandbox_problem
 
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"
 pytestmark = pytest.mark.skipif(
@@ -71,29 +72,89 @@ def test_an_unsandboxed_evaluation_neither_reads_nor_fills_the_cache(tmp_path):
     assert again.result.ok and not again.result.cached
 
 
-def test_the_disassembly_is_kept_with_its_entry_and_checked_before_use(tmp_path, monkeypatch):
+def test_what_the_sass_stage_reads_is_kept_with_its_entry_and_checked_before_use(tmp_path):
     from evaluator import build_stages
+    from evaluator.sass import dump_resource_usage
 
     cache = tmp_path / "cache"
     first = compile_kernel(LIGHT_KERNEL, "sm_90a", tmp_path / "a", cache_dir=cache)
-    made = build_stages.disassembly(first, [first.cubin])  # the first evaluation disassembles and keeps it
+    # the first evaluation disassembles the library and keeps the text
+    made = build_stages.kept_or_made(first, "kernel.sass", lambda: disassemble(first.library))
     assert first.cache_entry is not None and (first.cache_entry / "kernel.sass").read_text() == made
-    assert made == disassemble(first.cubin) and "FFMA" in made
+    assert made == disassemble(first.library) and "FFMA" in made
+    usage = build_stages.kept_or_made(first, "resource-usage.txt", lambda: dump_resource_usage(first.library))
+    assert (first.cache_entry / "resource-usage.txt").read_text() == usage and "REG:" in usage
 
     hit = compile_kernel(LIGHT_KERNEL, "sm_90a", tmp_path / "b", cache_dir=cache)
     assert hit.result.cached and hit.cache_entry == first.cache_entry
 
-    def no_cuobjdump(binary):
-        raise AssertionError("disassembled again although the entry holds the SASS")
+    def again():
+        raise AssertionError("read from the library again although the entry holds the text")
 
-    monkeypatch.setattr(build_stages, "disassemble", no_cuobjdump)
-    assert build_stages.disassembly(hit, [hit.cubin]) == made
+    assert build_stages.kept_or_made(hit, "kernel.sass", again) == made
+    assert build_stages.kept_or_made(hit, "resource-usage.txt", again) == usage
 
-    # A changed disassembly no longer matches its digest; a cubin other than the entry's is not its SASS.
+    # A changed text no longer matches its digest; a library other than the entry's is not its SASS.
     (first.cache_entry / "kernel.sass").write_text(made.replace("FFMA", "HGMMA"))
-    monkeypatch.undo()
-    assert build_stages.disassembly(hit, [hit.cubin]) == made  # made again from the cubin (and kept again)
-    assert (first.cache_entry / "kernel.sass").read_text() == made
-    hit.result.cubin_sha256 = "0" * 64
-    monkeypatch.setattr(build_stages, "disassemble", lambda binary: "other")
-    assert build_stages.disassembly(hit, [hit.cubin]) == "other"
+    assert build_stages.kept_or_made(hit, "kernel.sass", lambda: disassemble(hit.library)) == made  # made again
+    assert (first.cache_entry / "kernel.sass").read_text() == made  # and kept again
+    hit.result.library_sha256 = "0" * 64
+    assert build_stages.kept_or_made(hit, "kernel.sass", lambda: "other") == "other"
+
+
+@pytest.mark.skipif(sandbox_problem() is not None, reason="bubblewrap is not usable here")
+def test_a_sandboxed_compile_extracts_the_kernels_cubin_and_records_its_digest(tmp_path):
+    """cuobjdump writes the ELF files into its working folder: inside the sandbox that folder must be the
+    writable cubin folder, or the cubin lands in the sandbox's private /tmp and the verdict has no digest."""
+    from evaluator.hashing import sha256_file
+    from evaluator.jail import open_jail
+
+    compiled = compile_kernel(LIGHT_KERNEL, "sm_90a", tmp_path / "a", jail=open_jail(), cache_dir=None)
+    assert compiled.result.ok and compiled.cubin is not None
+    assert compiled.result.cubin_sha256 == sha256_file(compiled.cubin)
+    assert "FFMA" in disassemble(compiled.cubin)  # the kernels' ELF, not the device-link stub beside it
+
+
+def test_a_process_that_misses_a_key_another_is_compiling_waits_for_its_entry(tmp_path):
+    """Two workers that miss the same source at once: the second waits for the first one's entry instead of
+    compiling it again (its verdict says `cached`). Here the test itself plays the first worker: it holds the
+    key's lock, lets the second start and miss, then stores the entry and lets go."""
+    import json
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    from evaluator import compile_cache
+    from evaluator.arches import get_arch
+    from evaluator.compile import BASE_FLAGS, DEPENDENCY_FLAGS, find_nvcc, nvcc_version, tvm_ffi_paths
+
+    built = compile_kernel(LIGHT_KERNEL, "sm_90a", tmp_path / "built", cache_dir=None)
+    assert built.result.ok and built.preprocessed is not None
+    cache = tmp_path / "cache"
+    flags = [*BASE_FLAGS, *DEPENDENCY_FLAGS, "-gencode", get_arch("sm_90a").gencode]
+    key = compile_cache.cache_key(LIGHT_KERNEL, flags, nvcc_version(find_nvcc()), tvm_ffi_paths())
+    script = textwrap.dedent(
+        f"""
+        import json, sys
+        from pathlib import Path
+        from evaluator.compile import compile_kernel
+        c = compile_kernel(Path({str(KERNELS / "light_kernel.cu")!r}).read_text(), "sm_90a",
+                           Path(sys.argv[1]), cache_dir=Path({str(cache)!r}))
+        print(json.dumps({{"ok": c.result.ok, "cached": c.result.cached}}))
+        """
+    )
+    with compile_cache.compiling(cache, key, wait_s=0):
+        second = subprocess.Popen(
+            [sys.executable, "-c", script, str(tmp_path / "second")], stdout=subprocess.PIPE, text=True
+        )
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "second" / "kernel.cu").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)  # it has written its source: its first look into the cache comes next
+        time.sleep(1.5)  # past that look (a miss); a compile of its own would take longer than this
+        assert compile_cache.store(cache, key, built.result, built.library, built.cubin, built.preprocessed)
+        assert second.poll() is None, "the second process did not wait for the key's lock"
+    out, _ = second.communicate(timeout=120)
+    assert second.returncode == 0
+    assert json.loads(out.strip().splitlines()[-1]) == {"ok": True, "cached": True}
+    assert not list(cache.glob(".lock-*"))  # the lock file is gone with its holder
