@@ -3,7 +3,6 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-PIP := $(PY) -m pip -q --disable-pip-version-check
 # uv when it can be had (parallel, with pip's own configuration), else pip: scripts/install_python.sh
 INSTALL := bash scripts/install_python.sh $(VENV)
 RUFF := $(VENV)/bin/ruff
@@ -16,7 +15,6 @@ PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist load
 $(VENV)/bin/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install --upgrade pip
 
 venv: $(VENV)/bin/python
 

@@ -22,6 +22,15 @@ def pytest_configure(config):
     dns_guard.install()
 
 
+@pytest.hookimpl(trylast=True)  # after the evaluator conftest has marked its slow tests
+def pytest_collection_modifyitems(config, items):
+    """Modules that hold heavy tests (`slow`, `browser`) run first, the order inside each module kept: `--dist
+    load` hands tests out in this order, so the two workers share the long tests out while light ones remain to
+    fill the gaps, instead of one worker finishing a long test alone at the end."""
+    heavy = {item.path for item in items if item.get_closest_marker("slow") or item.get_closest_marker("browser")}
+    items.sort(key=lambda item: item.path not in heavy)
+
+
 @pytest.fixture(autouse=True)
 def _no_dns_queries():
     """A test that asked the resolver for an outside name fails, even when the code swallowed the refusal."""
