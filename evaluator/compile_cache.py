@@ -11,8 +11,7 @@ Oldest entries beyond `MAX_ENTRIES` are removed after each store.
 An entry also keeps what the SASS stage read from its binary (the disassembly and the resource usage) once an
 evaluation has made it (`load_text`/`store_text`): each `cuobjdump` run costs about a second of CPU even for a
 tiny binary, and every evaluation of the same source reads the same text. A kept text is bound to the digest of
-the binary it was read from (the cubin, or the shared library when there is none) and to its own digest, and is
-checked against both before use.
+the shared library it was read from and to its own digest, and is checked against both before use.
 
 Two processes that miss the same key at once would both compile it: `compiling()` holds a lock per key while
 one compiles, and the other waits for its entry instead (never longer than its own compile time-out).
@@ -170,8 +169,9 @@ def store_text(entry: Path, name: str, binary_sha256: str | None, text: str) -> 
 def compiling(cache_dir: Path, key: str, wait_s: float) -> Iterator[None]:
     """Held while this process compiles `key`: another process that misses the same key waits here (at most
     `wait_s`, then it compiles anyway) and then finds the entry instead of compiling it a second time. The lock
-    file is removed when the holder is done; a process that still waits on the removed file gets its lock next,
-    looks up the entry and finds it, so the only cost of that race is a compile (never a wrong result)."""
+    file is removed when a process leaves (the holder, or a waiter that gave up); a process that still waits on
+    a removed file gets its lock next and looks the entry up, and one that arrives later makes a new file, so the
+    only cost of these races is a compile done twice (never a wrong result: entries are checked on load)."""
     lock = cache_dir / f".lock-{key}"
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
