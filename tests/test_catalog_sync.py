@@ -38,6 +38,46 @@ def test_sync_is_idempotent():
     assert dict(Task.objects.values_list("slug", "synced_at")) == stamps  # unchanged rows are not rewritten
 
 
+def test_an_unchanged_sync_reads_a_few_tables_and_a_changed_pack_is_still_rewritten(
+    settings, django_assert_max_num_queries
+):
+    import dataclasses
+
+    from evaluator.packs import load_packs
+    from evaluator.taskdata import load_tasks
+    from portal.catalog.services import catalog_sync
+
+    tasks, packs = load_tasks(settings.TASKS_DIR), load_packs(settings.TASKS_DIR / "packs")
+    catalog_sync(tasks=tasks, packs=packs)
+    with django_assert_max_num_queries(10):  # packs, tasks, targets, the retired tasks; not a query a row
+        report = catalog_sync(tasks=tasks, packs=packs)
+    assert (report.created, report.updated, len(report.unchanged)) == ([], [], len(tasks))
+
+    # Packs may change while the tasks do not: the pack row and the targets' links follow.
+    hopper = next(p for p in packs if p.id == "hopper")
+    edited = dataclasses.replace(hopper, text=hopper.text + "\nOne more line.", sha256="0" * 64)
+    catalog_sync(tasks=tasks, packs=[edited if p is hopper else p for p in packs])
+    assert KnowledgePack.objects.get(slug="hopper").text.endswith("One more line.")
+    catalog_sync(tasks=tasks, packs=[p for p in packs if p is not hopper])
+    assert ArchitectureTarget.objects.get(task__slug=GEMM, arch="sm_90a").pack is None
+    catalog_sync(tasks=tasks, packs=packs)
+    assert ArchitectureTarget.objects.get(task__slug=GEMM, arch="sm_90a").pack.slug == "hopper"
+
+
+def test_a_workload_listed_by_two_new_tasks_belongs_to_the_last(settings):
+    import dataclasses
+
+    from evaluator.taskdata import load_tasks
+    from portal.catalog.services import catalog_sync
+
+    first, second = load_tasks(settings.TASKS_DIR)[:2]
+    shared = first.workloads[0]
+    second = dataclasses.replace(second, workloads=(*second.workloads, shared))
+    catalog_sync(tasks=[first, second], packs=[], deactivate_missing=False)
+    row = Workload.objects.get(uuid=shared.uuid)
+    assert row.task.slug == second.name and row.position == len(second.workloads) - 1
+
+
 def test_sync_updates_changed_task_and_retires_removed_one(tmp_path):
     root = copy_task(tmp_path)
     call_command("sync_tasks", tasks_dir=str(root))

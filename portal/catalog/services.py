@@ -111,7 +111,7 @@ def _sync_workloads_of(items: list[tuple[Task, list, str | None]], *, deactivate
     no longer lists are deactivated, never deleted (one query a task)."""
     seen = [str(w.uuid) for _, workloads, _ in items for w in workloads]
     rows = {str(row.uuid): row for row in Workload.objects.filter(uuid__in=seen)}
-    new, changed = [], []
+    new, changed = [], {}
     for task, workloads, headline in items:
         for position, w in enumerate(workloads):
             values = {
@@ -123,14 +123,16 @@ def _sync_workloads_of(items: list[tuple[Task, list, str | None]], *, deactivate
                 "is_active": True,
             }
             row = rows.get(str(w.uuid))
-            if row is None:
-                new.append(Workload(uuid=w.uuid, **values))
+            if row is None:  # new; a later task listing the same uuid takes it over, as in one-by-one writes
+                rows[str(w.uuid)] = row = Workload(uuid=w.uuid, **values)
+                new.append(row)
                 continue
             for key, value in values.items():
                 setattr(row, key, value)
-            changed.append(row)
+            if row.pk is not None:
+                changed[row.pk] = row
     Workload.objects.bulk_create(new)
-    Workload.objects.bulk_update(changed, _WORKLOAD_FIELDS)
+    Workload.objects.bulk_update(list(changed.values()), _WORKLOAD_FIELDS)
     if deactivate:
         for task, workloads, _ in items:
             listed = [str(w.uuid) for w in workloads]
