@@ -81,20 +81,29 @@ def _imported_fields(item: ImportedDefinition) -> dict:
     }
 
 
-def _upsert_task(slug: str, fields: dict, report: SyncReport) -> tuple[Task, bool]:
+CREATED, UPDATED, UNCHANGED = "created", "updated", "unchanged"
+
+
+def _task_row(task: Task | None, slug: str, fields: dict) -> tuple[Task, str]:
+    """The row for a task with these fields and what became of it: CREATED (new and not yet saved), UNCHANGED
+    (same content, left alone) or UPDATED (rewritten and saved)."""
     fields = {**fields, "content_sha256": _digest(fields), "is_active": True}
-    existing = Task.objects.filter(slug=slug).first()
-    if existing is None:
-        report.created.append(slug)
-        return Task.objects.create(slug=slug, **fields), True
-    if existing.content_sha256 == fields["content_sha256"] and existing.is_active:
-        report.unchanged.append(slug)
-        return existing, False
+    if task is None:
+        return Task(slug=slug, **fields), CREATED
+    if task.content_sha256 == fields["content_sha256"] and task.is_active:
+        return task, UNCHANGED
     for key, value in fields.items():
-        setattr(existing, key, value)
-    existing.save()
-    report.updated.append(slug)
-    return existing, True
+        setattr(task, key, value)
+    task.save()
+    return task, UPDATED
+
+
+def _upsert_task(slug: str, fields: dict, report: SyncReport) -> tuple[Task, bool]:
+    task, state = _task_row(Task.objects.filter(slug=slug).first(), slug, fields)
+    if state == CREATED:
+        task.save()
+    getattr(report, state).append(slug)
+    return task, state != UNCHANGED
 
 
 _WORKLOAD_FIELDS = ("task", "axes", "inputs", "is_headline", "position", "is_active")
@@ -190,9 +199,6 @@ def _sync_targets(items: list[tuple[Task, TaskData, str]], packs: dict[str, Know
     ArchitectureTarget.objects.bulk_update(changed, ["families", "note", "pack"])
 
 
-CREATED, UPDATED, UNCHANGED = "created", "updated", "unchanged"
-
-
 @transaction.atomic
 def catalog_sync(*, tasks: list[TaskData], packs: list, deactivate_missing: bool = True) -> SyncReport:
     """Make the catalog match the loaded task data. Everything is validated before this is called,
@@ -204,18 +210,7 @@ def catalog_sync(*, tasks: list[TaskData], packs: list, deactivate_missing: bool
     existing = {t.slug: t for t in Task.objects.filter(slug__in=[d.name for d in tasks])}
     rows: list[tuple[Task, TaskData, str]] = []
     for data in tasks:
-        fields = _task_fields(data)
-        fields = {**fields, "content_sha256": _digest(fields), "is_active": True}
-        task = existing.get(data.name)
-        if task is None:
-            task, state = Task(slug=data.name, **fields), CREATED
-        elif task.content_sha256 == fields["content_sha256"] and task.is_active:
-            state = UNCHANGED
-        else:
-            for key, value in fields.items():
-                setattr(task, key, value)
-            task.save()
-            state = UPDATED
+        task, state = _task_row(existing.get(data.name), data.name, _task_fields(data))
         getattr(report, state).append(data.name)
         rows.append((task, data, state))
     new = [task for task, _, state in rows if state == CREATED]
