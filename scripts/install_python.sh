@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Install Python requirements into a virtualenv: `scripts/install_python.sh VENV REQUIREMENT...`.
 #
-# With uv (installed into the virtualenv from PyPI first) when it can be had: it fetches and unpacks in parallel and
-# compiles the bytecode on every core (the test dependencies: ~65 s against pip's ~150 s on a 2-core machine). The
-# bytecode matters: candidate processes run with PYTHONDONTWRITEBYTECODE, so without it every import of PyTorch
-# there would compile it again. uv gets pip's own configuration (find-links, index URLs, constraint files, the CA
-# file), so it sees the same packages pip would, and picks the best version over all indexes, as pip does.
+# With uv (installed into the virtualenv from PyPI first) when it can be had: it fetches and unpacks in parallel
+# (the test dependencies: ~8 s from uv's cache). Then scripts/compile_sandbox_bytecode.py compiles the bytecode of
+# what the sandboxed Python processes import (PyTorch, Triton, tvm-ffi, NumPy; ~25 s): they run with
+# PYTHONDONTWRITEBYTECODE, so without it every import of PyTorch there would compile it again. Every other process
+# writes the bytecode of what it imports itself (uv's --compile-bytecode of all of site-packages: ~50 s more of a
+# 2-core machine). uv gets pip's own configuration (find-links, index URLs, constraint files, the CA file), so it
+# sees the same packages pip would, and picks the best version over all indexes, as pip does.
 # NO_UV=1, or uv failing, installs with pip instead.
 set -euo pipefail
 venv=$1
@@ -45,8 +47,9 @@ while IFS= read -r line; do
   done
 done < <("$py" -m pip config list 2>/dev/null || true)
 
-if ! "$venv/bin/uv" pip install --quiet --python "$py" --compile-bytecode --index-strategy unsafe-best-match \
-  "${args[@]}" "$@"; then
+if ! "$venv/bin/uv" pip install --quiet --python "$py" --index-strategy unsafe-best-match "${args[@]}" "$@"; then
   echo "uv could not install the requirements; trying pip" >&2
   with_pip "$@"
+  exit 0
 fi
+"$py" "$(dirname "$0")/compile_sandbox_bytecode.py"

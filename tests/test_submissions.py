@@ -50,6 +50,22 @@ def test_form_upload_of_a_file(client, alice):
     assert Submission.objects.get().name == "mine.cu"
 
 
+def test_pasted_source_is_the_uploaded_file_byte_for_byte(client, alice):
+    """A browser sends a textarea's text with CRLF line breaks; the portal keeps what was pasted, so pasting a
+    kernel and uploading its file are the same source: one digest, and the second is the duplicate."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    client.force_login(alice)
+    text = "\n  // leading and trailing white space is part of the file\n" + starter_source() + "\n\n"
+    upload = SimpleUploadedFile("mine.cu", text.encode(), content_type="text/plain")
+    assert client.post("/submit/", {"task": GEMM, "arch": "sm_90a", "file": upload}).status_code == 302
+    uploaded = Submission.objects.get()
+    assert uploaded.source == text
+    pasted = client.post("/submit/", {"task": GEMM, "arch": "sm_90a", "source": text.replace("\n", "\r\n")})
+    assert pasted.status_code == 302 and pasted["Location"] == f"/submissions/{uploaded.id}/"
+    assert Submission.objects.count() == 1  # the duplicate of the upload, not a second submission
+
+
 def test_form_requires_login(client, alice):
     response = client.get("/submit/")
     assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")

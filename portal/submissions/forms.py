@@ -16,7 +16,12 @@ class SubmissionForm(forms.Form):
         choices=Submission.Language.choices, initial=Submission.Language.CUDA, required=False, label="Language"
     )
     file = forms.FileField(required=False, label="Kernel file (.cu, or .py for Triton)")
-    source = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 16}), label="…or paste the source")
+    # Kept as pasted (no stripping), with the browser's line breaks undone: a form sends a textarea's text with
+    # CRLF line breaks, and the same kernel uploaded as a file or through the API must be the same source (the
+    # same digest: the duplicate check, the compile cache, the kernel auditors download).
+    source = forms.CharField(
+        required=False, strip=False, widget=forms.Textarea(attrs={"rows": 16}), label="…or paste the source"
+    )
     name = forms.CharField(required=False, max_length=200, label="Name (optional)")
     note = forms.CharField(required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 3}))
     force = forms.BooleanField(required=False, label="Evaluate again even if this exact source was evaluated before")
@@ -44,7 +49,7 @@ class SubmissionForm(forms.Form):
                 data["name"] = upload.name[:200]
         elif pasted.strip():
             try:
-                data["source"] = decode_source(pasted.encode("utf-8"))
+                data["source"] = decode_source(pasted.replace("\r\n", "\n").encode("utf-8"))
             except SubmissionRefused as exc:
                 raise forms.ValidationError(exc.message) from None
         else:
