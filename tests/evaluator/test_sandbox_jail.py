@@ -84,7 +84,8 @@ def test_cli_exits_3_without_a_sandbox(monkeypatch, tmp_path):
 
 
 def test_verdict_records_the_mode_actually_used():
-    v = evaluate(SOURCE, load_task(TINY), "sm_90a", stages=["correctness"], options=Options(device_type="cpu"))
+    opts = Options(device_type="cpu")
+    v = evaluate(SOURCE, load_task(TINY), "sm_90a", workloads="headline", stages=["correctness"], options=opts)
     assert v.status == OverallStatus.PASSED
     try:
         open_jail(allow_unsandboxed=False)

@@ -140,10 +140,11 @@ def test_cli_policy_rejection_writes_verdict(tmp_path):
 
 
 def test_cli_static_stages_on_a_cpu_machine(tmp_path):
+    # The subject is the command line, not the kernel ABI: the light kernel (no wgmma, no TVM-FFI headers).
     out, progress = tmp_path / "v.json", tmp_path / "progress.jsonl"
     r = cli(
         "run",
-        str(KERNELS / "simt_gemm.cu"),
+        str(KERNELS / "light_kernel.cu"),
         "--task",
         "gemm_n7168_k5120",
         "--arch",

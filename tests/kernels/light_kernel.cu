@@ -1,6 +1,6 @@
 // A kernel that is cheap to compile: without the TVM-FFI C++ headers nvcc takes ~2 s instead of ~10 s (its front
-// ends parse every included header). For tests whose subject is the compile cache, the compile sandbox or the
-// refusal to run unsandboxed, not the kernel ABI: the library it builds has device code and an `__tvm_ffi_run`
+// ends parse every included header). For tests whose subject is the compile cache, the compile sandbox, the
+// refusal to run unsandboxed or the command line's static stages, not the kernel ABI: the library it builds has device code and an `__tvm_ffi_run`
 // symbol made by a stand-in for the TVM-FFI export macro, and is never loaded.
 #include <cuda_runtime.h>
 
