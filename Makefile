@@ -14,7 +14,7 @@ PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist load
 
 $(VENV)/bin/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
-	$(PYTHON) -m venv $(VENV)
+	$(PYTHON) -m venv --without-pip $(VENV)  # scripts/install_python.sh brings uv, or pip where it must
 
 venv: $(VENV)/bin/python
 

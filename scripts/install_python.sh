@@ -1,27 +1,44 @@
 #!/usr/bin/env bash
 # Install Python requirements into a virtualenv: `scripts/install_python.sh VENV REQUIREMENT...`.
 #
-# With uv (installed into the virtualenv from PyPI first) when it can be had: it fetches and unpacks in parallel
-# (the test dependencies: ~8 s from uv's cache). Then scripts/compile_sandbox_bytecode.py compiles the bytecode of
-# what the sandboxed Python processes import (PyTorch, Triton, tvm-ffi, NumPy; ~25 s): they run with
-# PYTHONDONTWRITEBYTECODE, so without it every import of PyTorch there would compile it again. Every other process
-# writes the bytecode of what it imports itself (uv's --compile-bytecode of all of site-packages: ~50 s more of a
-# 2-core machine). uv gets pip's own configuration (find-links, index URLs, constraint files, the CA file), so it
-# sees the same packages pip would, and picks the best version over all indexes, as pip does.
-# NO_UV=1, or uv failing, installs with pip instead.
+# With uv when it can be had: it fetches and unpacks in parallel (the test dependencies: ~8 s from uv's cache). uv
+# itself comes from PyPI through the base interpreter's pip, so the virtualenv needs no pip of its own (`make`
+# creates it without: ensurepip costs ~7 s); without a base pip, pip is put into the virtualenv and fetches it.
+# Then scripts/compile_sandbox_bytecode.py compiles the bytecode of what the sandboxed Python processes import
+# (PyTorch, Triton, tvm-ffi, NumPy; ~25 s): they run with PYTHONDONTWRITEBYTECODE, so without it every import of
+# PyTorch there would compile it again. Every other process writes the bytecode of what it imports itself (uv's
+# --compile-bytecode of all of site-packages: ~50 s more of a 2-core machine). uv gets pip's own configuration
+# (find-links, index URLs, constraint files, the CA file), so it sees the same packages pip would, and picks the
+# best version over all indexes, as pip does. NO_UV=1, or uv failing, installs with pip instead.
 set -euo pipefail
 venv=$1
 shift
 py=$venv/bin/python
-pip=("$py" -m pip -q --disable-pip-version-check)
+base=$(sed -n 's/^home = //p' "$venv/pyvenv.cfg")/python3 # the interpreter the virtualenv was made from
+quiet=(-q --disable-pip-version-check)
 
-with_pip() { "${pip[@]}" install "$@"; }
+venv_pip() {
+  "$py" -m pip --version >/dev/null 2>&1 || "$py" -m ensurepip >/dev/null
+  "$py" -m pip "${quiet[@]}" "$@"
+}
+with_pip() { venv_pip install "$@"; }
+get_uv() {
+  [ -x "$venv/bin/uv" ] && return 0
+  if "$base" -m pip --version >/dev/null 2>&1; then
+    "$base" -m pip "${quiet[@]}" install --target "$venv/uv-tool" 'uv>=0.5' >/dev/null 2>&1 &&
+      ln -sf ../uv-tool/bin/uv "$venv/bin/uv" && return 0
+  fi
+  venv_pip install 'uv>=0.5' >/dev/null 2>&1
+}
+# pip's configuration is the same through either interpreter: files and PIP_* variables
+config_pip=("$py" -m pip)
+"$py" -m pip --version >/dev/null 2>&1 || config_pip=("$base" -m pip)
 
 if [ -n "${NO_UV:-}" ]; then
   with_pip "$@"
   exit 0
 fi
-if [ ! -x "$venv/bin/uv" ] && ! "${pip[@]}" install 'uv>=0.5' >/dev/null 2>&1; then
+if ! get_uv; then
   echo "uv is not available; installing with pip" >&2
   with_pip "$@"
   exit 0
@@ -45,7 +62,7 @@ while IFS= read -r line; do
       cert) export SSL_CERT_FILE=$item ;;
     esac
   done
-done < <("$py" -m pip config list 2>/dev/null || true)
+done < <("${config_pip[@]}" config list 2>/dev/null || true)
 
 if ! "$venv/bin/uv" pip install --quiet --python "$py" --index-strategy unsafe-best-match "${args[@]}" "$@"; then
   echo "uv could not install the requirements; trying pip" >&2

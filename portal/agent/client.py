@@ -12,10 +12,12 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-
-import openai
+from typing import TYPE_CHECKING
 
 from portal.agent.ssrf import Allowlist, EndpointRefused, pinned_client
+
+if TYPE_CHECKING:
+    import openai
 
 log = logging.getLogger(__name__)
 # httpx logs request URLs at INFO and the OpenAI client dumps request options at DEBUG; neither belongs in
@@ -140,6 +142,10 @@ def chat_completion(
     """Send `messages` and return the first choice's text and usage, or raise ModelCallError.
     Every attempt and every wait together end within `wall_clock_s` (default: unbounded but for the attempts'
     own timeouts), and `should_stop()` is asked at least every `poll_s` seconds, a request in flight included."""
+    # Imported here, not with the module: the SDK's types cost ~1.4 s of CPU, and every Django process (each
+    # management command, web server and worker start) imports this module through the agent's views.
+    import openai
+
     started_step = time.monotonic()
     budget = wall_clock_s if wall_clock_s is not None else (config.max_retries + 1) * (config.request_timeout + 60)
     deadline = started_step + budget
