@@ -2,6 +2,10 @@
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
+# Python writes the bytecode of what it imports, once, even where the environment says not to (some machines set
+# PYTHONDONTWRITEBYTECODE=1): the install compiles only what the sandboxed processes import, which run with it set
+# and cannot write (scripts/compile_sandbox_bytecode.py); every other module is compiled by its first importer.
+export PYTHONDONTWRITEBYTECODE :=
 PY := $(VENV)/bin/python
 # uv when it can be had (parallel, with pip's own configuration), else pip: scripts/install_python.sh
 INSTALL := bash scripts/install_python.sh $(VENV)
