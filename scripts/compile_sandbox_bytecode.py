@@ -5,19 +5,22 @@ process (evaluator/child.py) and the Triton compile (evaluator/triton_aot.py) ru
 read-only view of site-packages: a module without its bytecode there is compiled again in every such process
 (PyTorch alone: ~6 s more per process). Every other process writes the bytecode of what it imports on first use
 (the Makefile clears PYTHONDONTWRITEBYTECODE for them), so only these packages need it ahead of time. Compiling
-all of site-packages instead took ~50 s of a 2-core machine's install; this takes ~25 s.
+all of site-packages instead took ~50 s of a 2-core machine's install; this takes ~13 s.
 
-What they import is found by importing it here: each package that brings in (PyTorch's own dependencies
-included) is compiled whole, so modules they import lazily later have their bytecode too. A package that is not
-installed (the web tier has no PyTorch) is left out.
+What they import is found by importing it here, with bytecode written: that compiles every module they load. The
+other modules of each folder those came from are compiled too (in parallel), for the submodules they import
+later, on demand; folders of which nothing was imported (PyTorch's test helpers, its compilers, ONNX export) are
+left out. A package that is not installed (the web tier has no PyTorch) is left out.
 """
 
 from __future__ import annotations
 
 import compileall
+import functools
 import importlib
 import sys
 import sysconfig
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 # What a candidate process and a Triton compile import besides the standard library and this repository.
@@ -29,36 +32,40 @@ SANDBOX_IMPORTS = (
     "triton.compiler",
     "triton.backends.nvidia.compiler",
     "triton.runtime.jit",
+    "triton.experimental.gluon",  # loaded while a kernel compiles
 )
 
 
-def imported_packages(names: tuple[str, ...], site: Path) -> list[Path]:
-    """Import `names` (those installed) and return the top-level packages and modules under `site` they loaded."""
+def imported_files(names: tuple[str, ...], site: Path) -> list[Path]:
+    """Import `names` (those installed; their bytecode is written as they load) and return the Python files
+    under `site` of every folder the modules they brought in came from (a top-level module: its own file)."""
+    sys.dont_write_bytecode = False  # the point of importing them here
     for name in names:
         try:
             importlib.import_module(name)
         except ImportError:
             continue
-    tops: set[Path] = set()
+    folders: set[Path] = set()
+    files: set[Path] = set()
     for module in list(sys.modules.values()):
         file = getattr(module, "__file__", None)
         if not file:
             continue
         path = Path(file).resolve()
-        if site in path.parents:
-            tops.add(site / path.relative_to(site).parts[0])
-    return sorted(tops)
+        if path.parent == site:
+            files.add(path)
+        elif site in path.parents:
+            folders.add(path.parent)
+    return sorted(files | {f for folder in folders for f in folder.glob("*.py")})
 
 
 def main() -> int:
     site = Path(sysconfig.get_paths()["purelib"]).resolve()
     # The results are not checked: a file that does not compile for this Python (PyTorch ships some written for
     # 3.12 only) is never imported by it either, and quiet=2 keeps their errors out of the install's output.
-    for top in imported_packages(SANDBOX_IMPORTS, site):
-        if top.is_dir():
-            compileall.compile_dir(top, quiet=2, workers=0)
-        elif top.suffix == ".py":
-            compileall.compile_file(top, quiet=2)
+    files = imported_files(SANDBOX_IMPORTS, site)
+    with ProcessPoolExecutor() as pool:  # one pool for all folders: a pool per folder costs more than it compiles
+        list(pool.map(functools.partial(compileall.compile_file, quiet=2), files, chunksize=16))
     return 0
 
 

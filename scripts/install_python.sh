@@ -5,7 +5,7 @@
 # itself comes from PyPI through the base interpreter's pip, so the virtualenv needs no pip of its own (`make`
 # creates it without: ensurepip costs ~7 s); without a base pip, pip is put into the virtualenv and fetches it.
 # Then scripts/compile_sandbox_bytecode.py compiles the bytecode of what the sandboxed Python processes import
-# (PyTorch, Triton, tvm-ffi, NumPy; ~25 s): they run with PYTHONDONTWRITEBYTECODE, so without it every import of
+# (PyTorch, Triton, tvm-ffi, NumPy; ~13 s): they run with PYTHONDONTWRITEBYTECODE, so without it every import of
 # PyTorch there would compile it again. Every other process writes the bytecode of what it imports itself (the
 # Makefile clears PYTHONDONTWRITEBYTECODE for them); uv's --compile-bytecode of all of site-packages took ~50 s
 # more of a 2-core machine. uv gets pip's own configuration (find-links, index URLs, constraint files, the CA
