@@ -41,16 +41,33 @@ def _starter(name: str) -> str:
     return (TASKS / name / STARTER).read_text(encoding="utf-8")
 
 
-def _interpret(task: str, file: str, shapes: list[str]) -> list[dict]:
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.support.triton_interpret", task, file, *shapes],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+@pytest.fixture(scope="session")
+def interpret(tmp_path_factory):
+    """`interpret(task, file, shapes)`: the report of tests.support.triton_interpret, from one interpreter process
+    kept for the session (PyTorch and Triton imported once, not once per starter)."""
+    log = tmp_path_factory.mktemp("triton-interpret") / "stderr.txt"
+    with log.open("w") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.triton_interpret", "--serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            cwd=REPO,
+        )
+
+    def ask(task: str, file: str, shapes: list[str]) -> list[dict]:
+        proc.stdin.write(json.dumps([task, file, *shapes]) + "\n")
+        proc.stdin.flush()
+        line = proc.stdout.readline()
+        assert line, f"the interpreter process exited ({proc.poll()}): {log.read_text()[-3000:]}"
+        answer = json.loads(line)
+        assert "error" not in answer, answer["error"][-3000:]
+        return answer["report"]
+
+    yield ask
+    proc.stdin.close()
+    proc.wait(timeout=60)
 
 
 def _params(name: str) -> list[str]:
@@ -82,8 +99,8 @@ def test_starter_causal_flag_matches_the_task():
 
 @pytest.mark.slow  # seconds of Triton interpreter per starter
 @pytest.mark.parametrize("name", sorted(INTERPRETED))
-def test_starter_matches_the_reference_in_the_triton_interpreter(name):
-    report = _interpret(name, str(TASKS / name / STARTER), INTERPRETED[name])
+def test_starter_matches_the_reference_in_the_triton_interpreter(name, interpret):
+    report = interpret(name, str(TASKS / name / STARTER), INTERPRETED[name])
     outputs = [s.name for s in find_task(TASKS, name).definition.outputs]
     assert [(r["shape"], r["output"]) for r in report] == [(s, o) for s in INTERPRETED[name] for o in outputs]
     for r in report:
@@ -92,9 +109,9 @@ def test_starter_matches_the_reference_in_the_triton_interpreter(name):
         assert r["relative_norm_error"] < 1e-2, r
 
 
-def test_the_interpreter_check_sees_a_wrong_mask():
+def test_the_interpreter_check_sees_a_wrong_mask(interpret):
     # The non-causal forward starter run against the causal task: every row but the last attends too many keys.
-    report = _interpret("mha_with_lse_d64_causal", str(TASKS / "mha_with_lse_d64" / STARTER), ["B=1,H=2,S=45"])
+    report = interpret("mha_with_lse_d64_causal", str(TASKS / "mha_with_lse_d64" / STARTER), ["B=1,H=2,S=45"])
     assert {r["output"]: r["status"] for r in report} == {"O": "INCORRECT_NUMERICAL", "LSE": "INCORRECT_NUMERICAL"}
 
 

@@ -7,7 +7,9 @@ Its own process, because TRITON_INTERPRET must be set before triton is imported:
     python -m tests.support.triton_interpret TASK FILE AXIS=VALUE[,AXIS=VALUE...] ...
 
 prints one JSON object: per shape, per output, the comparison's status, message and worst errors. Axis values
-override the task's constant axes too (small GEMMs: M=..,N=..,K=..).
+override the task's constant axes too (small GEMMs: M=..,N=..,K=..). With `--serve` it reads one job a line from
+stdin (a JSON list: TASK, FILE, shapes...) and answers each with one line, `{"report": ...}` or `{"error": ...}`:
+the tests keep one such process (one import of PyTorch and Triton) for all their starters.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import traceback
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,6 +29,20 @@ def _axes(text: str) -> dict[str, int]:
 
 def main(argv: list[str]) -> int:
     os.environ["TRITON_INTERPRET"] = "1"  # before the first import of triton, which reads it once
+    if argv != ["--serve"]:
+        print(json.dumps(interpret(*argv)))
+        return 0
+    for line in sys.stdin:
+        try:
+            answer = {"report": interpret(*json.loads(line))}
+        except Exception:  # noqa: BLE001 - the test that sent the job shows it
+            answer = {"error": traceback.format_exc()}
+        print(json.dumps(answer), flush=True)
+    return 0
+
+
+def interpret(task_name: str, file: str, *shapes: str) -> list[dict]:
+    """Run `file`'s `run` for each shape in the interpreter; per shape and output, the comparison's result."""
     import torch
 
     from evaluator.compare import compare_output
@@ -33,7 +50,6 @@ def main(argv: list[str]) -> int:
     from evaluator.taskdata import Workload, find_task
     from evaluator.triton_aot import load_candidate
 
-    task_name, file, *shapes = argv
     task = find_task(REPO / "tasks", task_name)
     d = task.definition
     run = load_candidate(Path(file)).run
@@ -71,8 +87,7 @@ def main(argv: list[str]) -> int:
                     "relative_norm_error": c.relative_norm_error,
                 }
             )
-    print(json.dumps(report))
-    return 0
+    return report
 
 
 if __name__ == "__main__":
