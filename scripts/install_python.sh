@@ -26,7 +26,7 @@ with_pip() { venv_pip install "$@"; }
 get_uv() {
   [ -x "$venv/bin/uv" ] && return 0
   if "$base" -m pip --version >/dev/null 2>&1; then
-    "$base" -m pip "${quiet[@]}" install --target "$venv/uv-tool" 'uv>=0.5' >/dev/null 2>&1 &&
+    "$base" -m pip "${quiet[@]}" install --no-deps --no-compile --target "$venv/uv-tool" 'uv>=0.5' >/dev/null 2>&1 &&
       ln -sf ../uv-tool/bin/uv "$venv/bin/uv" && return 0
   fi
   venv_pip install 'uv>=0.5' >/dev/null 2>&1
