@@ -31,10 +31,6 @@ get_uv() {
   fi
   venv_pip install 'uv>=0.5' >/dev/null 2>&1
 }
-# pip's configuration is the same through either interpreter: files and PIP_* variables
-config_pip=("$py" -m pip)
-"$py" -m pip --version >/dev/null 2>&1 || config_pip=("$base" -m pip)
-
 if [ -n "${NO_UV:-}" ]; then
   with_pip "$@"
   exit 0
@@ -46,7 +42,10 @@ if ! get_uv; then
 fi
 
 # pip's configuration, as `pip config list` prints it (files and PIP_* variables): key='value' lines whose values
-# may hold several space-separated entries.
+# may hold several space-separated entries. Read through the virtualenv's pip where it has one (only where uv had
+# to come through it), else the base interpreter's: the same files and variables.
+config_pip=("$py" -m pip)
+"$py" -m pip --version >/dev/null 2>&1 || config_pip=("$base" -m pip)
 args=()
 while IFS= read -r line; do
   key=${line%%=*}

@@ -1,7 +1,7 @@
 // A kernel that is cheap to compile: without the TVM-FFI C++ headers nvcc takes ~2 s instead of ~10 s (its front
 // ends parse every included header). For tests whose subject is the compile cache, the compile sandbox, the
-// refusal to run unsandboxed or the command line's static stages, not the kernel ABI: the library it builds has device code and an `__tvm_ffi_run`
-// symbol made by a stand-in for the TVM-FFI export macro, and is never loaded.
+// refusal to run unsandboxed or the command line's static stages, not the kernel ABI: the library it builds has
+// device code and an `__tvm_ffi_run` symbol made by a stand-in for the TVM-FFI export macro, and is never loaded.
 #include <cuda_runtime.h>
 
 __global__ void saxpy_steps(float* __restrict__ y, const float* __restrict__ x, float a, int n, int steps) {
