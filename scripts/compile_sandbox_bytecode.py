@@ -59,13 +59,18 @@ def imported_files(names: tuple[str, ...], site: Path) -> list[Path]:
     return sorted(files | {f for folder in folders for f in folder.glob("*.py")})
 
 
-def main() -> int:
-    site = Path(sysconfig.get_paths()["purelib"]).resolve()
+def compile_for(names: tuple[str, ...], site: Path) -> list[Path]:
+    """Write the bytecode of `imported_files(names, site)`, in one process pool; those files."""
+    files = imported_files(names, site)
     # The results are not checked: a file that does not compile for this Python (PyTorch ships some written for
     # 3.12 only) is never imported by it either, and quiet=2 keeps their errors out of the install's output.
-    files = imported_files(SANDBOX_IMPORTS, site)
     with ProcessPoolExecutor() as pool:  # one pool for all folders: a pool per folder costs more than it compiles
         list(pool.map(functools.partial(compileall.compile_file, quiet=2), files, chunksize=16))
+    return files
+
+
+def main() -> int:
+    compile_for(SANDBOX_IMPORTS, Path(sysconfig.get_paths()["purelib"]).resolve())
     return 0
 
 
