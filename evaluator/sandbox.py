@@ -49,6 +49,21 @@ _ENV_KEEP = (
 )
 
 
+# What the sandboxed Python processes (the candidate, evaluator/child.py; the Triton compile, evaluator/triton_aot.py)
+# import besides the standard library and this repository. They run with PYTHONDONTWRITEBYTECODE (below) and a
+# read-only site-packages, so the install compiles these ahead of time (scripts/compile_sandbox_bytecode.py).
+SANDBOX_PYTHON_IMPORTS = (
+    "torch",
+    "numpy",
+    "tvm_ffi",
+    "triton",
+    "triton.compiler",
+    "triton.backends.nvidia.compiler",
+    "triton.runtime.jit",
+    "triton.experimental.gluon",  # loaded while a kernel compiles
+)
+
+
 def child_env(workdir: Path, extra_pythonpath: list[str] | None = None) -> dict[str, str]:
     """An environment with only what CUDA and Python need: never the caller's secrets."""
     env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}

@@ -10,7 +10,8 @@ all of site-packages instead took ~50 s of a 2-core machine's install; this take
 What they import is found by importing it here, with bytecode written: that compiles every module they load. The
 other modules of each folder those came from are compiled too (in parallel), for the submodules they import
 later, on demand; folders of which nothing was imported (PyTorch's test helpers, its compilers, ONNX export) are
-left out. A package that is not installed (the web tier has no PyTorch) is left out.
+left out. A package that is not installed (the web tier has no PyTorch) is left out. The list of imports is the
+evaluator's (`evaluator.sandbox.SANDBOX_PYTHON_IMPORTS`), beside the environment it gives those processes.
 """
 
 from __future__ import annotations
@@ -23,17 +24,7 @@ import sysconfig
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-# What a candidate process and a Triton compile import besides the standard library and this repository.
-SANDBOX_IMPORTS = (
-    "torch",
-    "numpy",
-    "tvm_ffi",
-    "triton",
-    "triton.compiler",
-    "triton.backends.nvidia.compiler",
-    "triton.runtime.jit",
-    "triton.experimental.gluon",  # loaded while a kernel compiles
-)
+from evaluator.sandbox import SANDBOX_PYTHON_IMPORTS
 
 
 def imported_files(names: tuple[str, ...], site: Path) -> list[Path]:
@@ -70,7 +61,7 @@ def compile_for(names: tuple[str, ...], site: Path) -> list[Path]:
 
 
 def main() -> int:
-    compile_for(SANDBOX_IMPORTS, Path(sysconfig.get_paths()["purelib"]).resolve())
+    compile_for(SANDBOX_PYTHON_IMPORTS, Path(sysconfig.get_paths()["purelib"]).resolve())
     return 0
 
 

@@ -12,6 +12,7 @@ starters widen their tiles to fp32 before tl.dot; that is also what keeps them o
 from __future__ import annotations
 
 import json
+import select
 import subprocess
 import sys
 
@@ -59,6 +60,9 @@ def interpret(tmp_path_factory):
     def ask(task: str, file: str, shapes: list[str]) -> list[dict]:
         proc.stdin.write(json.dumps([task, file, *shapes]) + "\n")
         proc.stdin.flush()
+        if not select.select([proc.stdout], [], [], 300)[0]:  # the time-out each starter's own process had
+            proc.kill()
+            pytest.fail(f"no answer from the interpreter process in 300 s: {log.read_text()[-3000:]}")
         line = proc.stdout.readline()
         assert line, f"the interpreter process exited ({proc.poll()}): {log.read_text()[-3000:]}"
         answer = json.loads(line)
