@@ -180,6 +180,24 @@ def test_concurrent_readers_of_a_new_generation_compute_it_once(board):
     assert len(calls) == 1
 
 
+def test_a_value_published_between_the_look_up_and_taking_the_lock_is_not_computed_again(board, monkeypatch):
+    """The race behind two computes of one value: another process publishes and lets its lock go after this
+    reader missed and before it took the lock. Made to happen every time by publishing inside the first miss."""
+    gen = Generation()
+    real_fetch, published = cache._fetch, []
+
+    def fetch(store, name):
+        found = real_fetch(store, name)
+        if not published:
+            published.append(1)
+            cache._publish(store, KERNELS, gen.tokens[KERNELS], ("test", "race"), "theirs", time.time() + 60)
+        return found
+
+    monkeypatch.setattr(cache, "_fetch", fetch)
+    assert gen.get(("test", "race"), lambda: "ours", scope=KERNELS) == "theirs"
+    assert shared_store().add(entry_name(KERNELS, gen.tokens[KERNELS], ("test", "race")) + ":lock", 1, 5)  # let go
+
+
 @pytest.mark.parametrize("outage", ["bad address", "server stopped"])
 def test_pages_render_from_the_database_when_redis_is_unreachable(client, board, settings, tmp_path, outage):
     server = None

@@ -158,6 +158,13 @@ class Generation:
                 _memory.put(scope, token, key, value[1], value[0])
                 return value[1]
             if store.add(f"{name}:lock", 1, LOCK_SECONDS):
+                # The process that held the lock may have published and let go between the look-up above and
+                # this: look again under the lock, or the value is computed twice.
+                found, value = _fetch(store, name)
+                if found:
+                    store.delete(f"{name}:lock")
+                    _memory.put(scope, token, key, value[1], value[0])
+                    return value[1]
                 return self._compute(scope, key, compute, store, lock=f"{name}:lock")
             if not getattr(store, "available", True) or time.monotonic() >= deadline:
                 return self._compute(scope, key, compute, store)  # Redis down, or the computing process is slow
