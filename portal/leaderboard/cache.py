@@ -160,12 +160,10 @@ class Generation:
             if store.add(f"{name}:lock", 1, LOCK_SECONDS):
                 # The process that held the lock may have published and let go between the look-up above and
                 # this: look again under the lock, or the value is computed twice.
-                found, value = _fetch(store, name)
-                if found:
-                    store.delete(f"{name}:lock")
-                    _memory.put(scope, token, key, value[1], value[0])
-                    return value[1]
-                return self._compute(scope, key, compute, store, lock=f"{name}:lock")
+                if not _fetch(store, name)[0]:
+                    return self._compute(scope, key, compute, store, lock=f"{name}:lock")
+                store.delete(f"{name}:lock")
+                continue  # the look-up at the top takes the published value
             if not getattr(store, "available", True) or time.monotonic() >= deadline:
                 return self._compute(scope, key, compute, store)  # Redis down, or the computing process is slow
             found, value = self._previous(store, scope, key)
