@@ -9,6 +9,8 @@
 #   corpus  the whole adversarial corpus twice back to back in one process (tests/adversarial/corpus.py
 #           --repeat 2), started detached so that it outlives one device call: `corpus start`, then
 #           `corpus wait` in the next call (it waits up to WAIT_S and prints the table when done).
+#           Send that next call at once: the device tool gives an idle machine back after ~30 s, and a
+#           fresh machine has no corpus running (`corpus wait` then finds no log).
 # Needs .carry/ (git-ignored; `bash scripts/make_gpu_carry.sh` builds it from .gpu-bundle/): site.tar.xz (the
 # Python packages the host lacks, pruned and compressed to fit the device tool's 64 MiB) and Debian .debs
 # (bubblewrap, redis-server). Everything lands in $OUT as one tarball plus the log.
