@@ -5,14 +5,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 BIND=${BIND:-127.0.0.1:8000}
-mkdir -p data/logs
+# Everything this portal writes (database, logs, Redis data, secrets, artifacts) goes under one folder.
+mkdir -p "${PORTAL_DATA_DIR:-data}/logs"
+PORTAL_DATA_DIR=$(cd "${PORTAL_DATA_DIR:-data}" && pwd -P)
+export PORTAL_DATA_DIR
+logs=$PORTAL_DATA_DIR/logs
 # A development server: DEBUG on unless the environment says otherwise (the settings default is off).
 export DEBUG=${DEBUG:-1}
 if [ "$DEBUG" = "1" ]; then
-  echo "DEBUG=1: development mode (debug pages; SECRET_KEY and AGENT_FERNET_KEY, when unset, are random ones kept in data/). Set DEBUG=0 for production."
+  echo "DEBUG=1: development mode (debug pages; SECRET_KEY and AGENT_FERNET_KEY, when unset, are random ones kept in $PORTAL_DATA_DIR). Set DEBUG=0 for production."
 fi
 
-bash scripts/ensure_redis.sh start
+# Prints the URL of the Redis to use: REDIS_URL when set, else this portal's own (never another's unannounced).
+REDIS_URL=$(bash scripts/ensure_redis.sh start)
+export REDIS_URL
 $PY manage.py migrate --noinput -v 0
 $PY manage.py sync_tasks
 # Real H200 verdicts of the expert reference kernels (docs/verdicts/), so the leaderboards are not empty.
@@ -23,26 +29,27 @@ $PY manage.py collectstatic --noinput -v 0
 export STATIC_FROM_FINDERS=${STATIC_FROM_FINDERS:-0}
 
 # CPU queues only here; GPU hosts run `manage.py gpu_worker` for their architecture's queue.
-$PY manage.py rqworker default agent >>data/logs/worker.log 2>&1 &
+$PY manage.py rqworker default agent >>"$logs"/worker.log 2>&1 &
 worker=$!
 # Kernel submissions wait on their architecture's GPU queue. Serve them here too: with this machine's GPU when
 # it has a supported one, else the CPU stages only (policy, compile, SASS; verdicts say STATIC_ONLY).
 gpu_workers=()
 if $PY manage.py gpu_worker --help >/dev/null 2>&1 && command -v nvidia-smi >/dev/null 2>&1 \
     && nvidia-smi -L >/dev/null 2>&1; then
-  $PY manage.py gpu_worker >>data/logs/gpu-worker.log 2>&1 &
+  $PY manage.py gpu_worker >>"$logs"/gpu-worker.log 2>&1 &
   gpu_workers+=($!)
 elif [ "${CPU_STAGE_WORKERS:-1}" = "1" ]; then
   for arch in sm_90a sm_100a; do
-    $PY manage.py gpu_worker --cpu-stages-only --arch $arch >>data/logs/gpu-worker.log 2>&1 &
+    $PY manage.py gpu_worker --cpu-stages-only --arch $arch >>"$logs"/gpu-worker.log 2>&1 &
     gpu_workers+=($!)
   done
 fi
 # Repairs evaluations and model runs whose worker died and jobs a Redis restart lost, every RECONCILE_INTERVAL s.
-$PY manage.py reconcile --loop >>data/logs/reconcile.log 2>&1 &
+$PY manage.py reconcile --loop >>"$logs"/reconcile.log 2>&1 &
 reconcile=$!
 trap 'kill $worker $reconcile ${gpu_workers[*]} 2>/dev/null; wait $worker $reconcile ${gpu_workers[*]} 2>/dev/null' EXIT INT TERM
-echo "Workers: default+agent pid $worker (data/logs/worker.log); GPU queues pids ${gpu_workers[*]:-none} (data/logs/gpu-worker.log); reconcile loop pid $reconcile"
+echo "Data: $PORTAL_DATA_DIR (database, logs/, redis/, admin_password.txt); Redis: $REDIS_URL"
+echo "Workers: default+agent pid $worker ($logs/worker.log); GPU queues pids ${gpu_workers[*]:-none} ($logs/gpu-worker.log); reconcile loop pid $reconcile"
 echo "Portal on http://$BIND  (admin: http://$BIND/admin/)"
 .venv/bin/gunicorn portal.wsgi:application --bind "$BIND" --workers "${WEB_WORKERS:-3}" \
   --access-logfile - --error-logfile - --log-level warning
