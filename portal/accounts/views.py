@@ -6,6 +6,7 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 
 from portal.accounts import throttle
@@ -61,6 +62,7 @@ def admin_login(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def signup(request: HttpRequest) -> HttpResponse:
     form = SignupForm(request.POST or None)
+    next_url = _next_url(request)
     if request.method == "POST":
         address = throttle.client_address(request)
         wait = throttle.signup_seconds_blocked(address)
@@ -71,8 +73,16 @@ def signup(request: HttpRequest) -> HttpResponse:
             throttle.signup_recorded(address)
             login(request, user, backend="django.contrib.auth.backends.ModelBackend")
             messages.success(request, "Welcome! You can now submit kernels.")
-            return redirect("home")
-    return render(request, "accounts/signup.html", {"form": form})
+            return redirect(next_url or "home")
+    return render(request, "accounts/signup.html", {"form": form, "next": next_url})
+
+
+def _next_url(request: HttpRequest) -> str:
+    """Where to go after signing up: `next` (as the login page carries it) when it stays on this site, else ""."""
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        return target
+    return ""
 
 
 @login_required

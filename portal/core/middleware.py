@@ -7,6 +7,7 @@ import logging
 from django.conf import settings
 from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOperation
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +32,25 @@ class RequestSizeLimitMiddleware:
             message = f"the request is {length} bytes; the limit is {limit} bytes (kernel sources: {settings.MAX_SOURCE_BYTES} bytes)"
             if request.path.startswith("/api/"):
                 return JsonResponse({"error": message}, status=413)
-            return HttpResponse(f"Request too large: {message}", status=413, content_type="text/plain; charset=utf-8")
+            _drain(request, length)
+            context = {"length": length, "limit": limit, "source_limit": settings.MAX_SOURCE_BYTES}
+            return render(request, "413.html", context, status=413)
         return self.get_response(request)
+
+
+# A browser that is still sending when the answer comes shows "connection reset", not the page: read (and drop)
+# bodies up to this size before answering; larger ones are not worth a worker's time.
+_DRAIN_LIMIT = 64 * 1024 * 1024
+
+
+def _drain(request: HttpRequest, length: int) -> None:
+    if length > _DRAIN_LIMIT:
+        return
+    try:
+        while request.read(1024 * 1024):
+            pass
+    except OSError:  # the client went away: nothing to answer
+        pass
 
 
 class ContentSecurityPolicyMiddleware:

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import re
+from pathlib import PurePath
+
 from django import forms
 from django.conf import settings
 
@@ -8,14 +11,26 @@ from portal.catalog.models import Task
 from portal.submissions.models import Submission
 from portal.submissions.services import SubmissionRefused, decode_source
 
+# An upload's language from its file name; a language chosen in the form must agree with it.
+LANGUAGE_BY_SUFFIX = {
+    ".cu": Submission.Language.CUDA,
+    ".cuh": Submission.Language.CUDA,
+    ".py": Submission.Language.TRITON,
+}
+# Pasted source with Language left on "from the file": Triton when it imports triton, else CUDA.
+_IMPORTS_TRITON = re.compile(r"^\s*(import triton|from triton\b)", re.MULTILINE)
+
 
 class SubmissionForm(forms.Form):
     task = forms.ModelChoiceField(queryset=Task.objects.none(), to_field_name="slug")
     arch = forms.ChoiceField(choices=[(a.name, a.label) for a in ARCHES.values()], label="Architecture")
     language = forms.ChoiceField(
-        choices=Submission.Language.choices, initial=Submission.Language.CUDA, required=False, label="Language"
+        choices=[("", "From the file (.cu: CUDA, .py: Triton)"), *Submission.Language.choices],
+        initial="",
+        required=False,
+        label="Language",
     )
-    file = forms.FileField(required=False, label="Kernel file (.cu, or .py for Triton)")
+    file = forms.FileField(required=False, label="Kernel file (.cu for CUDA, .py for Triton)")
     # Kept as pasted (no stripping), with the browser's line breaks undone: a form sends a textarea's text with
     # CRLF line breaks, and the same kernel uploaded as a file or through the API must be the same source (the
     # same digest: the duplicate check, the compile cache, the kernel auditors download).
@@ -54,8 +69,32 @@ class SubmissionForm(forms.Form):
                 raise forms.ValidationError(exc.message) from None
         else:
             raise forms.ValidationError("Upload a .cu file or paste the kernel source.")
-        data["language"] = data.get("language") or Submission.Language.CUDA
+        data["language"] = self._language(data, upload)
         task = data.get("task")
         if task and data.get("arch") and not task.targets.filter(arch=data["arch"]).exists():
             raise forms.ValidationError(f"Task {task.slug} has no target for {data['arch']}.")
         return data
+
+    @staticmethod
+    def _language(data: dict, upload) -> str:
+        """The chosen language, else the upload's (by extension), else Triton for pasted source importing triton,
+        else CUDA. A chosen language that contradicts the file's extension is an error, not a silent guess."""
+        chosen = data.get("language") or ""
+        if upload:
+            suffix = PurePath(upload.name or "").suffix.lower()
+            by_name = LANGUAGE_BY_SUFFIX.get(suffix)
+            if by_name is None and not chosen:
+                raise forms.ValidationError(
+                    f"Cannot tell the language of “{upload.name}”: name the file .cu (CUDA) or .py (Triton), "
+                    "or choose the language."
+                )
+            if chosen and by_name and chosen != by_name:
+                raise forms.ValidationError(
+                    f"“{upload.name}” is a {suffix} file ({Submission.Language(by_name).label}) but Language says "
+                    f"{Submission.Language(chosen).label}: choose {Submission.Language(by_name).label} or leave "
+                    "Language on “From the file”."
+                )
+            return chosen or by_name
+        if chosen:
+            return chosen
+        return Submission.Language.TRITON if _IMPORTS_TRITON.search(data["source"]) else Submission.Language.CUDA

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
@@ -10,14 +11,18 @@ from portal.catalog.models import Task
 from portal.core import schema, visibility
 from portal.core.api import api_endpoint, check_text, json_error, json_refusal, read_json
 from portal.submissions import selectors
+from portal.submissions.compile_log import first_error_lines
 from portal.submissions.forms import SubmissionForm
 from portal.submissions.models import Submission
 from portal.submissions.services import SubmissionRefused, decode_source, submission_create
 
 
-@login_required
 @require_http_methods(["GET", "POST"])
 def submit(request: HttpRequest) -> HttpResponse:
+    if not request.user.is_authenticated:
+        # Say why the login page comes up; `next` brings the visitor back here (through sign-up too).
+        messages.info(request, "Log in to submit a kernel (no account yet? Sign up below, it takes a minute).")
+        return redirect_to_login(request.get_full_path())
     initial = {"task": request.GET.get("task"), "arch": request.GET.get("arch") or "sm_90a"}
     form = SubmissionForm(request.POST or None, request.FILES or None, initial=initial)
     if request.method == "POST" and form.is_valid():
@@ -65,6 +70,7 @@ def detail(request: HttpRequest, submission_id: int) -> HttpResponse:
             "status": selectors.evaluation_status(latest) if latest else None,
             "verdict": latest.verdict if latest else None,
             "artifacts": latest.artifacts.all() if latest else [],
+            "compile_errors": first_error_lines(latest.verdict) if latest else [],
         },
     )
 
@@ -79,6 +85,7 @@ def verdict_fragment(request: HttpRequest, submission_id: int) -> HttpResponse:
         "verdict": latest.verdict if latest else None,
         "artifacts": latest.artifacts.all() if latest else [],
         "ranked_check": selectors.ranked_check(submission),
+        "compile_errors": first_error_lines(latest.verdict) if latest else [],
     }
     return render(request, "submissions/_verdict.html", context)
 
