@@ -17,6 +17,32 @@ def _model_choices(gen: Generation, arch: str) -> list[str]:
     return sorted({r.model_id for task_rows in rows.values() for r in task_rows}, key=str.casefold)
 
 
+def _top_two_models(gen: Generation, query) -> list[str]:
+    """The model ids of the first two rows of the model board for this query (one entry per model)."""
+    if not selectors.models_available():
+        return []
+    ids: list[str] = []
+    for group in selectors.model_groups(gen, query):
+        if group.model_id not in ids:
+            ids.append(group.model_id)
+    return ids[:2]
+
+
+def _kernel_choices(gen: Generation, task: str, tasks: list[str], arch: str) -> tuple[str, list[tuple[str, str]]]:
+    """The task whose kernels the pickers offer (`task`, else the first with any) and its board's kernels as
+    (evaluation id, label), in the board's order."""
+    for slug in [task] if task else tasks:
+        rows = selectors.kernel_board(gen, task=slug, arch=arch)
+        if rows or task:
+            choices = []
+            for row in rows[:100]:
+                speed = f"{row.speedup:.2f}x" if row.speedup is not None else "not timed"
+                who = "reference" if row.is_reference else row.submitter
+                choices.append((row.evaluation_id, f"{row.name} · {who} · {row.language} · {speed}"))
+            return slug, choices
+    return (tasks or [""])[0], []
+
+
 def compare_page(request: HttpRequest) -> HttpResponse:
     gen = Generation()
     params = request.GET
@@ -38,8 +64,20 @@ def compare_page(request: HttpRequest) -> HttpResponse:
         query = selectors.parse_query(params, gen)
         context["query"] = query
         context["model_choices"] = _model_choices(gen, query.arch) if selectors.models_available() else []
+        if kind == "kernels":
+            context["task_choices"] = selectors.tasks_for_arch(gen, query.arch)
+            context["kernel_task"], context["kernel_choices"] = _kernel_choices(
+                gen, query.task, context["task_choices"], query.arch
+            )
         if not params.get("a") and not params.get("b") and not wants_json:
-            return render(request, "leaderboard/compare.html", context)  # the empty form
+            # Opened from the nav: the two leading models side by side (or the picker alone when there are not
+            # two), so the page shows what it does; the pickers above choose others, no ids to type.
+            top = _top_two_models(gen, query) if kind == "models" else []
+            if len(top) < 2:
+                return render(request, "leaderboard/compare.html", context)
+            context["a"], context["b"], context["defaulted"] = top[0], top[1], True
+            params = params.copy()
+            params["a"], params["b"] = top
         a, b = compare.parse_pair(params)
         if kind == "kernels":
             data = compare.compare_kernels(request.user, a, b)
