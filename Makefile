@@ -29,7 +29,7 @@ deps-run: venv
 
 # The CPU build of PyTorch (2.13.0 lies on local disk on our machines; an unpinned torch pulls CUDA wheels).
 deps-test: venv
-	$(INSTALL) 'torch==2.13.0' -e '.[compile,dev,triton]'
+	$(INSTALL) 'torch==2.13.0' -e '.[compile,dev,triton]' -e ./client
 
 # Redis, and bubblewrap: the sandbox the local workers run candidate code and the compiler in.
 system-run:

@@ -1,0 +1,3 @@
+from ptxbench_cli.main import main
+
+raise SystemExit(main())
