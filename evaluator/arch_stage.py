@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evaluator import hostile_files, protocol
 from evaluator import ncu as ncu_mod
-from evaluator import protocol
 from evaluator.candidate import CandidateSetup, axes_text, candidate_env, child_command, write_job
 from evaluator.integrity import foreign_kernels, matches_submission, same_code
 from evaluator.jail import Jail
@@ -25,6 +25,8 @@ from evaluator.sandbox import GroupResult, run_group
 from evaluator.sass import parse_sass
 from evaluator.taskdata import Task, Workload
 from evaluator.verdict import ArchCheck, ArchStatus, SassCounts, StageState, WorkloadResult
+
+REPORT_MAX_BYTES = 1024 * 1024 * 1024  # an Nsight Compute report of one profiled call is tens of MB
 
 
 @dataclass
@@ -172,7 +174,14 @@ def profile_workload(
     reason = _failure_reason(run, result_path, report)
     if reason is not None:
         return error(reason, cmd)
-    source_csv, raw_csv = ncu_mod.read_report(ncu, report)
+    # The report lies in a folder the profiled candidate could write: Nsight Compute reads a checked copy in a
+    # folder of the trusted side's own (evaluator/hostile_files.py).
+    try:
+        own_copy = hostile_files.fresh_private_dir(workdir / "profile-trusted") / report.name
+        hostile_files.copy_file(profile_dir, report.name, own_copy, max_bytes=REPORT_MAX_BYTES)
+    except hostile_files.Refused as exc:
+        return error(f"the Nsight Compute report was refused: {exc}", cmd)
+    source_csv, raw_csv = ncu_mod.read_report(ncu, own_copy)
     (logs / "ncu-source.csv").write_text(source_csv)
     try:
         kernels = ncu_mod.parse_source_page(source_csv)
@@ -181,7 +190,7 @@ def profile_workload(
     # Only the submission's kernels count: another library's kernel in the profiled call is reported, never summed.
     outcome.foreign_kernels = foreign_kernels([k.name for k in kernels], sass.kernels)
     own = [k for k in kernels if k.name not in outcome.foreign_kernels]
-    outcome.impostors = impostor_kernels(own, workdir / "build" / "kernel.sass")
+    outcome.impostors = impostor_kernels(own, setup.static_sass or workdir / "build-trusted" / "kernel.sass")
     if not own:
         return error("no kernel of the submission ran in the profiled call", cmd)
     check = ncu_mod.decide_arch(arch=arch, sass=sass, kernels=own, task_flops=flops)
@@ -223,6 +232,6 @@ def _failure_reason(run: GroupResult, result_path: Path, report: Path) -> str | 
         reason = f"the profiled call failed: {protocol.describe_error(failed)}"
     elif not done and reason is None:
         reason = f"the profiled process did not finish (ncu exit status {run.returncode})"
-    if reason is None and not report.is_file():
+    if reason is None and not report.exists():
         reason = f"ncu wrote no report (exit status {run.returncode})"
     return reason

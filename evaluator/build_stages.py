@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from evaluator import compile_cache
+from evaluator import compile_cache, hostile_files
 from evaluator import ncu as ncu_mod
 from evaluator.compile import compile_kernel
 from evaluator.includes import outside_finding
@@ -83,7 +83,8 @@ def sass_stage(
     book.report("sass", "disassembling")
     binaries = compiled.cubins or [compiled.library]  # the library: every ELF file it holds, as it is loaded
     text = kept_or_made(compiled, "kernel.sass", lambda: "\n".join(disassemble(b) for b in binaries))
-    (build / "kernel.sass").write_text(text)
+    # Into the trusted side's own folder, never the build folder (where a planted link would take the write).
+    hostile_files.write_private(trusted_sass_path(compiled, build), text)
     target = task.targets.get(arch)
     counts = count_families(text, arch, target.families if target else None)
     if counts.target_count == 0:
@@ -95,6 +96,11 @@ def sass_stage(
         return counts, resource_usage(binaries)
     usage = kept_or_made(compiled, "resource-usage.txt", lambda: dump_resource_usage(binaries[0]))
     return counts, merge_resource_usage([usage])
+
+
+def trusted_sass_path(compiled: Any, build: Path) -> Path:
+    """Where the SASS stage keeps the listing: the compile's trusted folder (beside the build folder)."""
+    return (compiled.trusted_dir or hostile_files.trusted_beside(build)) / "kernel.sass"
 
 
 def kept_or_made(compiled: Any, name: str, make: Callable[[], str]) -> str:

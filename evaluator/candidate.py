@@ -14,6 +14,7 @@ import random
 import shutil
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import evaluator
-from evaluator import envinfo, protocol
+from evaluator import envinfo, hostile_files, protocol
 from evaluator.compare import Comparison, worst
 from evaluator.correctness import Checker, fill_correctness
 from evaluator.errors import EnvironmentProblem
@@ -65,7 +66,8 @@ class CandidateSetup:
     kernels: list[str] | None = None  # the submission's kernels (static SASS); None: identity not checked
     footprints: dict[str, list[KernelFootprint]] = field(default_factory=dict)  # per kernel, as compiled
     language: str = "cuda"  # "triton": `library` is the .py file and `triton_cache` holds its compiled kernels
-    triton_cache: Path | None = None  # the ahead-of-time cache; each candidate process gets its own copy
+    triton_cache: Path | None = None  # the ahead-of-time cache (a trusted copy); each candidate process gets its own
+    static_sass: Path | None = None  # the SASS listing the trusted side wrote (the profiled code is held against it)
 
     @property
     def sandboxed(self) -> bool:
@@ -176,13 +178,14 @@ def write_job(setup: CandidateSetup, workload: Workload, *, scratch: Path | None
         **extra,
     }
     if setup.language == "triton" and setup.triton_cache is not None:
-        # A fresh copy per process: no Triton cache is shared between candidate processes or candidates.
-        private = (scratch or setup.exchange) / f"triton-cache-{workload.uuid[:8]}-{extra.get('mode', 'serve')}"
-        shutil.rmtree(private, ignore_errors=True)
-        shutil.copytree(setup.triton_cache, private)
-        job["triton_cache"] = str(private)
+        # A fresh copy per process: no Triton cache is shared between candidate processes or candidates. The folder
+        # that receives it is one the candidate may write, so it gets a new random name (nothing planted there
+        # beforehand can be in the way) and every file is created without following links.
+        private = Path(tempfile.mkdtemp(prefix=f"triton-cache-{workload.uuid[:8]}-", dir=scratch or setup.exchange))
+        hostile_files.copy_tree(setup.triton_cache, private / "cache")
+        job["triton_cache"] = str(private / "cache")
     path = setup.workdir / f"job-{workload.uuid[:8]}-{extra.get('mode', 'serve')}.json"
-    path.write_text(json.dumps(job))
+    hostile_files.write_private(path, json.dumps(job))
     return path
 
 

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evaluator import compile_cache, includes
+from evaluator import compile_cache, hostile_files, includes
 from evaluator.arches import get_arch
+from evaluator.elf_names import ElfError, unsafe_names
 from evaluator.errors import EnvironmentProblem
-from evaluator.hashing import sha256_file
 from evaluator.sandbox import child_env, run_group
 from evaluator.verdict import CompileResult, KernelResources
 
@@ -37,6 +37,11 @@ OUTPUT_CAP = 64 * 1024
 DEFAULT_COMPILE_TIMEOUT_S = 120.0
 BASE_FLAGS = ("-shared", "-Xcompiler", "-fPIC", "-O3", "-lineinfo", "-std=c++17", "-Xptxas", "-v")
 DEPENDENCY_FLAGS = ("-MD", "-MF")  # followed by the dependency file: what nvcc opened, host and device passes
+# What the trusted side reads back from the build folder (which the compiler, and so the candidate, can write) is
+# capped: a library or listing beyond these is a failed compile, never a read (evaluator/hostile_files.py).
+LIBRARY_MAX_BYTES = 256 * 1024 * 1024
+PREPROCESSED_MAX_BYTES = 128 * 1024 * 1024
+DEPENDENCIES_MAX_BYTES = 4 * 1024 * 1024
 
 
 @dataclass
@@ -50,6 +55,9 @@ class CompiledKernel:
     outside_files: list[str] | None = None  # files nvcc opened outside the include roots (log withheld)
     cubins: list[Path] = field(default_factory=list)  # Triton: one cubin per compiled kernel (all counted)
     cache_entry: Path | None = None  # its compile-cache entry, when the cache is on (the disassembly is kept there)
+    # The folder only the trusted side writes: the verified copies above live there, and so do the SASS listing and
+    # resource usage the SASS stage writes (never the build folder, which candidate code could have filled).
+    trusted_dir: Path | None = None
 
 
 def find_nvcc() -> str:
@@ -113,8 +121,9 @@ def compile_kernel(
     reused (evaluator/compile_cache.py)."""
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
+    trusted = hostile_files.fresh_private_dir(hostile_files.trusted_beside(workdir))
     src = workdir / "kernel.cu"
-    src.write_text(source, encoding="utf-8")
+    hostile_files.write_private(src, source)  # never through a link an earlier compile left in the folder
     library = workdir / "kernel.so"
     library.unlink(missing_ok=True)
     deps_file = library.with_suffix(".d")
@@ -128,13 +137,20 @@ def compile_kernel(
         return _nvcc(cmd, nvcc, arch, workdir, timeout_s=timeout_s, jail=jail, cache=None)
     flags = [*BASE_FLAGS, *DEPENDENCY_FLAGS, "-gencode", get_arch(arch).gencode]  # kept only when checked
     key = compile_cache.cache_key(source, flags, nvcc_version(nvcc), tvm_ffi_paths())
-    if (hit := compile_cache.load(cache_dir, key, workdir)) is not None:
-        return CompiledKernel(hit.result, hit.library, hit.cubin, hit.preprocessed, cache_entry=hit.entry)
+    # A hit is copied from the entry (written by trusted processes only) into the trusted folder.
+    if (hit := compile_cache.load(cache_dir, key, trusted)) is not None:
+        return _from_cache(hit, trusted)
     with compile_cache.compiling(cache_dir, key, wait_s=timeout_s):
         # Another process may have compiled the same source while this one waited for the key's lock.
-        if (hit := compile_cache.load(cache_dir, key, workdir)) is not None:
-            return CompiledKernel(hit.result, hit.library, hit.cubin, hit.preprocessed, cache_entry=hit.entry)
+        if (hit := compile_cache.load(cache_dir, key, trusted)) is not None:
+            return _from_cache(hit, trusted)
         return _nvcc(cmd, nvcc, arch, workdir, timeout_s=timeout_s, jail=jail, cache=(cache_dir, key))
+
+
+def _from_cache(hit: compile_cache.CachedCompile, trusted: Path) -> CompiledKernel:
+    compiled = CompiledKernel(hit.result, hit.library, hit.cubin, hit.preprocessed, cache_entry=hit.entry)
+    compiled.trusted_dir = trusted
+    return compiled
 
 
 def _nvcc(
@@ -175,8 +191,21 @@ def _nvcc(
         preprocessed = pending.result()
     output, truncated = cap_text(run.output, OUTPUT_CAP)
     truncated = truncated or run.output_bytes > len(run.output.encode("utf-8", errors="replace"))
-    ok = not run.timed_out and run.returncode == 0 and library.is_file()
-    outside = includes.outside_roots(includes.read_dependencies(deps_file) or [], [*roots, workdir], workdir)
+    trusted = hostile_files.trusted_beside(workdir)
+    ok = not run.timed_out and run.returncode == 0
+    refusal = None
+    if ok:
+        # The library as the trusted side will use it from now on: a checked copy in its own folder (loaded by the
+        # candidate process, hashed, disassembled), never the build folder's file by name.
+        try:
+            library = hostile_files.copy_file(
+                workdir, library.name, trusted / library.name, max_bytes=LIBRARY_MAX_BYTES
+            )
+        except hostile_files.Refused as exc:
+            ok, refusal = False, f"[evaluator] the compiled library was refused: {exc}"
+    deps_text = _build_text(workdir, deps_file.name, DEPENDENCIES_MAX_BYTES)
+    deps = includes.parse_dependencies(deps_text) if deps_text is not None else []
+    outside = includes.outside_roots(deps, [*roots, workdir], workdir)
     if outside:
         output, truncated, ok = includes.WITHHELD, False, False
     else:
@@ -187,6 +216,8 @@ def _nvcc(
         output += f"\n[evaluator] nvcc killed by signal {-run.returncode}"
     if run.limit_events and run.limit_events.get("oom_kill"):
         output += "\n[evaluator] the compiler hit the sandbox's memory limit"
+    if refusal:
+        output += f"\n{refusal}"
     result = CompileResult(
         ok=ok,
         command=cmd,
@@ -200,13 +231,44 @@ def _nvcc(
     )
     cubin = entry = None
     if ok:
-        result.library_sha256 = sha256_file(library)
+        result.library_sha256 = hostile_files.sha256(trusted, library.name, max_bytes=LIBRARY_MAX_BYTES)
         cubin = extract_cubin(library, workdir, jail=jail)
-        result.cubin_sha256 = sha256_file(cubin) if cubin else None
-        if cache is not None and preprocessed is not None:
-            entry = compile_cache.store(*cache, result, library, cubin, preprocessed)
+        names = _unsafe_names(cubin)
+        if names:
+            ok = result.ok = False
+            result.output += f"\n[evaluator] the compiled code has names that are not identifiers: {', '.join(names)}"
+        else:
+            result.cubin_sha256 = (
+                hostile_files.sha256(cubin.parent, cubin.name, max_bytes=LIBRARY_MAX_BYTES) if cubin else None
+            )
+            if cache is not None and preprocessed is not None:
+                entry = compile_cache.store(*cache, result, library, cubin, preprocessed)
     kept = preprocessed if ok else None
-    return CompiledKernel(result, library if ok else None, cubin, kept, outside or None, cache_entry=entry)
+    compiled = CompiledKernel(
+        result, library if ok else None, cubin if ok else None, kept, outside or None, cache_entry=entry
+    )
+    compiled.trusted_dir = trusted
+    return compiled
+
+
+def _build_text(folder: Path, name: str, cap: int) -> str | None:
+    """A text file the compiler wrote in the build folder, read under the hostile-file rule; None when absent or
+    refused (a link, a special file, too large)."""
+    try:
+        return hostile_files.read_text(folder, name, max_bytes=cap)
+    except hostile_files.Refused:
+        return None
+
+
+def _unsafe_names(cubin: Path | None) -> list[str]:
+    """Names in the device code that a trusted tool must not print (evaluator/elf_names.py); a cubin that is not
+    well-formed ELF is refused the same way."""
+    if cubin is None:
+        return []
+    try:
+        return unsafe_names(hostile_files.read_bytes(cubin.parent, cubin.name, max_bytes=LIBRARY_MAX_BYTES))
+    except (ElfError, hostile_files.Refused) as exc:
+        return [f"(unreadable device code: {exc})"]
 
 
 def host_compiler_dirs(env: dict[str, str]) -> list[Path]:
@@ -245,9 +307,9 @@ def preprocess(
         readable=readable if readable is not None else [toolkit],
         toolchain=True,
     )
-    if run.timed_out or run.returncode != 0 or not out.is_file():
+    if run.timed_out or run.returncode != 0:
         return None
-    return out.read_text(encoding="utf-8", errors="replace")
+    return _build_text(out.parent, out.name, PREPROCESSED_MAX_BYTES)
 
 
 def cap_text(text: str, cap: int) -> tuple[str, bool]:
@@ -300,8 +362,9 @@ def extract_cubin(library: Path, workdir: Path, *, jail: Jail | None = None) -> 
     stub and then the kernels; cuobjdump writes them in turn, so the kernels' remains. This file is the verdict's
     `compile.cubin_sha256`; the SASS stage reads the library itself, every ELF in it."""
     out_dir = Path(workdir).resolve() / "cubin"
-    shutil.rmtree(out_dir, ignore_errors=True)
+    shutil.rmtree(out_dir, ignore_errors=True)  # rmtree never follows links
     out_dir.mkdir()
+    trusted_cubins = hostile_files.fresh_private_dir(hostile_files.trusted_beside(Path(workdir).resolve()) / "cubin")
     tool = find_cuobjdump()
     run = run_group(
         [tool, "-xelf", "all", str(Path(library).resolve())],
@@ -310,14 +373,25 @@ def extract_cubin(library: Path, workdir: Path, *, jail: Jail | None = None) -> 
         cwd=out_dir,
         jail=jail,
         writable=[out_dir],
-        readable=[Path(workdir).resolve(), Path(tool).resolve().parent],
+        readable=[Path(workdir).resolve(), Path(library).resolve().parent, Path(tool).resolve().parent],
         toolchain=True,
         chdir=out_dir,  # cuobjdump writes the ELF files into its working folder
     )
-    cubins = sorted(out_dir.glob("*.cubin"))
-    if run.returncode != 0 or not cubins:
+    if run.returncode != 0:
         return None
-    return cubins[0]
+    # cuobjdump parsed a file the candidate made: what it wrote is read back under the hostile-file rule.
+    try:
+        cubins = hostile_files.list_files(out_dir, suffixes=(".cubin",), caps=_CUBIN_CAPS)
+        if not cubins:
+            return None
+        return hostile_files.copy_file(out_dir, cubins[0], trusted_cubins / cubins[0], max_bytes=LIBRARY_MAX_BYTES)
+    except hostile_files.Refused:
+        return None
+
+
+_CUBIN_CAPS = hostile_files.TreeCaps(
+    max_files=64, max_bytes=LIBRARY_MAX_BYTES, max_file_bytes=LIBRARY_MAX_BYTES, max_depth=0
+)
 
 
 # --------------------------------------------------------------------------- ptxas -v parsing

@@ -231,6 +231,11 @@ def read_dependencies(path: Path) -> list[str] | None:
         text = path.read_text(encoding="utf-8", errors="surrogateescape")
     except OSError:
         return None
+    return parse_dependencies(text)
+
+
+def parse_dependencies(text: str) -> list[str]:
+    """The prerequisites named by the text of a make-style dependency file."""
     text = text.replace("\\\n", " ")
     deps: list[str] = []
     for rule in text.splitlines():

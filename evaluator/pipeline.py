@@ -20,7 +20,7 @@ from pathlib import Path
 
 from evaluator.arch_stage import run_arch_stage
 from evaluator.arches import get_arch
-from evaluator.build_stages import compile_stage, sass_stage
+from evaluator.build_stages import compile_stage, sass_stage, trusted_sass_path
 from evaluator.candidate import (
     REPO_ROOT,
     CandidateSetup,
@@ -261,8 +261,9 @@ def _sandboxed_stages(
             task, chosen, compiled.library, workdir, exchange, jail, opts.device, opts.device_type, kernels
         )
         setup.footprints = footprints
+        setup.static_sass = trusted_sass_path(compiled, workdir / "build")
         if v.language == "triton":
-            setup.language, setup.triton_cache = "triton", workdir / "build" / "triton-cache"
+            setup.language, setup.triton_cache = "triton", compiled.trusted_dir / "triton-cache"
         _gpu_stages(setup, arch, run_seed, opts, book)
     finally:
         shutil.rmtree(exchange, ignore_errors=True)

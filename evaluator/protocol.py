@@ -29,6 +29,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from evaluator import hostile_files
+
 # Commands (parent -> child).
 CMD = "cmd"
 TRIALS = "trials"
@@ -79,12 +81,17 @@ def decode(line: bytes | str) -> Any:
     return json.loads(line)
 
 
+RESULT_FILE_MAX_BYTES = 16 * 1024 * 1024
+
+
 def read_result_file(path: Path) -> list[dict[str, Any]]:
     """The events a profiled child appended to its result file; unreadable lines are skipped."""
-    if not path.is_file():
+    try:  # the file lies in the profiled candidate's folder
+        text = hostile_files.read_text(path.parent, path.name, max_bytes=RESULT_FILE_MAX_BYTES)
+    except hostile_files.Refused:
         return []
     events = []
-    for line in path.read_text().splitlines():
+    for line in text.splitlines():
         try:
             message = json.loads(line)
         except json.JSONDecodeError:

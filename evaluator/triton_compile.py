@@ -16,10 +16,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evaluator import hostile_files
 from evaluator.arches import get_arch
 from evaluator.compile import OUTPUT_CAP, CompiledKernel, cap_text
+from evaluator.elf_names import ElfError, unsafe_names
 from evaluator.errors import EnvironmentProblem
-from evaluator.hashing import sha256_file
 from evaluator.sandbox import child_env, run_group
 from evaluator.triton_aot import triton_env
 from evaluator.verdict import CompileResult, KernelResources
@@ -29,6 +30,11 @@ if TYPE_CHECKING:
     from evaluator.taskdata import Task, Workload
 
 SOURCE_NAME = "kernel.py"
+# The build folder is written by the compile process, which runs the submission's module-level Python: what the
+# trusted side takes from it (the manifest, the cache of cubins) is read under the hostile-file rule, within these
+# caps, and copied into the trusted folder before anything else reads it (evaluator/hostile_files.py).
+CACHE_CAPS = hostile_files.TreeCaps(max_files=512, max_bytes=256 * 1024 * 1024, max_file_bytes=64 * 1024 * 1024)
+MANIFEST_MAX_BYTES = 1024 * 1024
 
 
 def triton_version() -> str:
@@ -70,9 +76,14 @@ def compile_triton(
     version = triton_version()
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
+    trusted = hostile_files.fresh_private_dir(hostile_files.trusted_beside(workdir))
     src = workdir / SOURCE_NAME
-    src.write_text(source, encoding="utf-8")
+    hostile_files.write_private(src, source)
+    # The file the candidate process loads is the trusted copy, written from the source itself, not read back.
+    trusted_src = hostile_files.write_private(trusted / SOURCE_NAME, source)
     cache = workdir / "triton-cache"
+    if cache.is_symlink():
+        cache.unlink()
     shutil.rmtree(cache, ignore_errors=True)
     cache.mkdir()
     manifest_path = workdir / "triton-manifest.json"
@@ -86,7 +97,7 @@ def compile_triton(
         "manifest": str(manifest_path),
     }
     job_path = workdir / "triton-job.json"
-    job_path.write_text(json.dumps(job))
+    hostile_files.write_private(job_path, json.dumps(job))
     from evaluator.candidate import REPO_ROOT
 
     env = {**child_env(workdir, [str(REPO_ROOT)]), **triton_env(cache)}
@@ -95,9 +106,20 @@ def compile_triton(
     run = run_group(cmd, timeout_s=timeout_s, env=env, cwd=workdir, jail=jail, writable=[workdir])
     seconds = time.monotonic() - start
     output, truncated = cap_text(run.output, OUTPUT_CAP)
-    manifest = _read_manifest(manifest_path)
-    cubins = sorted(cache.glob("*/*.cubin"))
+    manifest = _read_manifest(workdir, manifest_path.name)
     error = manifest.get("error") if manifest else {"message": "the compile process wrote no manifest"}
+    cubins: list[Path] = []
+    trusted_cache = trusted / "triton-cache"
+    if not run.timed_out and not error:
+        try:
+            copied = hostile_files.copy_tree(cache, trusted_cache, caps=CACHE_CAPS)
+            cubins = sorted(trusted_cache / rel for rel in copied if rel.endswith(".cubin"))
+            names = [n for c in cubins for n in _unsafe_names(c)]
+            if names:
+                error = {"message": f"the compiled code has names that are not identifiers: {', '.join(names)}"}
+                cubins = []
+        except hostile_files.Refused as exc:
+            error = {"message": f"the Triton cache folder was refused: {exc}"}
     if run.timed_out:
         output += f"\n[evaluator] the Triton compile was killed after {timeout_s:.0f} s"
     elif error:
@@ -118,15 +140,26 @@ def compile_triton(
         resources=_resources(cubins),
     )
     if ok:
-        result.library_sha256 = sha256_file(src)
+        result.library_sha256 = hashlib.sha256(source.encode("utf-8")).hexdigest()
         result.cubin_sha256 = _digest(cubins)
-    return CompiledKernel(result, src if ok else None, cubins[0] if ok else None, cubins=cubins if ok else [])
+    compiled = CompiledKernel(
+        result, trusted_src if ok else None, cubins[0] if ok else None, cubins=cubins if ok else []
+    )
+    compiled.trusted_dir = trusted
+    return compiled
 
 
-def _read_manifest(path: Path) -> dict[str, Any] | None:
+def _unsafe_names(cubin: Path) -> list[str]:
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return unsafe_names(cubin.read_bytes())  # a trusted copy: a regular file the parent wrote
+    except ElfError as exc:
+        return [f"({cubin.name} is not well-formed device code: {exc})"]
+
+
+def _read_manifest(folder: Path, name: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(hostile_files.read_text(folder, name, max_bytes=MANIFEST_MAX_BYTES))
+    except (hostile_files.Refused, ValueError):
         return None
     return value if isinstance(value, dict) else None
 
@@ -135,7 +168,7 @@ def _resources(cubins: list[Path]) -> list[KernelResources]:
     """Per kernel, the shared memory Triton's metadata states (registers are known only once loaded)."""
     out = []
     for cubin in cubins:
-        meta = _read_manifest(cubin.with_suffix(".json")) or {}
+        meta = _read_manifest(cubin.parent, cubin.with_suffix(".json").name) or {}
         shared = meta.get("shared")
         out.append(KernelResources(name=cubin.stem, shared_bytes=shared if isinstance(shared, int) else None))
     return out
@@ -144,5 +177,5 @@ def _resources(cubins: list[Path]) -> list[KernelResources]:
 def _digest(cubins: list[Path]) -> str:
     h = hashlib.sha256()
     for c in cubins:
-        h.update(sha256_file(c).encode())
+        h.update(hashlib.sha256(c.read_bytes()).hexdigest().encode())
     return h.hexdigest()

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evaluator import hostile_files
 from evaluator.solutions import LANGUAGE_FILES
 
 # Variables the evaluator may need; everything else (SECRET_KEY, DATABASE_URL, FERNET keys ...) stays behind.
@@ -163,25 +164,36 @@ def run_evaluator(
     compile_output = (verdict.get("compile") or {}).get("output")
     if compile_output:
         files["compile.log"] = compile_output.encode("utf-8")
-    for path in _audit_files(keep_dir):
-        files.setdefault(path.name, path.read_bytes())
+    for name, data in _audit_files(keep_dir).items():
+        files.setdefault(name, data)
     return RunnerResult(verdict, files)
 
 
-# What an auditor wants from the evaluator's work folder: SASS listings, Nsight Compute CSVs, logs.
-AUDIT_SUFFIXES = {".sass", ".csv", ".log", ".txt"}
+# What an auditor wants from the evaluator's work folder: SASS listings, Nsight Compute CSVs, logs. Only the folders
+# the evaluator's trusted side writes are published, and even those are read under the hostile-file rule (never
+# through a link, regular files only, capped): the build, exchange and profile folders are candidate-writable.
+AUDIT_FOLDERS = ("build-trusted", "logs")
+AUDIT_SUFFIXES = (".sass", ".csv", ".log", ".txt")
 AUDIT_MAX_BYTES = 64 * 1024 * 1024
+AUDIT_MAX_FILES = 32
 
 
-def _audit_files(keep_dir: Path) -> list[Path]:
-    if not keep_dir.is_dir():
-        return []
-    found = [
-        p
-        for p in sorted(keep_dir.rglob("*"))
-        if p.is_file() and p.suffix in AUDIT_SUFFIXES and p.stat().st_size <= AUDIT_MAX_BYTES
-    ]
-    return found[:32]
+def _audit_files(keep_dir: Path) -> dict[str, bytes]:
+    caps = hostile_files.TreeCaps(max_files=256, max_bytes=4 * AUDIT_MAX_BYTES, max_file_bytes=AUDIT_MAX_BYTES)
+    found: dict[str, bytes] = {}
+    for folder in AUDIT_FOLDERS:
+        root = keep_dir / folder
+        if not root.is_dir() or root.is_symlink():
+            continue
+        try:
+            names = hostile_files.list_files(root, caps=caps, suffixes=AUDIT_SUFFIXES)
+            for rel in names:
+                if len(found) >= AUDIT_MAX_FILES:
+                    return found
+                found.setdefault(Path(rel).name, hostile_files.read_bytes(root, rel, max_bytes=AUDIT_MAX_BYTES))
+        except hostile_files.Refused:
+            continue  # a folder that breaks the rule publishes nothing (the verdict is the record)
+    return found
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

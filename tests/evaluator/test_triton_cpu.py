@@ -57,7 +57,7 @@ def test_reference_triton_gemm_compiles_ahead_of_time_with_gmma_and_tma(referenc
     # The compiler's output is kept beside the verdict: PTX and cubin in the cache folder the candidate loads.
     cache = workdir / "build" / "triton-cache"
     assert list(cache.glob("*/gemm_kernel.cubin")) and list(cache.glob("*/gemm_kernel.ptx"))
-    assert "HGMMA" in (workdir / "build" / "kernel.sass").read_text()
+    assert "HGMMA" in (workdir / "build-trusted" / "kernel.sass").read_text()  # the trusted side's own folder
     # Its footprint as compiled, which the timed calls' launches must show (a kernel of another module with the
     # same name would not): registers from the cubin, and the shared memory it declares.
     prints = resource_usage(list(cache.glob("*/gemm_kernel.cubin")))["gemm_kernel"]
@@ -85,7 +85,7 @@ def test_a_second_process_finds_the_compiled_kernels_and_compiles_nothing(refere
         "    sys.exit(3)\n"
         "print('HIT', compiled)\n"
     )
-    source = workdir / "build" / "kernel.py"
+    source = workdir / "build-trusted" / "kernel.py"  # what the candidate process loads
 
     def second(cache: Path, m: int) -> subprocess.CompletedProcess:
         return subprocess.run(
