@@ -249,6 +249,19 @@ def _summaries(gen: Generation, *, arch: str, k: int, gpu: str, language: str = 
     return gen.get(("summary", arch, k, gpu, *((language,) if language else ())), compute, scope=MODELS)
 
 
+# A model run any of whose kernels was scored on the CPU stages only (STATIC_ONLY: compiled, never run on a GPU)
+# is unmeasured: whether its kernels are correct, and how fast, is unknown. It is never on a public board, chart,
+# comparison or export; its own run page still shows it (docs/visibility.md).
+UNMEASURED_STATUS = "STATIC_ONLY"
+
+
+def unmeasured_run_ids():
+    """The ids of unmeasured model runs, as a subquery."""
+    from portal.agent.models import Turn
+
+    return Turn.objects.filter(status=UNMEASURED_STATUS).values("trajectory__run_id")
+
+
 def _model_rows(*, arch: str, k: int) -> dict[str, list[ModelRow]]:
     from portal.agent.models import ModelRun, RunTaskMetrics
 
@@ -256,6 +269,7 @@ def _model_rows(*, arch: str, k: int) -> dict[str, list[ModelRow]]:
         RunTaskMetrics.objects.filter(k=k, arch=arch, run__is_hidden=False, task__is_active=True)
         .exclude(Q(run__user__profile__is_banned=True))
         .exclude(run__kind="repair")  # Fixit repair runs had the failing kernel in context: not comparable
+        .exclude(run_id__in=unmeasured_run_ids())
         .values(
             "run_id",
             "run__model",
