@@ -4,6 +4,7 @@
 Layout (one folder per dataset version):
 
     README.md                  dataset card; `configs:` lets `datasets.load_dataset(folder, "repair")` work as is
+                               (it names the configs that have rows: `datasets` cannot load an empty split)
     repair/train.jsonl         five-message repair rows
     repair/train.parquet       the same rows
     generation/train.jsonl     three-message generation rows
@@ -77,11 +78,21 @@ def jsonl_bytes(documents: list[dict[str, Any]]) -> bytes:
 
 
 def parquet_bytes(documents: list[dict[str, Any]], kind: str) -> bytes:
+    """The rows as Parquet; with no rows, the schema alone (no row group: `datasets` refuses a row group of 0 rows
+    with "BatchSize must be greater than 0", pyarrow and pandas read the file as an empty table)."""
     schema = SCHEMAS[kind]
-    table = pa.Table.from_pylist(documents, schema=schema)
     buffer = io.BytesIO()
-    pq.write_table(table, buffer, compression="zstd")
+    with pq.ParquetWriter(buffer, schema, compression="zstd") as writer:
+        if documents:
+            writer.write_table(pa.Table.from_pylist(documents, schema=schema))
     return buffer.getvalue()
+
+
+def loadable_configs(counts_doc: dict[str, Any]) -> list[str]:
+    """The configs the card names: those with rows. Hugging Face `datasets` cannot load a split of 0 rows
+    ("corresponds to no data", huggingface/datasets#8401), so an empty config is left out of the card (its files
+    stay, schema only) and the dataset's page says it is empty."""
+    return [kind for kind in SCHEMAS if counts_doc[kind]["rows"]]
 
 
 def counts(documents: list[dict[str, Any]], status_key: str | None) -> dict[str, Any]:
@@ -99,19 +110,13 @@ def counts(documents: list[dict[str, Any]], status_key: str | None) -> dict[str,
 def dataset_card(*, name: str, version: int, licence: str, attribution: str, counts_doc: dict[str, Any]) -> bytes:
     """README.md with the YAML header `datasets` reads (configs and their files); every value JSON-quoted, so a
     hostile name or attribution cannot add YAML keys."""
-    lines = [
-        "---",
-        f"license: {json.dumps(licence)}",
-        f"pretty_name: {json.dumps(f'{name} v{version}')}",
-        "configs:",
-        "- config_name: repair",
-        "  data_files:",
-        "  - split: train",
-        "    path: repair/train.parquet",
-        "- config_name: generation",
-        "  data_files:",
-        "  - split: train",
-        "    path: generation/train.parquet",
+    configs = loadable_configs(counts_doc)
+    lines = ["---", f"license: {json.dumps(licence)}", f"pretty_name: {json.dumps(f'{name} v{version}')}"]
+    if configs:
+        lines.append("configs:")
+    for kind in configs:
+        lines += [f"- config_name: {kind}", "  data_files:", "  - split: train", f"    path: {kind}/train.parquet"]
+    lines += [
         "---",
         "",
         f"# {name} v{version}",
@@ -125,6 +130,13 @@ def dataset_card(*, name: str, version: int, licence: str, attribution: str, cou
         f"- attribution: {json.dumps(attribution)}",
         "",
     ]
+    empty = [kind for kind in SCHEMAS if kind not in configs]
+    if empty:
+        lines += [
+            f"Empty: {', '.join(empty)} (no rows). Its files hold the schema only and this card names no such "
+            "config: `datasets` cannot load a split of 0 rows.",
+            "",
+        ]
     return "\n".join(lines).encode("utf-8")
 
 

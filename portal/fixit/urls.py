@@ -6,6 +6,7 @@ app_name = "fixit"
 
 urlpatterns = [
     path("fixit/", views.dataset_list, name="dataset_list"),
+    path("fixit/build", views.dataset_build, name="dataset_build"),
     path("fixit/<slug:name>/v<int:version>/", views.dataset_detail, name="dataset_detail"),
     path("fixit/<slug:name>/v<int:version>/files/<path:path>", views.dataset_file, name="dataset_file"),
     path("api/v1/fixit/repair-runs", views.api_repair_runs, name="api_repair_runs"),

@@ -2,21 +2,58 @@ from __future__ import annotations
 
 import logging
 
+from django.contrib import messages
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 
 from portal.agent import selectors as agent_selectors
 from portal.agent.services import RunRefused, RunRequest
 from portal.core import visibility
 from portal.core.api import api_endpoint, json_error, json_refusal, read_json
 from portal.fixit import reasoning, repairs, selectors, services
+from portal.fixit.forms import DatasetBuildForm
 from portal.fixit.services import DatasetRefused
 
 log = logging.getLogger(__name__)
 
 
-def dataset_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "fixit/dataset_list.html", {"datasets": selectors.dataset_list()[:500]})
+def dataset_list(request: HttpRequest, build_form: DatasetBuildForm | None = None, status: int = 200) -> HttpResponse:
+    if build_form is None and request.user.is_staff:
+        build_form = DatasetBuildForm()
+    context = {"datasets": selectors.dataset_list()[:500], "build_form": build_form}
+    return render(request, "fixit/dataset_list.html", context, status=status)
+
+
+@require_POST
+def dataset_build(request: HttpRequest) -> HttpResponse:
+    """Staff build a dataset version from the web (others get 404, as for anything they may not see)."""
+    if not request.user.is_staff:
+        raise Http404("no such page")
+    form = DatasetBuildForm(request.POST)
+    if not form.is_valid():
+        return dataset_list(request, form, status=400)
+    data = form.cleaned_data
+    try:
+        dataset = services.dataset_create(
+            user=request.user,
+            name=data["name"],
+            filters=form.filters(),
+            licence=data["licence"],
+            description=data["description"],
+        )
+    except DatasetRefused as exc:
+        form.add_error(None, exc.message[0].upper() + exc.message[1:] + ".")
+        return dataset_list(request, form, status=exc.status)
+    if dataset.repair_rows or dataset.generation_rows:
+        messages.success(
+            request,
+            f"Built {dataset.name} v{dataset.version}: {dataset.repair_rows} repair rows, "
+            f"{dataset.generation_rows} generation rows.",
+        )
+    else:
+        messages.warning(request, f"Built {dataset.name} v{dataset.version}, but no evaluation matched: it is empty.")
+    return redirect("fixit:dataset_detail", name=dataset.name, version=dataset.version)
 
 
 def dataset_detail(request: HttpRequest, name: str, version: int) -> HttpResponse:
