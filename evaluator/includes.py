@@ -6,8 +6,8 @@ Three layers, because the compile log is public:
    accepts), with comments replaced by a space, with the `%:` digraph — and every form that names a file is
    checked: `#include` (a relative path inside the include path only), `#include_next`, `#import`, `#embed`,
    `#line`/GNU line markers with a file name (GCC prints the named file's lines under its diagnostics),
-   `#pragma GCC dependency` and its `_Pragma` form, `__has_include`/`__has_include_next`/`__has_embed`, and
-   assembler `.include`/`.incbin` in string literals. Trigraphs (`??=include`) are ignored by nvcc's front
+   `#pragma GCC dependency` and its `_Pragma` form, `__has_include`/`__has_include_next`/`__has_embed`
+   (assembler `.include`/`.incbin` in string literals: evaluator/asm_strings.py). Trigraphs (`??=include`) are ignored by nvcc's front
    ends in C++17 mode (GCC warns "trigraph ??= ignored", cudafe++ "support for trigraphs is disabled"); a
    line starting with `??=` is refused anyway so that a flag change cannot open that door.
 2. `outside_roots`: nvcc writes the files it actually opened (`-MD -MF`, both the host and device passes);
@@ -47,8 +47,6 @@ _PRAGMA_READS = re.compile(r"^\s*(?:GCC|clang)\s+dependency\b|^\s*dependency\b")
 _PRAGMA_TOKENS = re.compile(r"\bGCC\s+dependency\b")
 _HAS_INCLUDE = re.compile(r"\b(__has_include_next|__has_include|__has_embed)\b\s*(\(\s*([^)\n]*)\))?")
 _PRAGMA_OPERATOR = re.compile(r"\b_Pragma\s*\(\s*(?:L|u8|u|U)?\"((?:[^\"\\\n]|\\.)*)\"\s*\)")
-_ASM_READS = re.compile(r"(^|[\s;\"])\.(incbin|include)\b", re.IGNORECASE)
-_STRING = re.compile(r"(?:L|u8|u|U)?\"((?:[^\"\\\n]|\\.)*)\"")
 _DEVICE_PREFIXES = ("/dev/", "/proc/", "/sys/")
 _FORBIDDEN_HEADER = re.compile(r"(^|/)(cublas\w*|cudnn\w*)(\.h|\.hpp)?$", re.IGNORECASE)
 
@@ -127,7 +125,7 @@ def translated_lines(source: str) -> list[tuple[int, str, str]]:
 
 
 def directive_findings(source: str) -> list[PolicyFinding]:
-    """Findings for every directive or operator that makes the preprocessor or assembler read a named file."""
+    """Findings for every directive or operator that makes the preprocessor read a named file."""
     physical = source.splitlines()
     lines = translated_lines(source)
     starts = [n for n, _, _ in lines]
@@ -171,8 +169,6 @@ def directive_findings(source: str) -> list[PolicyFinding]:
             argument = text[has.start(3) : has.end(3)].strip() if has.group(3) is not None else ""
             for rule, message in check_target(argument, "__has_include"):
                 add(rule, message, index)
-        if _ASM_READS.search(" ".join(s.group(1) for s in _STRING.finditer(text))):
-            add("include-path", "assembler .include/.incbin is not allowed (it reads a file)", index)
     return findings
 
 
@@ -196,29 +192,15 @@ def check_target(target_text: str, what: str) -> list[tuple[str, str]]:
 
 def preprocessed_findings(own_lines: Iterable[tuple[int, str]]) -> list[PolicyFinding]:
     """File-reading forms visible only after macro expansion, in the candidate's own lines of `nvcc -E` output:
-    a `_Pragma` built by stringizing becomes `#pragma GCC dependency ...`; string literals joined by the
-    compiler (`".inc" "bin"`) become an assembler directive."""
+    a `_Pragma` built by stringizing becomes `#pragma GCC dependency ...` (assembler directives built from
+    joined or stringized literals: evaluator/asm_strings.py)."""
     findings: list[PolicyFinding] = []
-    literals: list[tuple[int, str]] = []
     for number, raw in own_lines:
         m = _DIRECTIVE.match(raw)
         if m and (m.group(2) or "") == "pragma" and _PRAGMA_READS.search(m.group(3)):
             findings.append(
                 PolicyFinding("include-path", "#pragma GCC dependency after macro expansion", number, _cap(raw))
             )
-            continue
-        literals += [(number, s.group(1)) for s in _STRING.finditer(raw)]
-    # Adjacent literals are concatenated by the compiler: look for the directives in the joined text.
-    joined = "".join(text for _, text in literals)
-    if _ASM_READS.search(joined):
-        hit = _ASM_READS.search(joined)
-        offset, number = 0, literals[0][0] if literals else 0
-        for n, text in literals:
-            if offset + len(text) > hit.start(2):
-                number = n
-                break
-            offset += len(text)
-        findings.append(PolicyFinding("include-path", "assembler .include/.incbin after macro expansion", number, ""))
     return findings
 
 

@@ -3,15 +3,18 @@
 The benchmark measures the candidate's own kernels, so the source may not hand the work to a vendor library
 (cuBLAS, cuBLASLt, cuDNN), load code at run time (dlopen/dlsym), or read files outside the compiler's
 include path (absolute or parent-relative #include, and every other directive that names a file: see
-evaluator/includes.py). Comments are blanked out before the checks, so a
-library named in a comment is fine; string literals are blanked for the identifier rules too, so a message
-that mentions cuBLAS is fine. CUTLASS and CuTe headers are allowed.
+evaluator/includes.py), or reach the host assembler's file-reading and macro directives from a string
+(evaluator/asm_strings.py: literals decoded as the compiler decodes them, read as gas reads them). Comments are
+blanked out before the checks, so a library named in a comment is fine; string literals are blanked for the
+identifier rules too, so a message that mentions cuBLAS is fine, but not text the assembler reads (`asm`,
+attributes). CUTLASS and CuTe headers are allowed.
 """
 
 from __future__ import annotations
 
 import re
 
+from evaluator import asm_strings
 from evaluator.includes import directive_findings, preprocessed_findings
 from evaluator.verdict import PolicyFinding
 
@@ -24,8 +27,6 @@ _FORBIDDEN_IDENTIFIER = re.compile(r"\b(cublas\w*|cudnn\w*|CUBLAS\w*|CUDNN\w*)\b
 _DYNAMIC_LOADING = re.compile(
     r"\b(dlopen|dlmopen|dlsym|dlvsym|dl_iterate_phdr|dladdr1?|dlinfo|_r_debug|__libc_dlopen_mode|__libc_dlsym)\b"
 )
-# A declaration can be bound to any symbol name with an assembler label: `int f() asm("dlopen");`.
-_ASM_LABEL = re.compile(r"\b(?:asm|__asm__|__asm)\s*\(\s*\"([^\"\n]*)\"\s*\)\s*[;,={]")
 _LINE_MARKER = re.compile(r'^#\s*(?:line\s+)?(\d+)\s+"([^"\n]*)"')
 
 
@@ -51,6 +52,11 @@ def check_source(source: str | bytes) -> list[PolicyFinding]:
 
     # Every directive that reads a file, read as the preprocessor reads it (evaluator/includes.py).
     findings.extend(directive_findings(source))
+    # Assembler text, decoded as the compiler decodes string literals (evaluator/asm_strings.py).
+    groups, computed = asm_strings.source_groups(source)
+    quotes = {n: _quote(lines, n) for g in groups for n in g.lines} | {n: _quote(lines, n) for n in computed}
+    findings.extend(asm_strings.findings(groups, computed, quotes))
+    findings.extend(_assembler_symbol_findings(groups, quotes))
 
     seen: set[tuple[str, int]] = set()
     for pattern, rule, what in (
@@ -82,16 +88,7 @@ def check_preprocessed(text: str, source_name: str = "kernel.cu") -> list[Policy
     identifier is there. Lines from system and tvm-ffi headers (which declare dlopen) are skipped using the
     preprocessor's line markers. Assembler labels binding a declaration to a forbidden symbol are caught too.
     """
-    own: list[tuple[int, str]] = []  # (original line number, expanded text)
-    current, line_no = "", 0
-    for raw in text.splitlines():
-        marker = _LINE_MARKER.match(raw)
-        if marker:
-            line_no, current = int(marker.group(1)), marker.group(2)
-            continue
-        if current.rsplit("/", 1)[-1] == source_name:
-            own.append((line_no, raw))
-        line_no += 1
+    own = own_lines(text, source_name)
     findings: list[PolicyFinding] = []
     seen: set[tuple[str, int]] = set()
     for number, raw in own:
@@ -101,12 +98,6 @@ def check_preprocessed(text: str, source_name: str = "kernel.cu") -> list[Policy
             for m in _FORBIDDEN_IDENTIFIER.finditer(code)
         ]
         hits += [("dynamic-loading", m.group(0), "loads code at run time") for m in _DYNAMIC_LOADING.finditer(code)]
-        for label in _ASM_LABEL.finditer(raw):
-            name = label.group(1)
-            if _FORBIDDEN_IDENTIFIER.search(name):
-                hits.append(("forbidden-library", name, "binds a declaration to a vendor library symbol"))
-            elif _DYNAMIC_LOADING.search(name):
-                hits.append(("dynamic-loading", name, "binds a declaration to a run-time loader symbol"))
         for rule, what, message in hits:
             if (rule, number) in seen:
                 continue
@@ -115,7 +106,49 @@ def check_preprocessed(text: str, source_name: str = "kernel.cu") -> list[Policy
             quote = text_line if len(text_line) <= _QUOTE_CAP else text_line[: _QUOTE_CAP - 1] + "…"
             findings.append(PolicyFinding(rule, f"{message} after macro expansion: '{what}'", number, quote))
     findings.extend(preprocessed_findings(own))
+    # Assembler text after macro expansion: `asm(CAT(".inc", "bin ..."))`, strings built by stringizing.
+    groups, computed = asm_strings.own_groups(own)
+    quotes = dict(own)
+    after = " after macro expansion"
+    findings.extend(asm_strings.findings(groups, computed, quotes, suffix=after))
+    findings.extend(f for f in _assembler_symbol_findings(groups, quotes, suffix=after) if (f.rule, f.line) not in seen)
     return findings
+
+
+def own_lines(text: str, source_name: str = "kernel.cu") -> list[tuple[int, str]]:
+    """(original line number, expanded text) of the candidate's own lines of `nvcc -E` output, found by the
+    preprocessor's line markers. A line inside a raw string literal is never a marker: `R"(` + a line
+    `# 1 "/usr/include/stdio.h"` would otherwise hide every later line of the candidate's from these checks."""
+    own: list[tuple[int, str]] = []
+    current, line_no, raw_end = "", 0, None
+    for raw in text.splitlines():
+        marker = _LINE_MARKER.match(raw) if raw_end is None else None
+        if marker:
+            line_no, current = int(marker.group(1)), marker.group(2)
+            continue
+        if current.rsplit("/", 1)[-1] == source_name:
+            own.append((line_no, raw))
+            raw_end = asm_strings.open_raw_string(raw, raw_end)
+        line_no += 1
+    return own
+
+
+def _assembler_symbol_findings(
+    groups: list[asm_strings.LiteralGroup], quotes: dict[int, str], *, suffix: str = ""
+) -> list[PolicyFinding]:
+    """The identifier rules on text the assembler reads: `int f() asm("dlopen");`, `asm("call dlopen@PLT")`,
+    `__attribute__((weakref("dlopen")))` bind or call a symbol that no identifier in the code names."""
+    found: list[PolicyFinding] = []
+    for line, text in asm_strings.assembler_texts(groups):
+        for pattern, rule, what in (
+            (_FORBIDDEN_IDENTIFIER, "forbidden-library", "names a vendor library symbol"),
+            (_DYNAMIC_LOADING, "dynamic-loading", "names a run-time loader symbol"),
+        ):
+            m = pattern.search(text)
+            if m:
+                message = f"assembler text {what}{suffix}: '{m.group(0)}'"
+                found.append(PolicyFinding(rule, message, line, asm_strings.cap_quote(quotes.get(line, ""))))
+    return found
 
 
 def _is_include_line(code: str, line_no: int) -> bool:

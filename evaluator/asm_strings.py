@@ -1,0 +1,399 @@
+"""String literals as the assembler reads them, and the assembler directives the source policy refuses (issue 28).
+
+Host code reaches GNU as (gas) as text: `asm(...)` statements and asm labels, and also section names
+(`__attribute__((section(...)))`) and `#ident` strings, which GCC copies into its assembly unescaped. gas reads
+files at `.include`/`.incbin`, and its macro processor (`.macro`, `.irp`, `.rept`, `.altmacro`, `\\()`) can build
+those directives from pieces. A rule over the source text is bypassed by anything the compiler decodes first
+(`\\056include`, `\\x2eincbin`, `\\u002e`, out-of-range `\\x12e` masked to `.`, adjacent literals `".inc" "bin"`)
+or by gas's own syntax (`nop; .incbin`, `lbl: .incbin`, `\\t.incbin`, `.inc/**/bin`: gas deletes block comments).
+
+So: every string literal is decoded the way the C/C++ compiler does (`decode_literal`: escapes, UCNs, raw
+strings, encoding prefixes), adjacent literals are joined (`literal_groups`), and the decoded text is split into
+statements the way gas does (`gas_statements`). A group is refused when a statement starts with a directive of
+`DIRECTIVES`; a group in an assembler context (inside `asm(...)`, `__attribute__((...))`, `[[...]]`, a `#pragma`
+or `#ident` line) is also refused when such a directive appears anywhere in it, when it names `include` or
+`incbin` at all, or when it holds a block comment. `evaluator/policy.py` runs this on the raw source (after
+line splicing and comment removal) and on the candidate's own lines of `nvcc -E` output (after macro expansion).
+
+Device-code PTX (`.reg`, `.pred`, `{ }`, `wgmma.*`, `mbarrier.*`, labels, `@p bra`) has none of these
+directives and passes.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from evaluator.includes import translated_lines
+from evaluator.verdict import PolicyFinding
+
+# Why each directive is refused. Reading files: the point of the rule. Building text: gas's macro processor can
+# assemble `.include` from pieces (`.irp d,inc` + `.\d\()lude`), so no directive check can see through it; no
+# kernel needs it. `.mri` switches gas to MRI syntax, where pseudo-ops need no leading dot.
+# Not refused, and why: `.fill`/`.space`/`.skip` (a big object is a C array too; the library size cap holds
+# it), `.file`/`.linefile`/`.loc` (rename diagnostics only; gas prints no source lines), `.print`/`.error`
+# (candidate text in the candidate's log), `.section`/`.symver`/`.weakref` (symbol names: the identifier rules
+# read assembler text for dlopen or cuBLAS names).
+FILE_READING = {
+    "include": "it makes the assembler read a file",
+    "incbin": "it copies a file into the object",
+}
+TEXT_BUILDING = {
+    name: "assembler macros can build .include/.incbin from pieces"
+    for name in ("macro", "purgem", "exitm", "mexit", "irp", "irpc", "irep", "irepc", "rept", "rep", "altmacro")
+}
+TEXT_BUILDING["mri"] = "MRI mode takes pseudo-ops without the leading dot"
+DIRECTIVES = {**FILE_READING, **TEXT_BUILDING}
+
+_ASM_KEYWORDS = {"asm", "__asm", "__asm__"}
+_ASM_QUALIFIERS = {"volatile", "__volatile", "__volatile__", "inline", "__inline", "__inline__", "goto"}
+_ATTRIBUTE_KEYWORDS = {"__attribute__", "__attribute", "__declspec"}
+# Directive lines whose strings reach the assembler (#ident, #sccs, #pragma ident) or may (#pragma).
+_ASM_DIRECTIVE_LINES = {"ident", "sccs", "pragma"}
+# Directive lines whose quoted text is a file name with its own rule (evaluator/includes.py), not a literal.
+_FILE_NAME_LINES = {"include", "include_next", "import", "embed", "line"}
+
+_TOKEN = re.compile(
+    r"""
+    (?P<directive>^[ \t\f\v]*(?:\#|%:)[ \t\f\v]*(?P<name>[A-Za-z_]\w*|\d+)?[^\n]*)
+    | (?P<raw>(?:u8|u|U|L)?R"(?P<delim>[^()\\\s"]{0,16})\(.*?\)(?P=delim)")
+    | (?P<str>(?:u8|u|U|L)?"(?:[^"\\\n]|\\.)*")
+    | (?P<chr>(?:u8|u|U|L)?'(?:[^'\\\n]|\\.)*')
+    | (?P<num>\.?\d(?:[eEpP][+-]|'(?=\w)|[\w.])*)
+    | (?P<word>[A-Za-z_$][\w$]*)
+    | (?P<punct>\S)
+    """,
+    re.VERBOSE | re.DOTALL | re.MULTILINE,
+)
+_RAW_OPEN = re.compile(r'(?:u8|u|U|L)?R"([^()\\\s"]{0,16})\(')
+_DIRECTIVE_HEAD = re.compile(r"^[ \t\f\v]*(?:#|%:)[ \t\f\v]*(?:[A-Za-z_]\w*|\d+)?")
+_LABELS = re.compile(r'^(?:\s*(?:"(?:[^"\\]|\\.)*"|[^\s:;"]+)\s*:)*\s*')
+_NAME = re.compile(r"\.([A-Za-z_][\w.$]*)")
+_ANYWHERE = re.compile(r"\.\s*(" + "|".join(sorted(DIRECTIVES, key=len, reverse=True)) + r")\b", re.IGNORECASE)
+_NAMES_FILE_DIRECTIVE = re.compile(r"include|incbin", re.IGNORECASE)
+_DELIMITED = re.compile(r"\\[oxuN]\{")
+_SIMPLE_ESCAPES = {
+    "n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v",
+    "e": "\x1b", "E": "\x1b", "\\": "\\", "'": "'", '"': '"', "?": "?",
+}  # fmt: skip
+_QUOTE_CAP = 200
+_SHOWN_CAP = 80
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+def decode_literal(token: str, *, delimited: bool = True) -> str:
+    """The value of one string literal token as the assembler gets it: one character per byte (a narrow or u8
+    literal's UTF-8 bytes, read as Latin-1), or per code unit for a wide one. Escapes as GCC and EDG read
+    them: simple ones and `\\e`; `\\ooo` and `\\xh...` masked to the character width (GCC and nvcc both compile
+    `"\\x12e"` as `.`); `\\u`/`\\U`; an unknown escape keeps its character. `delimited`: read C++23's `\\o{}`,
+    `\\x{}`, `\\u{}`, `\\N{}` (GCC 13); False reads them as an older front end does (`\\o` is `o`)."""
+    m = re.match(r'(u8|u|U|L)?(R)?"', token)
+    if m is None:
+        return ""
+    prefix = m.group(1) or ""
+    wide = prefix in ("u", "U", "L")
+    width = {"u": 0xFFFF, "U": 0xFFFFFFFF, "L": 0xFFFFFFFF}.get(prefix, 0xFF)
+    if m.group(2):
+        body = token[m.end() :]
+        delim = body[: body.index("(")]
+        text = body[len(delim) + 1 : len(body) - len(delim) - 2]
+        return text if wide else _bytes_of(text)
+    body = token[m.end() : -1] if token.endswith('"') and len(token) > m.end() else token[m.end() :]
+    out: list[str] = []
+    i, n = 0, len(body)
+
+    def unit(value: int) -> str:
+        value &= width
+        return chr(value) if value < 0x110000 else "\ufffd"
+
+    def character(cp: int) -> str:
+        if not 0 <= cp < 0x110000 or 0xD800 <= cp < 0xE000:
+            return "\ufffd"
+        return chr(cp) if wide else _bytes_of(chr(cp))
+
+    while i < n:
+        c = body[i]
+        if c != "\\" or i + 1 >= n:
+            out.append(c if wide else _bytes_of(c))
+            i += 1
+            continue
+        e = body[i + 1]
+        braced = re.match(r"\{([^}]*)\}", body[i + 2 :]) if delimited and e in "oxuN" else None
+        if braced:
+            inner, i = braced.group(1), i + 2 + braced.end()
+            try:
+                if e == "N":
+                    out.append(character(ord(unicodedata.lookup(inner))))
+                elif e == "u":
+                    out.append(character(int(inner, 16)))
+                else:
+                    out.append(unit(int(inner, 8 if e == "o" else 16)))
+            except (KeyError, ValueError):
+                out.append(inner)
+        elif e in "01234567":
+            digits = re.match(r"[0-7]{1,3}", body[i + 1 :]).group(0)
+            out.append(unit(int(digits, 8)))
+            i += 1 + len(digits)
+        elif e == "x" and re.match(r"[0-9A-Fa-f]", body[i + 2 : i + 3]):
+            digits = re.match(r"[0-9A-Fa-f]+", body[i + 2 :]).group(0)
+            out.append(unit(int(digits, 16)))
+            i += 2 + len(digits)
+        elif e in "uU" and re.fullmatch(
+            rf"[0-9A-Fa-f]{{{4 if e == 'u' else 8}}}", body[i + 2 : i + (6 if e == "u" else 10)]
+        ):
+            size = 4 if e == "u" else 8
+            out.append(character(int(body[i + 2 : i + 2 + size], 16)))
+            i += 2 + size
+        else:
+            out.append(_SIMPLE_ESCAPES.get(e, e if wide else _bytes_of(e)))
+            i += 2
+    return "".join(out)
+
+
+def _bytes_of(text: str) -> str:
+    return text.encode("utf-8", errors="replace").decode("latin-1")
+
+
+# --------------------------------------------------------------------------- lexing
+
+
+@dataclass(frozen=True)
+class LiteralGroup:
+    """Adjacent string literals, joined as the compiler joins them."""
+
+    tokens: tuple[str, ...]  # the literal tokens as written
+    lines: tuple[int, ...]  # the line of each token
+    assembler: bool  # inside asm(...), an attribute, or a #pragma/#ident line: text the assembler may read
+
+
+def literal_groups(text: str, line_of: list[int]) -> tuple[list[LiteralGroup], list[int]]:
+    """The string literal groups of C/C++ `text` (comments already removed), with `line_of[i]` the source line
+    of `text`'s line i; and the lines of `asm((...))` statements, whose text is computed (GCC 15 accepts a
+    constant expression there). A directive line (outside literals) is read on its own and does not separate
+    adjacent literals; the file name of an #include-like line is not a literal and has its own rule."""
+    groups: list[LiteralGroup] = []
+    computed: list[int] = []
+    contexts: list[tuple[str, bool]] = []  # open brackets: (closer, whether it opened an assembler context)
+    pending = ""  # "asm" or "attribute": the keyword seen, its "(" not yet
+    previous = ""
+    current: list[tuple[str, int, bool]] = []
+    newlines = [m.start() for m in re.finditer("\n", text)]
+
+    def line(offset: int) -> int:
+        index = bisect.bisect_left(newlines, offset)
+        return line_of[min(index, len(line_of) - 1)]
+
+    def close_group() -> None:
+        if current:
+            tokens, lines, flags = zip(*current, strict=True)
+            groups.append(LiteralGroup(tokens, lines, any(flags)))
+            current.clear()
+
+    for m in _TOKEN.finditer(text):
+        kind, lexeme = m.lastgroup, m.group(0)
+        if kind == "directive":
+            name = m.group("name") or ""
+            if name not in _FILE_NAME_LINES and not name.isdigit():
+                here = line(m.start())
+                inner, _ = literal_groups(_DIRECTIVE_HEAD.sub("", lexeme, count=1), [here])
+                assembler = name in _ASM_DIRECTIVE_LINES
+                groups += [LiteralGroup(g.tokens, g.lines, g.assembler or assembler) for g in inner]
+            continue
+        if kind in ("raw", "str"):
+            current.append((lexeme, line(m.start()), any(a for _, a in contexts)))
+            previous, pending = lexeme, ""
+            continue
+        close_group()
+        if kind == "word" and lexeme in _ASM_KEYWORDS:
+            pending = "asm"
+        elif kind == "word" and lexeme in _ATTRIBUTE_KEYWORDS:
+            pending = "attribute"
+        elif kind == "word" and lexeme in _ASM_QUALIFIERS and pending == "asm":
+            pass
+        elif lexeme in "([":
+            if pending == "asm" and lexeme == "(" and text[m.end() :].lstrip().startswith("("):
+                computed.append(line(m.start()))
+            contexts.append(("]" if lexeme == "[" else ")", bool(pending) or (lexeme == "[" and previous == "[")))
+            pending = ""
+        elif lexeme in ")]":
+            while contexts and contexts.pop()[0] != lexeme:
+                pass
+            pending = ""
+        else:
+            pending = ""
+        previous = lexeme
+    close_group()
+    return groups, computed
+
+
+# --------------------------------------------------------------------------- gas
+
+
+def gas_statements(text: str) -> list[str]:
+    """`text` cut where gas ends a statement (newline, `;`, also CR/FF/VT/NUL to be safe), each statement with
+    its leading blanks and labels (`x:`, `1:`, `"quoted":`, several) removed: what is left starts with the
+    directive or instruction gas will read."""
+    return [_LABELS.sub("", part, count=1) for part in re.split(r"[\n\r\f\v;\x00]", text)]
+
+
+def gas_views(text: str) -> list[str]:
+    """The readings of `text` to check: as written; with every block comment deleted (gas's preprocessor deletes
+    `/* */` outside its strings, so `.inc/**/bin` is `.incbin`), both ignoring and honouring gas strings."""
+    views = [text, re.sub(r"/\*.*?(?:\*/|\Z)", "", text, flags=re.DOTALL), _strip_gas_comments(text)]
+    return list(dict.fromkeys(views))
+
+
+def _strip_gas_comments(text: str) -> str:
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text[i] == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i : j + 1])
+            i = j + 1
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class AssemblerHit:
+    """One refused piece of decoded assembler text."""
+
+    rule: str  # "include-path" (reads a file) or "assembler-directive"
+    message: str
+    line: int
+
+
+def group_hits(group: LiteralGroup) -> list[AssemblerHit]:
+    """What the assembler rule refuses in one group of adjacent literals (both readings of delimited escapes)."""
+    decodings = ["".join(decode_literal(t) for t in group.tokens)]
+    if any(_DELIMITED.search(t) for t in group.tokens):
+        decodings.append("".join(decode_literal(t, delimited=False) for t in group.tokens))
+    hits: dict[tuple[str, str], AssemblerHit] = {}
+
+    def add(name: str, shown: str) -> None:
+        rule = "include-path" if name in FILE_READING else "assembler-directive"
+        reason = DIRECTIVES.get(name, "")
+        if name in DIRECTIVES:
+            message = f"assembler .{name} is not allowed ({reason})"
+        elif name == "comment":
+            message = "a /* comment in assembler text is not allowed (gas deletes it, joining the text around it)"
+        else:
+            message = f"assembler text may not name '{name}' (.include/.incbin read files)"
+        message += f"; the string as the compiler decodes it: {_shown(shown)}"
+        hits.setdefault((rule, name), AssemblerHit(rule, message, _line_of_hit(group, shown)))
+
+    for decoded in decodings:
+        for view in gas_views(decoded):
+            for statement in gas_statements(view):
+                m = _NAME.match(statement)
+                if m and m.group(1).lower() in DIRECTIVES:
+                    add(m.group(1).lower(), statement)
+            if not group.assembler:
+                continue
+            for m in _ANYWHERE.finditer(view):
+                add(m.group(1).lower(), _around(view, m.start()))
+            for m in _NAMES_FILE_DIRECTIVE.finditer(view):
+                add(m.group(0).lower(), _around(view, m.start()))
+        if group.assembler and "/*" in decoded:
+            add("comment", _around(decoded, decoded.index("/*")))
+    return list(hits.values())
+
+
+def assembler_texts(groups: Iterable[LiteralGroup]) -> list[tuple[int, str]]:
+    """(line, decoded text) of each group the assembler may read, for the identifier rules (dlopen, cuBLAS)."""
+    return [(g.lines[0], "".join(decode_literal(t) for t in g.tokens)) for g in groups if g.assembler]
+
+
+def _line_of_hit(group: LiteralGroup, shown: str) -> int:
+    # The literal whose own decoded text holds the start of the offending statement, else the group's first.
+    probe = shown.strip()[:8]
+    for token, line in zip(group.tokens, group.lines, strict=True):
+        if probe and probe in decode_literal(token):
+            return line
+    return group.lines[0]
+
+
+def _around(text: str, at: int) -> str:
+    start = max(text.rfind("\n", 0, at) + 1, at - 20)
+    end = text.find("\n", at)
+    return text[start : end if end >= 0 else len(text)]
+
+
+def _shown(text: str) -> str:
+    text = text.strip(" ")
+    shown = text.encode("unicode_escape").decode("ascii")
+    return "'" + (shown if len(shown) <= _SHOWN_CAP else shown[: _SHOWN_CAP - 1] + "…") + "'"
+
+
+# --------------------------------------------------------------------------- policy entry points
+
+
+def source_groups(source: str) -> tuple[list[LiteralGroup], list[int]]:
+    """Literal groups of the raw source, read after line splicing and with comments replaced by a space."""
+    lines = translated_lines(source)
+    return literal_groups("\n".join(code for _, code, _ in lines), [n for n, _, _ in lines] or [1])
+
+
+def own_groups(own_lines: list[tuple[int, str]]) -> tuple[list[LiteralGroup], list[int]]:
+    """Literal groups of the candidate's own lines of `nvcc -E` output (no comments there)."""
+    return literal_groups("\n".join(t for _, t in own_lines), [n for n, _ in own_lines] or [1])
+
+
+def findings(
+    groups: list[LiteralGroup], computed: list[int], quote: dict[int, str], *, suffix: str = ""
+) -> list[PolicyFinding]:
+    """Policy findings for the assembler rule; `quote` gives the text shown for a line."""
+    out: list[PolicyFinding] = []
+    seen: set[tuple[str, int, str]] = set()
+    for group in groups:
+        for hit in group_hits(group):
+            key = (hit.rule, hit.line, hit.message.split(";")[0])
+            if key not in seen:
+                seen.add(key)
+                out.append(
+                    PolicyFinding(
+                        hit.rule,
+                        hit.message.replace(";", suffix + ";", 1),
+                        hit.line,
+                        cap_quote(quote.get(hit.line, "")),
+                    )
+                )
+    for line in computed:
+        message = "asm with a computed string is not allowed (its text must be string literals)" + suffix
+        out.append(PolicyFinding("assembler-directive", message, line, cap_quote(quote.get(line, ""))))
+    return out
+
+
+def open_raw_string(line: str, pending_end: str | None) -> str | None:
+    """The terminator (`)delim"`) of a raw string literal still open at the end of `line`, None when none is;
+    `pending_end`: the terminator of one open when the line began."""
+    at = 0
+    if pending_end is not None:
+        end = line.find(pending_end)
+        if end < 0:
+            return pending_end
+        at = end + len(pending_end)
+    for m in _TOKEN.finditer(line, at):
+        if m.lastgroup == "word" and m.group(0) in ("R", "LR", "uR", "UR", "u8R"):
+            opening = _RAW_OPEN.match(line, m.start())
+            if opening:  # the whole literal would have matched `raw` had it ended on this line
+                return ")" + opening.group(1) + '"'
+    return None
+
+
+def cap_quote(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= _QUOTE_CAP else text[: _QUOTE_CAP - 1] + "…"
