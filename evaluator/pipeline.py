@@ -96,6 +96,10 @@ class Options:
     # (still limits, cgroup and a clean environment) only if this is True (None: EVALUATOR_ALLOW_UNSANDBOXED_PROFILE).
     allow_unsandboxed_profile: bool | None = None
     limits: Limits | None = None
+    # Only the adversarial corpus sets this: it evaluates files that the source policy would refuse, to show that
+    # the defences beneath it (the sandbox, the hostile-file rule, the integrity checks) hold on their own. The
+    # command line and the portal never set it; the verdict says so in its notes.
+    skip_source_policy: bool = False
 
 
 def resolve_stages(requested: Iterable[str]) -> list[str]:
@@ -202,7 +206,10 @@ def _run_stages(
     v = book.verdict
     t = time.monotonic()
     book.report("policy", "checking the source")
-    if v.language == "triton":
+    if opts.skip_source_policy:
+        v.policy = []
+        v.notes.append("the source policy was not applied (adversarial corpus: the defences beneath it are tested)")
+    elif v.language == "triton":
         params = [s.name for s in (*task.definition.inputs, *task.definition.outputs)]
         v.policy = check_triton_source(source, params)
     else:

@@ -73,3 +73,14 @@ def test_manifest_covers_every_trick_of_the_issue():
         assert (corpus.HERE / e["file"]).is_file(), e["file"]
         assert e["expect"]["status"], e["name"]
         assert e["on"] in corpus.load()["tasks"]
+
+
+def test_links_planted_in_the_build_folder_are_never_written_through():
+    """triton_escape_build_links plants `kernel.sass` as a link to a `.pth` path outside the sandbox; the SASS stage
+    once wrote the listing through it (issue 28). Mutation caught: `(build / "kernel.sass").write_text(...)`."""
+    entry = next(e for e in CPU_ENTRIES if e["name"] == "triton_escape_build_links")
+    target = Path("/tmp/ptxbench-adversarial-sass-target.pth")
+    target.unlink(missing_ok=True)
+    outcome = corpus.run_entry(entry, CAPS)
+    assert outcome.ok, outcome.detail
+    assert not target.exists()
