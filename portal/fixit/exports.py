@@ -14,14 +14,15 @@ Layout (one folder per dataset version):
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 from collections import Counter
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
+
+# The file helpers shared with the public result snapshots (one home: portal/datasets/files.py).
+from portal.datasets.files import card_front_matter, jsonl_bytes, sha256_bytes
+from portal.datasets.files import parquet_bytes as _parquet_bytes
 
 MANIFEST_FORMAT = "ptxbench-portal.fixit-1"
 _MESSAGES = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string()), ("loss", pa.bool_())]))
@@ -73,19 +74,10 @@ GENERATION_SCHEMA = pa.schema(
 SCHEMAS = {"repair": REPAIR_SCHEMA, "generation": GENERATION_SCHEMA}
 
 
-def jsonl_bytes(documents: list[dict[str, Any]]) -> bytes:
-    return b"".join(json.dumps(d, ensure_ascii=False, sort_keys=False).encode("utf-8") + b"\n" for d in documents)
-
-
 def parquet_bytes(documents: list[dict[str, Any]], kind: str) -> bytes:
     """The rows as Parquet; with no rows, the schema alone (no row group: `datasets` refuses a row group of 0 rows
     with "BatchSize must be greater than 0", pyarrow and pandas read the file as an empty table)."""
-    schema = SCHEMAS[kind]
-    buffer = io.BytesIO()
-    with pq.ParquetWriter(buffer, schema, compression="zstd") as writer:
-        if documents:
-            writer.write_table(pa.Table.from_pylist(documents, schema=schema))
-    return buffer.getvalue()
+    return _parquet_bytes(documents, SCHEMAS[kind])
 
 
 def loadable_configs(counts_doc: dict[str, Any]) -> list[str]:
@@ -111,13 +103,8 @@ def dataset_card(*, name: str, version: int, licence: str, attribution: str, cou
     """README.md with the YAML header `datasets` reads (configs and their files); every value JSON-quoted, so a
     hostile name or attribution cannot add YAML keys."""
     configs = loadable_configs(counts_doc)
-    lines = ["---", f"license: {json.dumps(licence)}", f"pretty_name: {json.dumps(f'{name} v{version}')}"]
-    if configs:
-        lines.append("configs:")
-    for kind in configs:
-        lines += [f"- config_name: {kind}", "  data_files:", "  - split: train", f"    path: {kind}/train.parquet"]
+    lines = card_front_matter(configs=configs, licence=licence, pretty_name=f"{name} v{version}")
     lines += [
-        "---",
         "",
         f"# {name} v{version}",
         "",
@@ -138,10 +125,6 @@ def dataset_card(*, name: str, version: int, licence: str, attribution: str, cou
             "",
         ]
     return "\n".join(lines).encode("utf-8")
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def dataset_files(
