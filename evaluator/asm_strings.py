@@ -284,14 +284,15 @@ def group_hits(group: LiteralGroup) -> list[AssemblerHit]:
     hits: dict[tuple[str, str], AssemblerHit] = {}
 
     def add(name: str, shown: str) -> None:
-        rule = "include-path" if name in FILE_READING else "assembler-directive"
+        rule = "include-path" if name.removeprefix("names ") in FILE_READING else "assembler-directive"
         reason = DIRECTIVES.get(name, "")
         if name in DIRECTIVES:
             message = f"assembler .{name} is not allowed ({reason})"
         elif name == "comment":
             message = "a /* comment in assembler text is not allowed (gas deletes it, joining the text around it)"
         else:
-            message = f"assembler text may not name '{name}' (.include/.incbin read files)"
+            word = name.removeprefix("names ")
+            message = f"assembler text may not name '{word}' (.include/.incbin read files, and macros can rebuild them)"
         message += f"; the string as the compiler decodes it: {_shown(shown)}"
         hits.setdefault((rule, name), AssemblerHit(rule, message, _line_of_hit(group, shown)))
 
@@ -306,10 +307,12 @@ def group_hits(group: LiteralGroup) -> list[AssemblerHit]:
             for m in _ANYWHERE.finditer(view):
                 add(m.group(1).lower(), _around(view, m.start()))
             for m in _NAMES_FILE_DIRECTIVE.finditer(view):
-                add(m.group(0).lower(), _around(view, m.start()))
+                add("names " + m.group(0).lower(), _around(view, m.start()))
         if group.assembler and "/*" in decoded:
             add("comment", _around(decoded, decoded.index("/*")))
-    return list(hits.values())
+    # A directive found says more than the bare name: report the name only where no directive was found.
+    named = {name for _, name in hits}
+    return [hit for (_, name), hit in hits.items() if name.removeprefix("names ") not in named or name in DIRECTIVES]
 
 
 def assembler_texts(groups: Iterable[LiteralGroup]) -> list[tuple[int, str]]:
