@@ -1,0 +1,9 @@
+// Trick (issue 28): a label before the directive, no blank: gas reads `lbl:.include` as label + `.include`.
+// Expected: POLICY_REJECTED (assembler .include); the compiler never runs.
+asm("lbl:.include \"/etc/passwd\"");
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/function.h>
+
+void run_impl(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorView c) {}
+
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run_impl);
