@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import evaluator
-from evaluator import envinfo, hostile_files, protocol
+from evaluator import envinfo, hostile_files, protocol, trusted_baseline
 from evaluator.compare import Comparison, worst
 from evaluator.correctness import Checker, fill_correctness
 from evaluator.errors import EnvironmentProblem
@@ -45,6 +45,7 @@ from evaluator.performance import performance_from_timing, use_trusted_latency
 from evaluator.protocol import CandidateError, ChannelViolation
 from evaluator.sandbox import CandidateProcess, ChildDied, ProcessLimitHit, child_env
 from evaluator.taskdata import HIDDEN_WORKLOADS_FILE, Task, Workload, parse_workloads
+from evaluator.trusted_baseline import TrustedBaseline, host_slack_ms
 from evaluator.verdict import Correctness, FootprintCheck, IntegrityHold, KernelFootprint, Status, WorkloadResult
 
 REPO_ROOT = Path(evaluator.__file__).resolve().parent.parent
@@ -177,7 +178,7 @@ def write_job(setup: CandidateSetup, workload: Workload, *, scratch: Path | None
         "language": setup.language,
         **extra,
     }
-    if setup.language == "triton" and setup.triton_cache is not None:
+    if job["language"] == "triton" and setup.triton_cache is not None:
         # A fresh copy per process: no Triton cache is shared between candidate processes or candidates. The folder
         # that receives it is one the candidate may write, so it gets a new random name (nothing planted there
         # beforehand can be in the way) and every file is created without following links.
@@ -197,20 +198,49 @@ def candidate_env(workdir: Path) -> dict[str, str]:
     return child_env(workdir, [str(REPO_ROOT)])
 
 
-def start(setup: CandidateSetup, workload: Workload, *, baseline: bool) -> CandidateProcess:
-    """A fresh candidate process serving `workload` (with the library baseline loaded when `baseline`)."""
-    job = write_job(setup, workload, baseline=baseline)
+def start(setup: CandidateSetup, workload: Workload, *, trusted_baseline: bool = False) -> CandidateProcess:
+    """A fresh candidate process serving `workload`; with `trusted_baseline`, a process of the same shape that loads
+    no submission code and serves the library baseline in its place (measure_trusted_baseline)."""
+    if trusted_baseline:
+        job = write_job(setup, workload, library=None, language="cuda", mode=protocol.BASELINE_MODE)
+    else:
+        job = write_job(setup, workload)
     return CandidateProcess(
         child_command(job),
         env=candidate_env(setup.workdir),
         cwd=setup.workdir,
         log_dir=setup.workdir / "logs",
-        name=f"candidate-{workload.uuid[:8]}",
+        name=f"{'baseline' if trusted_baseline else 'candidate'}-{workload.uuid[:8]}",
         jail=setup.jail,
         writable=[setup.exchange],
         readable=[setup.workdir],
         gpu=setup.device_type == "cuda",
     )
+
+
+def measure_trusted_baseline(
+    setup: CandidateSetup, workload: Workload, seeds: Seeds, timing: TimingRequest, deadline: float
+) -> TrustedBaseline:
+    """The library baseline of `workload`, timed in a process that loads no submission code (evaluator/
+    trusted_baseline.py). It is trusted code: any failure of it is this host's problem, not the candidate's."""
+    child = start(setup, workload, trusted_baseline=True)
+    try:
+        expect(child, deadline, protocol.READY)
+        return trusted_baseline.measure(
+            child,
+            expect,
+            call_seeds=seeds.calls,
+            recheck_seed=seeds.recheck,
+            batches=seeds.batches,
+            warmup=timing.warmup,
+            iters=timing.iters,
+            sets=timing.sets,
+            deadline=deadline,
+        )
+    except (TimeoutError, ChannelViolation, CandidateError, ProcessLimitHit, ChildDied) as exc:
+        raise EnvironmentProblem(f"the trusted library-baseline process failed: {exc}") from None
+    finally:
+        child.close(grace_s=10.0)
 
 
 def expect(child: CandidateProcess, deadline: float, event: str) -> dict[str, Any]:
@@ -246,8 +276,12 @@ def run_workload(
         cap = min(timing.max_checked, max(4, CHECK_MEMORY_BYTES // max(out_bytes, 1)))
         plan = TimingPlan.draw(timing.warmup, timing.iters, seeds.batches, timing.check_fraction, cap)
         timing_refs = _timing_references(checker, workload, seeds, plan)
+    trusted_base = None
+    if timing is not None:
+        # Before any process of this workload runs submission code: nothing the candidate does can reach it.
+        trusted_base = measure_trusted_baseline(setup, workload, seeds, timing, time.monotonic() + timeout_s)
     deadline = time.monotonic() + timeout_s
-    child = start(setup, workload, baseline=timing is not None)
+    child = start(setup, workload)
     try:
         expect(child, deadline, protocol.READY)
         if _trials(child, checker, workload, seeds.trials, refs, result, deadline):
@@ -256,7 +290,7 @@ def run_workload(
                 t = time.monotonic()
                 report("timing", f"{axes_text(workload)}: {timing.warmup} warm-up + {timing.iters} timed calls")
                 assert plan is not None
-                _time(child, checker, workload, seeds, plan, timing_refs, timing, run, deadline, setup)
+                _time(child, checker, workload, seeds, plan, timing_refs, timing, run, deadline, setup, trusted_base)
                 run.timing_seconds = time.monotonic() - t
             child.send(protocol.exit_command())
             if result.status == Status.PASSED:
@@ -370,6 +404,7 @@ def _time(
     run: WorkloadRun,
     deadline: float,
     setup: CandidateSetup,
+    trusted_base: TrustedBaseline | None = None,
 ) -> None:
     """The timed calls with post-call checks, the re-check, the parent-timed batches; then performance and the
     integrity observations of this workload into `run`."""
@@ -420,6 +455,8 @@ def _time(
         run.notes.append(str(msg["fallback_reason"]))
     if _foreign_kernels(setup, msg, run):
         return
+    if trusted_base is not None:  # the denominator comes from the trusted baseline process, never from this one
+        msg = {**msg, "series": {**msg["series"], "baseline": trusted_base.series}}
     perf = performance_from_timing(
         msg,
         baseline=checker.task.baselines[0].id,
@@ -431,7 +468,13 @@ def _time(
     run.notes.extend(perf.notes)
     result.performance = perf.performance
     run.trusted_ms = min(batch_ms) if batch_ms else None
-    hold = trusted_clock_hold(reported_ms=perf.performance.latency_ms, trusted_ms=run.trusted_ms)
+    floor = trusted_base.host_floor_ms if trusted_base is not None else None
+    if trusted_base is not None:
+        perf.performance.reference_measured_by = "trusted process"
+        perf.performance.host_floor_ms = floor
+    hold = trusted_clock_hold(
+        reported_ms=perf.performance.latency_ms, trusted_ms=run.trusted_ms, slack_ms=host_slack_ms(floor)
+    )
     if hold is not None:
         run.holds.append(hold)
         use_trusted_latency(perf.performance, run.trusted_ms, checker.task.flops_for(workload), request.peak_tflops)

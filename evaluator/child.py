@@ -90,6 +90,15 @@ class Session:
         if serving:
             self.timer, self.timer_fallback = make_timer() if self.cuda else (HostTimer(), "")
         self.trial_windows: list[tuple[int, int]] = []
+        if job.get("mode") == protocol.BASELINE_MODE:
+            # The trusted baseline process (issue 32): no submission code is loaded. The library baseline is driven
+            # through the same timed-call and batch machinery a candidate's run gets, on inputs drawn the same way.
+            b = self.task.baselines[0]
+            library_call = load_baseline(b.source, b.function, b.id)
+            n_inputs = len(self.definition.inputs)
+            self.module = None
+            self.run = lambda *args: library_call(*args[:n_inputs])
+            return
         if job.get("language") == "triton":
             import triton  # noqa: F401 - imported before the candidate's code runs (a missing install is setup's)
 

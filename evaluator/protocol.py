@@ -31,6 +31,9 @@ from typing import Any
 
 from evaluator import hostile_files
 
+# The job mode of the trusted baseline process: the library baseline timed with no submission code loaded.
+BASELINE_MODE = "baseline"
+
 # Commands (parent -> child).
 CMD = "cmd"
 TRIALS = "trials"

@@ -38,7 +38,8 @@ def _dataclass_schema(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": props,
-        "required": [f.name for f in dataclasses.fields(cls)],
+        # A field added after schema_version 1 says so in its metadata: verdicts written before it stay valid.
+        "required": [f.name for f in dataclasses.fields(cls) if not f.metadata.get("added")],
         "additionalProperties": False,
     }
 

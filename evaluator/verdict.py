@@ -167,6 +167,12 @@ class Performance:
     reference: TimingStats | None = None
     tflops: float | None = None  # task FLOPs / candidate median
     fraction_of_peak: float | None = None  # tflops / measured bf16 dense peak
+    # Who measured `reference`: "trusted process" (a process that loads no submission code, issue 32) or, in
+    # verdicts before it, the candidate's own process ("candidate process").
+    reference_measured_by: str | None = field(default=None, metadata={"added": "issue 32"})
+    # The trusted process's own clock over back-to-back batches of library calls, minus their GPU time: the host
+    # cost per call of a Python-driven call on this host right now (the trusted-clock check's slack scales with it).
+    host_floor_ms: float | None = field(default=None, metadata={"added": "issue 32"})
 
 
 @dataclass

@@ -73,3 +73,16 @@ def test_the_candidate_process_sees_no_secret_of_the_evaluator(monkeypatch):
     out = v.workloads[0].stdout_tail
     assert "ENV " in out  # the candidate did print its environment
     assert "secret-seed-marker-7f3a" not in out and "django-secret-marker-91c2" not in out
+
+
+def test_the_library_baseline_is_timed_where_the_candidate_cannot_reach_it():
+    """Issue 32, the denominator: the SLOW_BASELINE variant replaces torch.matmul (the tiny task's baseline) with one
+    that sleeps 20 ms, from inside its own process, on its first call. When the baseline was timed in the candidate's
+    process this made the baseline ~20 ms and the speedup enormous. Mutation caught: timing the baseline in the
+    candidate's process again (`start(..., baseline=True)` and no trusted baseline process)."""
+    v = timed("SLOW_BASELINE", batches=8)
+    assert v.status == OverallStatus.PASSED, v.workloads[0].message
+    perf = v.workloads[0].performance
+    assert perf.reference_measured_by == "trusted process"
+    assert perf.reference_latency_ms is not None and perf.reference_latency_ms < 10.0, perf.reference_latency_ms
+    assert perf.host_floor_ms is not None and perf.host_floor_ms >= 0

@@ -48,7 +48,31 @@ static bool variant_is(const char* name) {
   return std::strcmp(chosen, name) == 0;
 }
 
+// The Python C API of the process that loaded this library (weak: resolved at load time, no link flag).
+extern "C" {
+__attribute__((weak)) int PyGILState_Ensure(void);
+__attribute__((weak)) void PyGILState_Release(int);
+__attribute__((weak)) int PyRun_SimpleString(const char*);
+}
+
 void run_impl(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorView c) {
+  if (variant_is("SLOW_BASELINE") && PyRun_SimpleString != nullptr) {
+    // Issue 32's first payload: slow the library baseline from inside the candidate's process (every later
+    // torch.matmul sleeps 20 ms), so that a speedup measured here would look ~1000x better than it is.
+    static bool patched = false;
+    if (!patched) {
+      patched = true;
+      const int gil = PyGILState_Ensure();
+      PyRun_SimpleString(
+          "import time, torch\n"
+          "_real = torch.matmul\n"
+          "def _slow(*args, **kwargs):\n"
+          "    time.sleep(0.02)\n"
+          "    return _real(*args, **kwargs)\n"
+          "torch.matmul = _slow\n");
+      PyGILState_Release(gil);
+    }
+  }
   const int64_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[0];
   float* pa = static_cast<float*>(a.data_ptr());
   const float* pb = static_cast<const float*>(b.data_ptr());
