@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "portal.leaderboard",
     "portal.agent",
     "portal.fixit",
+    "portal.datasets",
 ]
 
 MIDDLEWARE = [

@@ -15,6 +15,7 @@ urlpatterns = [
     path("", include("portal.submissions.urls")),
     path("", include("portal.agent.urls")),
     path("", include("portal.fixit.urls")),
+    path("", include("portal.datasets.urls")),
     # The RQ dashboard is registered inside the admin by django-rq: /admin/django_rq/dashboard/ (staff only).
     # Before the admin's own URLs: its login goes through the site's failed-login throttle.
     path("admin/login/", accounts_views.admin_login, name="admin_login"),
