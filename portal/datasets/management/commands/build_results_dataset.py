@@ -7,11 +7,11 @@ from __future__ import annotations
 import logging
 import time
 
-from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 
 from portal.datasets import queueing, services
+from portal.env import env_int
 
 log = logging.getLogger(__name__)
 DEFAULT_INTERVAL_S = 24 * 3600
@@ -32,7 +32,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, force=False, enqueue=False, loop=False, interval=None, **options):
         if loop:
-            every = interval or getattr(settings, "RESULTS_DATASET_INTERVAL", DEFAULT_INTERVAL_S)
+            every = interval or env_int("RESULTS_DATASET_INTERVAL", DEFAULT_INTERVAL_S)
             while True:
                 try:
                     self.stdout.write(f"enqueued results dataset build {queueing.enqueue_snapshot_build(force=force)}")
