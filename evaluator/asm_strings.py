@@ -56,17 +56,23 @@ _ASM_DIRECTIVE_LINES = {"ident", "sccs", "pragma"}
 # Directive lines whose quoted text is a file name with its own rule (evaluator/includes.py), not a literal.
 _FILE_NAME_LINES = {"include", "include_next", "import", "embed", "line"}
 
-_TOKEN = re.compile(
-    r"""
-    (?P<directive>^[ \t\f\v]*(?:\#|%:)[ \t\f\v]*(?P<name>[A-Za-z_]\w*|\d+)?[^\n]*)
+_LITERALS_AND_TOKENS = r"""
     | (?P<raw>(?:u8|u|U|L)?R"(?P<delim>[^()\\\s"]{0,16})\(.*?\)(?P=delim)")
     | (?P<str>(?:u8|u|U|L)?"(?:[^"\\\n]|\\.)*")
     | (?P<chr>(?:u8|u|U|L)?'(?:[^'\\\n]|\\.)*')
     | (?P<num>\.?\d(?:[eEpP][+-]|'(?=\w)|[\w.])*)
     | (?P<word>[A-Za-z_$][\w$]*)
     | (?P<punct>\S)
-    """,
-    re.VERBOSE | re.DOTALL | re.MULTILINE,
+"""
+_FLAGS = re.VERBOSE | re.DOTALL | re.MULTILINE
+# In source text every line starting with `#` (after blanks) is a directive.
+_TOKEN = re.compile(
+    r"(?P<directive>^[ \t\f\v]*(?:\#|%:)[ \t\f\v]*(?P<name>[A-Za-z_]\w*|\d+)?[^\n]*)" + _LITERALS_AND_TOKENS, _FLAGS
+)
+# In `nvcc -E` output only a `#pragma`/`#ident` at column 0 is one: a `#` token from a macro expansion is printed
+# after a blank, and is code (`[[x(# 1 "f")]]`), never to be skipped like a line marker.
+_PREPROCESSED_TOKEN = re.compile(
+    r"(?P<directive>^\#(?P<name>pragma|ident|sccs)\b[^\n]*)" + _LITERALS_AND_TOKENS, _FLAGS
 )
 _RAW_OPEN = re.compile(r'(?:u8|u|U|L)?R"([^()\\\s"]{0,16})\(')
 _DIRECTIVE_HEAD = re.compile(r"^[ \t\f\v]*(?:#|%:)[ \t\f\v]*(?:[A-Za-z_]\w*|\d+)?")
@@ -171,11 +177,14 @@ class LiteralGroup:
     assembler: bool  # inside asm(...), an attribute, or a #pragma/#ident line: text the assembler may read
 
 
-def literal_groups(text: str, line_of: list[int]) -> tuple[list[LiteralGroup], list[int]]:
+def literal_groups(
+    text: str, line_of: list[int], *, preprocessed: bool = False
+) -> tuple[list[LiteralGroup], list[int]]:
     """The string literal groups of C/C++ `text` (comments already removed), with `line_of[i]` the source line
     of `text`'s line i; and the lines of `asm((...))` statements, whose text is computed (GCC 15 accepts a
     constant expression there). A directive line (outside literals) is read on its own and does not separate
-    adjacent literals; the file name of an #include-like line is not a literal and has its own rule."""
+    adjacent literals; the file name of an #include-like line is not a literal and has its own rule.
+    `preprocessed`: `text` is `nvcc -E` output, where only column-0 `#pragma`/`#ident` lines are directives."""
     groups: list[LiteralGroup] = []
     computed: list[int] = []
     contexts: list[tuple[str, bool]] = []  # open brackets: (closer, whether it opened an assembler context)
@@ -194,7 +203,7 @@ def literal_groups(text: str, line_of: list[int]) -> tuple[list[LiteralGroup], l
             groups.append(LiteralGroup(tokens, lines, any(flags)))
             current.clear()
 
-    for m in _TOKEN.finditer(text):
+    for m in (_PREPROCESSED_TOKEN if preprocessed else _TOKEN).finditer(text):
         kind, lexeme = m.lastgroup, m.group(0)
         if kind == "directive":
             name = m.group("name") or ""
@@ -352,7 +361,7 @@ def source_groups(source: str) -> tuple[list[LiteralGroup], list[int]]:
 
 def own_groups(own_lines: list[tuple[int, str]]) -> tuple[list[LiteralGroup], list[int]]:
     """Literal groups of the candidate's own lines of `nvcc -E` output (no comments there)."""
-    return literal_groups("\n".join(t for _, t in own_lines), [n for n, _ in own_lines] or [1])
+    return literal_groups("\n".join(t for _, t in own_lines), [n for n, _ in own_lines] or [1], preprocessed=True)
 
 
 def findings(

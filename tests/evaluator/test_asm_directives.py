@@ -259,3 +259,17 @@ def test_the_reference_kernels_with_inline_ptx_pass_after_macro_expansion(tmp_pa
         text = preprocess(folder / "kernel.cu", "sm_90a", find_nvcc())
         assert text is not None, path
         assert [f for f in check_preprocessed(text) if f.rule in ASM_RULES or "assembler" in f.message] == [], path
+
+
+def test_a_hash_from_a_macro_expansion_is_code_not_a_directive_line():
+    """gcc -E prints a `#` token that a macro expansion put at the start of a line after a blank; that line is
+    code the compiler reads (`[[x(# 1 "f")]] asm(...)`), so the check must not skip it as a line marker or
+    directive. Mutation caught: reading `nvcc -E` output with the source text's directive rule (`^\\s*#`)."""
+    text = (
+        '# 1 "/build/kernel.cu"\n'
+        "[[x(\n"
+        ' # 1 "f" )]] asm(".inc" "bin \\"/etc/passwd\\"");\n'
+        '#pragma ident "a\\"\\n.incbin \\"/etc/passwd\\"\\n#"\n'
+    )
+    found = [(f.line, f.message.split(" (")[0]) for f in check_preprocessed(text) if f.rule in ASM_RULES]
+    assert found == [(2, "assembler .incbin is not allowed"), (3, "assembler .incbin is not allowed")]
