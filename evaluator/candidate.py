@@ -32,6 +32,7 @@ from evaluator.integrity import (
     CHECK_MEMORY_BYTES,
     CheckChooser,
     Launch,
+    consistency_hold,
     defined_twice,
     describe_footprint,
     describe_foreign,
@@ -478,6 +479,16 @@ def _time(
     if hold is not None:
         run.holds.append(hold)
         use_trusted_latency(perf.performance, run.trusted_ms, checker.task.flops_for(workload), request.peak_tflops)
+    p = perf.performance
+    figures = consistency_hold(
+        latency_ms=p.latency_ms,
+        reference_latency_ms=p.reference_latency_ms,
+        speedup=p.speedup_factor,
+        tflops=p.tflops,
+        flops=checker.task.flops_for(workload),
+    )
+    if figures is not None:
+        run.holds.append(figures)
     l2 = msg["l2"]
     run.l2_persisting_bytes = int(l2.get("changed_bytes") or 0)
     if l2.get("error"):

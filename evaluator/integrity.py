@@ -29,7 +29,11 @@ TIMER_DISAGREEMENT = "timer_disagreement"
 HOST_TIME = "host_time"
 PROFILE_MISMATCH = "profile_mismatch"
 L2_PERSISTENCE = "l2_persistence"
-HOLD_CODES: tuple[str, ...] = (TIMER_DISAGREEMENT, HOST_TIME, PROFILE_MISMATCH, L2_PERSISTENCE)
+INCONSISTENT_FIGURES = "inconsistent_figures"
+HOLD_CODES: tuple[str, ...] = (TIMER_DISAGREEMENT, HOST_TIME, PROFILE_MISMATCH, L2_PERSISTENCE, INCONSISTENT_FIGURES)
+# A ranked row's speedup must be the trusted baseline over its latency, and its TFLOP/s the task's FLOPs over the
+# same latency, to this relative tolerance (they are computed from one latency; a gap means a figure was changed).
+CONSISTENCY_TOLERANCE = 0.01
 
 # The candidate-process timer may read lower than an outside clock by launch and synchronisation overhead, never by
 # a factor: the outside per-call time may exceed the GPU time by this factor plus HOST_SLACK_MS before it holds.
@@ -287,3 +291,34 @@ def _short(name: str, limit: int = 80) -> str:
 
 def _launches(items: Sequence[Launch]) -> str:
     return ", ".join(f"{_short(x.name, 60)} grid {x.grid} block {x.block}" for x in items[:3])
+
+
+# --------------------------------------------------------------------------- the figures of a row agree
+
+
+def consistency_hold(
+    *,
+    latency_ms: float | None,
+    reference_latency_ms: float | None,
+    speedup: float | None,
+    tflops: float | None,
+    flops: float | None,
+    tolerance: float = CONSISTENCY_TOLERANCE,
+) -> Hold | None:
+    """Hold when speedup, latency, TFLOP/s and the trusted baseline do not describe one measurement (issue 32,
+    property 7): two rows at the same TFLOP/s with speedups 2x apart cannot both be true."""
+    problems = []
+    if latency_ms and reference_latency_ms and speedup:
+        expected = reference_latency_ms / latency_ms
+        if abs(speedup / expected - 1.0) > tolerance:
+            problems.append(
+                f"speedup {speedup:.4g}x, but the library's {reference_latency_ms:.4g} ms over the kernel's "
+                f"{latency_ms:.4g} ms is {expected:.4g}x"
+            )
+    if latency_ms and flops and tflops:
+        expected = flops / (latency_ms * 1e-3) / 1e12
+        if abs(tflops / expected - 1.0) > tolerance:
+            problems.append(f"{tflops:.4g} TFLOP/s, but the task's FLOPs in {latency_ms:.4g} ms is {expected:.4g}")
+    if not problems:
+        return None
+    return Hold(INCONSISTENT_FIGURES, "the figures of this result disagree: " + "; ".join(problems))

