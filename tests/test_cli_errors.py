@@ -193,3 +193,24 @@ def test_progress_rewrites_one_line_on_a_terminal_and_prints_lines_otherwise(mon
     assert terminal.getvalue() == (
         "\r\x1b[Kqueued on gpu-sm90, position 2\r\x1b[Krunning: Compile (nvcc)\r\x1b[Kdone\n"
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_run_model_shows_the_apis_refusal_and_never_the_endpoint_key(live_server, tmp_path):
+    sync_catalog()
+    token = make_token(make_user("kai"))
+    args = ("run-model", "--endpoint", "http://10.0.0.1/v1", "--model", "m", "--arch", "sm_90a", "--tasks", GEMM)
+    unset = run_cli(*args, "--api-key-env", "ENDPOINT_KEY", url=live_server.url, home=tmp_path, PTXBENCH_TOKEN=token)
+    assert _one_line(unset) == "ptxbench: --api-key-env names ENDPOINT_KEY, which is not set"
+    refused = run_cli(
+        *args,
+        "--api-key-env",
+        "ENDPOINT_KEY",
+        url=live_server.url,
+        home=tmp_path,
+        PTXBENCH_TOKEN=token,
+        ENDPOINT_KEY="sk-secret-endpoint-key",
+    )
+    line = _one_line(refused)
+    assert "private address" in line and line.endswith("(HTTP 400)") and refused.returncode == 1
+    assert "sk-secret-endpoint-key" not in refused.stdout + refused.stderr
