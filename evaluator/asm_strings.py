@@ -251,27 +251,43 @@ def gas_statements(text: str) -> list[str]:
 
 
 def gas_views(text: str) -> list[str]:
-    """The readings of `text` to check: as written; with every block comment deleted (gas's preprocessor deletes
-    `/* */` outside its strings, so `.inc/**/bin` is `.incbin`), both ignoring and honouring gas strings."""
-    views = [text, re.sub(r"/\*.*?(?:\*/|\Z)", "", text, flags=re.DOTALL), _strip_gas_comments(text)]
+    """The readings of `text` to check: as written; with every block comment deleted, ignoring gas strings; and
+    as gas's input scrubber reads it, with and without its x86 rules for `'c` character constants and `#` line
+    comments. gas deletes `/* */` outside its strings, so `.inc/**/bin` is `.incbin`; which `/*` opens a comment
+    depends on its strings, character constants and comments, hence several readings (one for any of them)."""
+    views = [
+        text,
+        re.sub(r"/\*.*?(?:\*/|\Z)", "", text, flags=re.DOTALL),
+        _scrub(text, x86=True),
+        _scrub(text, x86=False),
+    ]
     return list(dict.fromkeys(views))
 
 
-def _strip_gas_comments(text: str) -> str:
+def _scrub(text: str, *, x86: bool) -> str:
     out: list[str] = []
     i, n = 0, len(text)
     while i < n:
-        if text[i] == '"':
+        c = text[i]
+        if c == '"':  # to the closing quote; with x86 rules also to the end of the line, as gas warns and does
             j = i + 1
-            while j < n and text[j] != '"':
+            while j < n and text[j] != '"' and not (x86 and text[j] == "\n"):
                 j += 2 if text[j] == "\\" else 1
             out.append(text[i : j + 1])
             i = j + 1
         elif text.startswith("/*", i):
             j = text.find("*/", i + 2)
             i = n if j < 0 else j + 2
+        elif x86 and c == "'":  # 'c, '\c, with an optional closing quote: a number to gas
+            j = i + (3 if text.startswith("\\", i + 1) else 2)
+            j += 1 if text.startswith("'", j) else 0
+            out.append(" 0 ")
+            i = j
+        elif x86 and c == "#":  # a comment to the end of the line
+            j = text.find("\n", i)
+            i = n if j < 0 else j
         else:
-            out.append(text[i])
+            out.append(c)
             i += 1
     return "".join(out)
 

@@ -61,6 +61,18 @@ MORE_FORMS = [
     ("macro_built", 'asm(".macro m a\\n.\\\\a \\"/etc/passwd\\"\\n.endm\\nm incb\\\\()in");', ".macro"),
     ("altmacro_built", 'asm(".altmacro\\n.macro m a\\n.inc&a x\\n.endm");', ".altmacro"),
     ("mri_mode", 'asm(".mri 1");', ".mri"),
+    # gas's scrubber: `'"` is a character constant and `#` starts a comment, so the `/*` in the string is text and
+    # `.inc/**/bin` is `.incbin`; the keyword hidden by a macro leaves the raw check no asm context.
+    (
+        "hidden_asm_char_constant",
+        '#define A asm\nA(".byte \'\\"\\n.ascii \\"/*\\"\\n.inc/**/bin \\"/etc/passwd\\"");',
+        ".incbin",
+    ),
+    (
+        "hidden_asm_hash_comment",
+        '#define A asm\nA(".ascii \\"/*\\"\\n# \\"\\n.inc/**/bin \\"/etc/passwd\\"");',
+        ".incbin",
+    ),
     ("section_attribute", '__attribute__((section(".text\\n.incbin \\"/etc/passwd\\"\\n#"))) int f;', ".incbin"),
     ("ident_line", '#ident "x\\"\\n.incbin \\"/etc/passwd\\"\\n#"', ".incbin"),
     ("label_names_loader", 'int f() asm("dlopen");', "run-time loader"),
