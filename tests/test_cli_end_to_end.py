@@ -117,3 +117,32 @@ def test_the_client_installs_without_django_or_pytorch():
                 imported.add((node.module or "").split(".")[0])
     assert {"urllib", "argparse", "ptxbench_cli"} <= imported
     assert imported <= {"__future__", "ptxbench_cli", *sys.stdlib_module_names}, imported
+
+
+def test_a_result_dataset_downloaded_by_the_client_opens_with_datasets(live_server, tmp_path, settings, monkeypatch):
+    """From the portal to a notebook: build a snapshot, fetch it with `ptxbench dataset` (each file checked against
+    the API's sha256), open every non-empty config with Hugging Face `datasets`, offline."""
+    import datasets
+    from django.core.management import call_command
+
+    from portal.leaderboard.cache import clear_process_cache, leaderboard_changed
+
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    settings.RESULTS_DATASETS_DIR = tmp_path / "served"
+    sync_catalog()
+    empty = run_cli("dataset", "-o", str(tmp_path / "none"), url=live_server.url, home=tmp_path)
+    assert empty.returncode == 1 and empty.stderr.strip() == "ptxbench: no result dataset yet"
+    lf.evaluation(owner=make_user("ada"), name="fast.cu", speedup=1.5)
+    leaderboard_changed()
+    clear_process_cache()
+    call_command("build_results_dataset", stdout=io.StringIO())
+
+    fetched = run_cli("dataset", "-o", str(tmp_path / "mine"), url=live_server.url, home=tmp_path)
+    assert fetched.returncode == 0, fetched.stderr
+    folder = tmp_path / "mine" / "v1"
+    assert len(fetched.stdout.splitlines()) == len(list((tmp_path / "served" / "v1").rglob("*.*")))
+    ranked = datasets.load_dataset(str(folder), "ranked", split="train", cache_dir=str(tmp_path / "hf"))
+    assert [(r["name"], r["rank"], r["speedup"]) for r in ranked] == [("fast.cu", 1, 1.5)]
+    missing = run_cli("dataset", "--version", "9", "-o", str(tmp_path / "x"), url=live_server.url, home=tmp_path)
+    assert missing.returncode == 1 and missing.stderr.strip() == "ptxbench: no such result dataset version"

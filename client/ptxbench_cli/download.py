@@ -45,7 +45,7 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _safe_path(name: str) -> str:
+def safe_path(name: str) -> str:
     """A manifest path as a relative path that stays inside the output folder."""
     path = PurePosixPath(name)
     if path.is_absolute() or ".." in path.parts or "\\" in name or not path.parts or name != posixpath.normpath(name):
@@ -82,7 +82,7 @@ def check_bundle(data: bytes, header_sha256: str, source_sha256: str) -> dict[st
         raise CliError(f"the bundle is not a readable zip with a MANIFEST.json ({exc})") from None
     files: dict[str, bytes] = {}
     for entry in manifest.get("files") or []:
-        path = _safe_path(str(entry.get("path", "")))
+        path = safe_path(str(entry.get("path", "")))
         try:
             content = archive.read(path)
         except KeyError:
@@ -117,7 +117,7 @@ def pick(files: dict[str, bytes], wanted: list[str], evaluation_id: str | None) 
 def write(folder: Path, picked: list[Picked]) -> list[Path]:
     written = []
     for item in picked:
-        target = folder / _safe_path(item.path)
+        target = folder / safe_path(item.path)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(item.data)
         written.append(target)

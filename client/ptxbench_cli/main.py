@@ -277,6 +277,33 @@ def cmd_download(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- dataset
+
+
+def cmd_dataset(args: argparse.Namespace) -> int:
+    """A public result snapshot's files, each checked against the sha256 the API lists, written only when all are."""
+    client = _client(args)
+    versions = client.get_json("/api/v1/results-datasets").get("versions") or []
+    if args.version is not None:
+        versions = [v for v in versions if v.get("version") == args.version]
+    if not versions:
+        raise CliError("no such result dataset version" if args.version is not None else "no result dataset yet")
+    chosen = versions[0]
+    label = f"v{int(chosen['version'])}"
+    fetched = []
+    for entry in chosen.get("files") or []:
+        path = download.safe_path(str(entry.get("path", "")))
+        body = client.request("GET", f"/datasets/{label}/{path}").body
+        if download.sha256_hex(body) != entry.get("sha256"):
+            raise download.DigestMismatch(f"{label}/{path} is not the file the API lists")
+        fetched.append(download.Picked(path, body, entry["sha256"]))
+    folder = Path(args.output) / label
+    for item, target in zip(fetched, download.write(folder, fetched), strict=True):
+        out(f"{target}  sha256 {item.sha256}  ok")
+    note(f'open it with: datasets.load_dataset("{folder}", "ranked", split="train")')
+    return 0
+
+
 # --------------------------------------------------------------------------- run-model
 
 
@@ -374,6 +401,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--gpu", help="one GPU model, e.g. H200")
     sub.add_argument("--language", choices=("cuda", "triton"))
     sub.add_argument("--all", action="store_true", help="also the correct kernels that are not verified")
+
+    sub = command(
+        "dataset", "download a public result dataset version (Parquet, JSONL, card), sha256 checked", cmd_dataset
+    )
+    sub.add_argument("--version", type=int, help="a version number (default: the newest)")
+    sub.add_argument("-o", "--output", default=".", metavar="DIR", help="written under DIR/v<N>/")
 
     sub = command("run-model", "start a model-endpoint run (POST /api/v1/runs; docs/agent.md)", cmd_run_model)
     sub.add_argument("--endpoint", required=True, help="OpenAI-compatible base URL")
