@@ -214,3 +214,23 @@ def test_run_model_shows_the_apis_refusal_and_never_the_endpoint_key(live_server
     line = _one_line(refused)
     assert "private address" in line and line.endswith("(HTTP 400)") and refused.returncode == 1
     assert "sk-secret-endpoint-key" not in refused.stdout + refused.stderr
+
+
+def test_a_token_is_kept_per_portal_and_the_environment_overrides_it(tmp_path, monkeypatch):
+    from ptxbench_cli import config
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.delenv("PTXBENCH_TOKEN", raising=False)
+    monkeypatch.delenv("PTXBENCH_URL", raising=False)
+    config.save_token("https://portal-a.test", "ptx_a")
+    assert config.resolve().url == "https://portal-a.test" and config.resolve().token == "ptx_a"
+    assert config.resolve("https://portal-b.test/").token == ""  # never sent to another portal
+    monkeypatch.setenv("PTXBENCH_URL", "https://portal-b.test")
+    assert config.resolve().token == ""
+    monkeypatch.setenv("PTXBENCH_TOKEN", "ptx_env")
+    assert config.resolve().token == "ptx_env"
+    path = config.config_path()
+    assert oct(path.stat().st_mode & 0o777) == "0o600" and oct(path.parent.stat().st_mode & 0o777) == "0o700"
+    assert config.forget_token("https://portal-a.test") and not config.forget_token("https://portal-a.test")
+    with pytest.raises(ValueError, match="must start with http"):
+        config.resolve("ftp://x")

@@ -68,7 +68,10 @@ def cmd_login(args: argparse.Namespace) -> int:
 
 
 def cmd_logout(args: argparse.Namespace) -> int:
-    url = config.resolve(args.url).url
+    try:
+        url = config.resolve(args.url).url
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
     if config.forget_token(url):
         out(f"forgot the token for {url}")
     else:
