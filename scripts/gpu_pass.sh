@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One session's GPU pass on an offline H200 (the device tool runs it from the repo root), in five modes:
+# One session's GPU pass on an offline H200 (the device tool runs it from the repo root), in six modes:
+#   smoke   references, the headline GEMM's phases, four corpus entries: a changed evaluator's first look.
 #   fixit   tests/test_fixit_gpu.py alone (~2 minutes).
 #   checks  every sm_90a reference kernel (CUDA and Triton; verdicts kept), chosen corpus entries, Fixit end to end
 #           through the portal's GPU worker (tests/test_fixit_gpu.py); about 8 minutes.
@@ -60,6 +61,16 @@ if [ "$mode" = checks ]; then
     --json "$WORK/corpus-checks.json" \
     --only "${ENTRIES:-module_loaded_same_name,triton_skip_after_trials,triton_dead_dot,infinite_loop}"
   fixit_step
+  finish
+fi
+
+if [ "$mode" = smoke ]; then  # a changed evaluator's first look: references, headline phases, a few entries
+  begin
+  step references "${REF_LIMIT:-330}" 20 python3 scripts/gpu_references.py --out "$WORK/verdicts" --prebuild 8
+  step phases "${PHASES_LIMIT:-150}" 40 python3 bench/evaluator_phases.py --repeats 2 --out "$WORK/phases"
+  step corpus-entries "${ENTRY_LIMIT:-150}" 14 python3 tests/adversarial/corpus.py --prebuild 8 \
+    --json "$WORK/corpus-checks.json" \
+    --only "${ENTRIES:-python_patch_timer,cpu_gemm_host_threads,control_side_stream_joined,triton_escape_cache_link_environ}"
   finish
 fi
 
