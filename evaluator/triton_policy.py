@@ -18,42 +18,19 @@ from __future__ import annotations
 
 import ast
 
+from evaluator import triton_policy_table as table
 from evaluator.verdict import PolicyFinding
 
 MAX_SOURCE_BYTES = 1024 * 1024
 _QUOTE_CAP = 200
 
 ALLOWED_MODULES = ("triton", "triton.language", "triton.tools.tensor_descriptor", "math", "torch")
-# What host code may take from torch: dtypes, the workspace allocator and the types for annotations.
-TORCH_NAMES = frozenset(
-    {
-        "empty",
-        "Tensor",
-        "Size",
-        "dtype",
-        "device",
-        "bfloat16",
-        "float16",
-        "half",
-        "float32",
-        "float",
-        "float64",
-        "int8",
-        "uint8",
-        "int16",
-        "int32",
-        "int64",
-        "bool",
-        "float8_e4m3fn",
-        "float8_e5m2",
-    }
-)
-# What host code may take from triton: the decorators, integer helpers, the language and descriptors. Not
-# autotune (it benchmarks, i.e. compiles and launches, at run time), not runtime/compiler/knobs/testing.
-TRITON_NAMES = frozenset(
-    {"jit", "heuristics", "cdiv", "next_power_of_2", "language", "tools", "set_allocator", "constexpr"}
-)
-TRITON_TOOLS_NAMES = frozenset({"tensor_descriptor", "TensorDescriptor"})
+# What each importable module admits, name by name (module/function/class/constant), from the committed walk
+# of what the module exposes (evaluator/triton_policy_walk.py): a name absent there is refused, and so is a
+# module that is not one of the kernel language's namespaces (`tl.core`, `tl.extra.pkgutil`, `typing.sys`).
+ADMITTED: dict[str, dict[str, str]] = table.ADMITTED
+# Attributes kernel code may read on values (tensors, dtypes, descriptors, constexprs), from the same walk.
+VALUE_ATTRIBUTES = frozenset(table.VALUE_ATTRIBUTES)
 # Attributes host code may use on values (tensors, descriptors, shapes): looking and viewing, never computing.
 HOST_ATTRIBUTES = frozenset(
     {
@@ -107,6 +84,12 @@ FORBIDDEN_CALLS = frozenset(
         "__builtins__",
         "__loader__",
         "__spec__",
+        # Reflection: none reaches a module without a dunder, but none has a place in a kernel or its launch.
+        "type",
+        "super",
+        "object",
+        "dir",
+        "hasattr",
     }
 )
 
@@ -219,36 +202,78 @@ class _Checker(ast.NodeVisitor):
     # imports
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
-            if not _module_allowed(alias.name):
+            if alias.name not in ADMITTED:
                 self._add("import", f"imports '{alias.name}' (allowed: {', '.join(ALLOWED_MODULES)})", node)
                 continue
             if alias.asname:
+                self._binds(alias.asname, node)
                 self.modules[alias.asname] = alias.name
             else:
                 self.modules[alias.name.split(".")[0]] = alias.name.split(".")[0]
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
-        if node.level or not _module_allowed(module):
+        if node.level or module not in ADMITTED:
             shown = "." * node.level + module
             self._add("import", f"imports from '{shown}' (allowed: {', '.join(ALLOWED_MODULES)})", node)
             return
         for alias in node.names:
             full = f"{module}.{alias.name}"
+            kind = ADMITTED[module].get(alias.name)
             if alias.name == "*":
                 self._add("import", f"'from {module} import *' hides what is used", node)
-            elif not _name_allowed(module, alias.name):
-                self._add("torch-compute" if module == "torch" else "import", f"imports '{full}'", node)
-            elif _module_allowed(full):
-                self.modules[alias.asname or alias.name] = full
+            elif kind is None:
+                rule = "torch-compute" if module == "torch" else "import"
+                self._add(rule, f"imports '{full}' ({_refusal(module, alias.name)})", node)
+            else:
+                self._binds(alias.asname or alias.name, node)
+                if kind == "module":
+                    self.modules[alias.asname or alias.name] = full
+
+    # bindings: a module's name may not be bound to anything else, in any of Python's binding forms
+    def _binds(self, name: str | None, node: ast.AST) -> None:
+        if name is not None and name in self.modules:
+            self._add("module-alias", f"rebinds the module name '{name}'", node)
+
+    def visit_arg(self, node: ast.arg) -> None:
+        self._binds(node.arg, node)
+        self.generic_visit(node)
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        self._binds(node.name, node)
+        self.generic_visit(node)
+
+    def visit_MatchAs(self, node: ast.MatchAs) -> None:
+        self._binds(node.name, node)
+        self.generic_visit(node)
+
+    def visit_MatchStar(self, node: ast.MatchStar) -> None:
+        self._binds(node.name, node)
+
+    def visit_MatchMapping(self, node: ast.MatchMapping) -> None:
+        self._binds(node.rest, node)
+        self.generic_visit(node)
+
+    def visit_Global(self, node: ast.Global) -> None:
+        for name in node.names:
+            self._binds(name, node)
+
+    visit_Nonlocal = visit_Global
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self._binds(node.name, node)
+        self.generic_visit(node)
 
     # code
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        """Decorators, defaults and annotations run where the function is defined (host code); the body of a
+        kernel is kernel code, which Triton's compiler also runs in Python as it compiles."""
+        self._binds(node.name, node)
         kernel = _is_kernel(node)
-        for dec in node.decorator_list:
-            self.visit(dec)
+        for child in [*node.decorator_list, node.args, *([node.returns] if node.returns else [])]:
+            self.visit(child)
         self.in_kernel += kernel
-        for child in [*node.body, node.args]:
+        for child in node.body:
             self.visit(child)
         self.in_kernel -= kernel
 
@@ -296,40 +321,57 @@ class _Checker(ast.NodeVisitor):
         if base is not None and base.id in self.modules:
             self._module_attribute(node, self.modules[base.id], chain)
             return
-        if not self.in_kernel and node.attr not in HOST_ATTRIBUTES:
-            self._add(
-                "host-attribute",
-                f"host code uses '.{node.attr}' (allowed on tensors: shapes, strides, dtypes, views)",
-                node,
-            )
+        self._value_attribute(node, node.attr, torch=False)
         self.visit(node.value)
 
+    def _value_attribute(self, node: ast.AST, attr: str, *, torch: bool) -> bool:
+        """`value.attr` (a tensor, dtype, descriptor, a call's result): host code may look and view, kernel code
+        may read what the kernel language's values have. False when refused."""
+        if self.in_kernel:
+            if attr in VALUE_ATTRIBUTES:
+                return True
+            why = table.VALUE_REFUSED.get(attr, "not an attribute of a Triton tensor, dtype or descriptor")
+            self._add("kernel-attribute", f"kernel code uses '.{attr}' ({why})", node)
+            return False
+        if attr in HOST_ATTRIBUTES:
+            return True
+        self._add(
+            "torch-compute" if torch else "host-attribute",
+            f"host code uses '.{attr}' (allowed on tensors: shapes, strides, dtypes, views)",
+            node,
+        )
+        return False
+
     def _module_attribute(self, node: ast.Attribute, module: str, chain: list[str]) -> None:
-        """`module.a.b...`: walk down the allowed submodules, then check the first name that is not one."""
+        """`module.a.b...`: each name looked up in what its module admits, down the kernel language's
+        namespaces; past the first name that is no module (a function, class or constant), the attributes of
+        a value. A chain that ends on a module uses the module as a value (`f(tl.math)`, `(tl.extra if c else
+        x).pkgutil`), which is refused like a bare module name."""
+        torch = module.split(".")[0] == "torch"
+        if self.in_kernel and torch:
+            self._add("torch-compute", "uses torch inside a kernel", node)
+            return
         current = module
         for depth, name in enumerate(chain):
             full = f"{current}.{name}"
-            if current.startswith("triton.language") or current == "math":
-                return  # the kernel language and math are allowed whole
-            if not _name_allowed(current, name):
-                rule = "torch-compute" if current.startswith("torch") else "module-attribute"
-                what = "a PyTorch operator or library call" if rule == "torch-compute" else "not part of the contract"
-                self._add(rule, f"uses '{full}' ({what})", node)
+            kind = ADMITTED.get(current, {}).get(name)
+            if kind is None:
+                rule = "torch-compute" if torch else "module-attribute"
+                why = "a PyTorch operator or library call" if torch else _refusal(current, name)
+                self._add(rule, f"uses '{full}' ({why})", node)
                 return
-            if not _module_allowed(full):
-                # An allowed name that is no module (torch.Tensor, torch.bfloat16, TensorDescriptor): what follows
-                # is an attribute of a value, held to the host allowlist (torch.Tensor.matmul is a matmul).
+            if kind != "module":
                 for attr in chain[depth + 1 :]:
-                    if not self.in_kernel and attr not in HOST_ATTRIBUTES:
-                        self._add(
-                            "torch-compute" if module == "torch" else "host-attribute", f"uses '{full}.{attr}'", node
-                        )
+                    if not self._value_attribute(node, attr, torch=torch):
                         return
-                    full = f"{full}.{attr}"
                 return
             current = full
-        if self.in_kernel and current == "torch":
-            self._add("torch-compute", "uses torch inside a kernel", node)
+        self._add("module-alias", f"uses the module '{current}' as a value (only '{current}.name' is allowed)", node)
+
+
+def _refusal(module: str, name: str) -> str:
+    """Why `module.name` is refused, as the walk recorded it (a module, a builtin, a foreign function ...)."""
+    return table.REFUSED.get(module, {}).get(name, "not part of the contract")
 
 
 def _chain(node: ast.Attribute) -> tuple[list[str], ast.Name | None]:
@@ -339,22 +381,6 @@ def _chain(node: ast.Attribute) -> tuple[list[str], ast.Name | None]:
         parts.append(cur.attr)
         cur = cur.value
     return list(reversed(parts)), cur if isinstance(cur, ast.Name) else None
-
-
-def _module_allowed(name: str) -> bool:
-    return name in ALLOWED_MODULES or name.startswith("triton.language.")
-
-
-def _name_allowed(module: str, name: str) -> bool:
-    if module == "torch":
-        return name in TORCH_NAMES
-    if module == "triton":
-        return name in TRITON_NAMES
-    if module == "triton.tools":
-        return name == "tensor_descriptor"
-    if module == "triton.tools.tensor_descriptor":
-        return name in TRITON_TOOLS_NAMES
-    return module == "math" or module.startswith("triton.language")
 
 
 def _quote(lines: list[str], line_no: int | None) -> str:
