@@ -68,3 +68,21 @@ def test_pasted_triton_source_with_language_left_alone_is_triton(client, alice):
 def test_the_form_defaults_to_the_file_and_says_so(client, alice):
     html = client.get("/submit/").content.decode()
     assert '<option value="" selected>From the file (.cu: CUDA, .py: Triton)</option>' in html
+
+
+def test_an_api_upload_takes_its_language_from_the_file_name_too(client, alice):
+    """Catches: a multipart .py upload through the API recorded as CUDA when `language` is left out."""
+    from tests.support.factories import make_token
+
+    token = make_token(alice)
+
+    def post(filename, text, **fields):
+        upload = SimpleUploadedFile(filename, text.encode(), content_type="text/plain")
+        body = {"task": GEMM, "arch": "sm_90a", "file": upload, **fields}
+        return client.post("/api/v1/submissions", body, HTTP_AUTHORIZATION=f"Bearer {token}")
+
+    response = post("gemm.py", TRITON_GEMM)
+    assert response.status_code == 201 and response.json()["language"] == "triton"
+    refused = post("other.py", TRITON_GEMM + "\n# another\n", language="cuda")
+    assert refused.status_code == 400
+    assert refused.json()["error"] == "the file 'other.py' is triton, but 'language' says 'cuda'"

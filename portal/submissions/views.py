@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import PurePath
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
@@ -12,7 +14,7 @@ from portal.core import schema, visibility
 from portal.core.api import api_endpoint, check_text, json_error, json_refusal, read_json
 from portal.submissions import selectors
 from portal.submissions.compile_log import first_error_lines
-from portal.submissions.forms import SubmissionForm
+from portal.submissions.forms import LANGUAGE_BY_SUFFIX, SubmissionForm
 from portal.submissions.models import Submission
 from portal.submissions.services import SubmissionRefused, decode_source, submission_create
 
@@ -136,6 +138,11 @@ def api_submit(request: HttpRequest) -> JsonResponse:
         data["source"] = source
         if upload and not data.get("name"):
             data["name"] = upload.name
+        if upload:  # the file's extension gives the language, as in the form; a contradiction is an error
+            by_name = LANGUAGE_BY_SUFFIX.get(PurePath(upload.name or "").suffix.lower())
+            if data.get("language") and by_name and data["language"] != by_name:
+                return json_error(f"the file {upload.name!r} is {by_name}, but 'language' says {data['language']!r}")
+            data["language"] = data.get("language") or by_name
     else:
         try:
             data = schema.validate(read_json(request), SUBMISSION_INPUT)
