@@ -1,0 +1,139 @@
+"""The Triton policy against the reaches of issue 28: every route from an allowed module to Python's builtins, a
+loader or another module is refused, wherever the code sits (host function, top level, decorator, default,
+annotation, lambda, class body, comprehension, f-string, match, kernel body).
+
+Each case passed the old policy, which admitted every name under `triton.language` (the mutation it catches:
+"the kernel language is allowed whole"; tests/evaluator/test_triton_policy_walk.py tests the table itself).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from evaluator.triton_policy import check_source
+from tests.support.factories import REPO
+
+IMPORTS = "import torch\nimport triton\nimport triton.language as tl\n"
+KERNEL = (
+    "\n\n@triton.jit\ndef k(x_ptr, N: tl.constexpr):\n"
+    "    {kernel}\n"
+    "    tl.store(x_ptr + tl.arange(0, N), tl.zeros((N,), tl.float32))\n"
+)
+RUN = "\n\ndef run(A, B, C):\n    {host}\n    k[(1,)](C, N=16)\n"
+
+
+def source(*, top: str = "", kernel: str = "pass", host: str = "pass") -> str:
+    """A small honest file with one snippet placed at top level, in the kernel body or in `run`."""
+    return IMPORTS + top + "\n" + KERNEL.format(kernel=kernel) + RUN.format(host=host)
+
+
+BYPASSES = [
+    # (id, where, snippet, rule, substring of the message)
+    ("builtins-eval", "host", "tl.core.builtins.eval('1')", "module-attribute", "'triton.language.core'"),
+    ("builtins-exec", "host", "tl.core.builtins.exec('import os')", "module-attribute", "'triton.language.core'"),
+    ("inspect-os", "host", "tl.core.inspect.os.system('id')", "module-attribute", "the module 'triton.language.core'"),
+    ("pkgutil", "host", "m = tl.extra.pkgutil.importlib", "module-attribute", "'triton.language.extra.pkgutil'"),
+    ("typing-sys", "host", "s = tl.core.typing.sys", "module-attribute", "'triton.language.core'"),
+    ("via-triton", "host", "triton.language.core.builtins.exec('1')", "module-attribute", "language.core"),
+    ("math-core", "host", "tl.math.core.builtins", "module-attribute", "'triton.language.math.core'"),
+    ("math-wraps", "host", "tl.math.wraps", "module-attribute", "the function 'functools.wraps'"),
+    ("extra-spec", "host", "tl.extra.module_from_spec", "module-attribute", "loader"),
+    ("from-builtins", "top", "from triton.language.core import builtins", "import", "triton.language.core"),
+    ("from-core", "top", "from triton.language import core", "import", "'triton.language.core'"),
+    ("import-core", "top", "import triton.language.core as c", "import", "'triton.language.core'"),
+    ("from-extra-pkgutil", "top", "from triton.language.extra import pkgutil", "import", "pkgutil"),
+    (
+        "decorator",
+        "top",
+        "@tl.core.builtins.eval\ndef helper():\n    pass",
+        "module-attribute",
+        "'triton.language.core'",
+    ),
+    ("lambda-default", "top", "f = lambda x=tl.core.builtins.exec('1'): x", "module-attribute", "language.core"),
+    (
+        "default-argument",
+        "top",
+        "def helper(x=tl.core.inspect.os.system('id')):\n    pass",
+        "module-attribute",
+        "language.core",
+    ),
+    (
+        "return-annotation",
+        "top",
+        "def helper() -> tl.core.builtins.exec('1'):\n    pass",
+        "module-attribute",
+        "language.core",
+    ),
+    ("class-body", "top", "class C:\n    x = tl.core.builtins.eval('1')", "module-attribute", "language.core"),
+    ("comprehension", "host", "[tl.core.builtins.eval(s) for s in '1']", "module-attribute", "language.core"),
+    ("f-string", "host", "f'{tl.core.builtins.eval(\"1\")}'", "module-attribute", "language.core"),
+    (
+        "match-class",
+        "host",
+        "match A:\n        case tl.core.builtins.object():\n            pass",
+        "module-attribute",
+        "language.core",
+    ),
+    ("match-capture", "host", "match A:\n        case tl:\n            pass", "module-alias", "rebinds"),
+    ("argument-rebinds", "top", "def helper(tl=tl.sum):\n    return tl.fn", "module-alias", "rebinds"),
+    ("except-rebinds", "host", "try:\n        pass\n    except Exception as tl:\n        pass", "module-alias", "'tl'"),
+    ("module-as-value", "host", "m = tl.extra", "module-alias", "'triton.language.extra' as a value"),
+    ("kernel-builtins", "kernel", "tl.core.builtins.exec('import os')", "module-attribute", "language.core"),
+    ("kernel-inspect", "kernel", "tl.core.inspect.os.system('id')", "module-attribute", "language.core"),
+    ("kernel-globals", "kernel", "g = tl.sum.used_global_vals", "kernel-attribute", "used_global_vals"),
+    ("kernel-fn", "kernel", "f = tl.sum\n    g = f.fn", "kernel-attribute", "'.fn'"),
+    ("kernel-ifexp", "kernel", "p = (tl.extra if N else tl.math).pkgutil", "module-alias", "as a value"),
+    ("kernel-subscript", "kernel", "c = [tl.math][0].core", "module-alias", "as a value"),
+    ("kernel-type", "kernel", "t = type(tl.float32)", "dynamic-code", "'type'"),
+]  # fmt: skip
+
+
+def _placed(where: str, snippet: str) -> str:
+    if where == "kernel":
+        return source(kernel=snippet)
+    if where == "host":
+        return source(host=snippet)
+    return source(top=snippet)
+
+
+@pytest.mark.parametrize(("where", "snippet", "rule", "words"), [b[1:] for b in BYPASSES], ids=[b[0] for b in BYPASSES])
+def test_each_reach_is_refused_where_it_sits(where: str, snippet: str, rule: str, words: str):
+    src = _placed(where, snippet)
+    findings = check_source(src, ["A", "B", "C"])
+    hits = [f for f in findings if f.rule == rule and words in f.message]
+    assert hits, findings
+    first = snippet.splitlines()[0].strip()
+    assert any(first in f.text or f.text in snippet for f in hits), hits
+
+
+def test_the_files_without_their_snippet_pass():
+    """The frame is honest: what refuses each case above is its snippet, not the file around it."""
+    assert check_source(source(), ["A", "B", "C"]) == []
+
+
+HONEST = sorted(
+    [
+        *REPO.glob("tasks/*/solutions/*/*.py"),
+        *REPO.glob("tasks/*/starter_triton.py"),
+        REPO / "tests/kernels/triton_dead_dot.py",
+        REPO / "tests/adversarial/triton_skip_after_trials.py",
+    ]
+)
+
+
+@pytest.mark.parametrize("path", HONEST, ids=[str(p.relative_to(REPO)) for p in HONEST])
+def test_every_honest_triton_file_still_passes(path):
+    """The allowlist admits what real kernels use (tl.math, descriptors, `.to`, `.dtype.element_ty`, `.T`)."""
+    assert check_source(path.read_text()) == []
+
+
+def test_honest_kernel_language_reaches_pass():
+    """What a kernel legitimately names: libdevice, the math namespace, value attributes, descriptors."""
+    kernel = (
+        "y = tl.extra.cuda.libdevice.exp(tl.math.exp2(tl.zeros((N,), tl.float32)))\n"
+        "    z = y.to(x_ptr.dtype.element_ty).reshape((N,)).T\n"
+        "    d = tl.make_tensor_descriptor(x_ptr, [N], [1], [N])\n"
+        "    w = d.load([0]) + tl.full((N,), 1, tl.float32).sum(0)"
+    )
+    top = "import math\nimport triton.language.extra.cuda.libdevice as libdevice\nfrom triton.language import math as tmath\n"
+    assert check_source(source(top=top, kernel=kernel, host="s = math.sqrt(A.shape[0])"), ["A", "B", "C"]) == []
