@@ -234,3 +234,40 @@ def test_a_token_is_kept_per_portal_and_the_environment_overrides_it(tmp_path, m
     assert config.forget_token("https://portal-a.test") and not config.forget_token("https://portal-a.test")
     with pytest.raises(ValueError, match="must start with http"):
         config.resolve("ftp://x")
+
+
+class _FlakyPortal(BaseHTTPRequestHandler):
+    """Overloaded for a moment: 503 twice, then the board; a POST always meets an HTML 502 page."""
+
+    calls: list[str] = []
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        self.calls.append("GET")
+        if self.calls.count("GET") <= 2:
+            self._send(503, b'{"error": "busy"}', "application/json")
+        else:
+            self._send(200, b'{"rows": []}', "application/json")
+
+    def do_POST(self):  # noqa: N802
+        self.calls.append("POST")
+        self._send(502, b"<!DOCTYPE html><html><body>Bad gateway</body></html>", "text/html")
+
+    _send = _LyingPortal._send
+    log_message = _LyingPortal.log_message
+
+
+def test_reads_are_retried_after_a_503_and_writes_never_are(tmp_path):
+    _FlakyPortal.calls = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _FlakyPortal)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        board = run_cli("board", "--task", GEMM, "--arch", "sm_90a", url=url, home=tmp_path)
+        assert board.returncode == 0 and _FlakyPortal.calls == ["GET", "GET", "GET"], board.stderr
+        args = ("run-model", "--endpoint", "https://x.test/v1", "--model", "m", "--arch", "sm_90a", "--tasks", GEMM)
+        run = run_cli(*args, url=url, home=tmp_path, PTXBENCH_TOKEN="ptx_x")
+        assert _one_line(run) == "ptxbench: HTTP 502"  # an HTML page: only its status
+        assert _FlakyPortal.calls.count("POST") == 1  # a second POST could start a second run
+    finally:
+        server.shutdown()
+        server.server_close()

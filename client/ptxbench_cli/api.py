@@ -79,7 +79,9 @@ def _error_message(status: int, body: bytes) -> tuple[str, dict]:
     if isinstance(data, dict) and isinstance(data.get("error"), str):
         return one_line(data["error"]), data
     text = body.decode("utf-8", "replace").strip().splitlines()
-    return f"HTTP {status}" + (f": {one_line(text[0])}" if text else ""), {}
+    if not text or text[0].lstrip().startswith("<"):  # an HTML error page says nothing a line could
+        return f"HTTP {status}", {}
+    return f"HTTP {status}: {one_line(text[0])}", {}
 
 
 class Client:
@@ -98,8 +100,10 @@ class Client:
         content_type: str = "",
         auth: bool = True,
     ) -> Response:
-        """One call, retried on connection failures and 502/503/504. Any other non-2xx raises ApiError with the
-        API's message. The token goes only to /api/ routes (the evidence routes do not read it)."""
+        """One call, retried with backoff on network failures and 502/503/504. A POST (not idempotent: a second
+        run could be started) is retried only when the connection was refused, i.e. nothing was sent. Any other
+        non-2xx raises ApiError with the API's message. The token goes only to /api/ routes (the evidence routes
+        do not read it)."""
         query = urllib.parse.urlencode({k: v for k, v in (params or {}).items() if v not in (None, "")})
         url = f"{self.url}{path}" + (f"?{query}" if query else "")
         headers = {"User-Agent": f"ptxbench-cli/{__version__}", "Accept": "application/json"}
@@ -116,7 +120,7 @@ class Client:
                     return Response(answer.status, {k.lower(): v for k, v in answer.headers.items()}, answer.read())
             except urllib.error.HTTPError as exc:
                 data = exc.read()
-                if exc.code in RETRY_STATUSES and attempt < attempts:
+                if exc.code in RETRY_STATUSES and method == "GET" and attempt < attempts:
                     time.sleep(delay)
                     delay *= 2
                     continue
@@ -125,14 +129,14 @@ class Client:
                     message += f" (try again in {parsed['retry_after']} s)"
                 raise ApiError(message, exc.code, parsed) from None
             except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
-                if attempt < attempts:
+                reason = getattr(exc, "reason", exc)
+                if attempt < attempts and (method == "GET" or isinstance(reason, ConnectionRefusedError)):
                     time.sleep(delay)
                     delay *= 2
                     continue
-                reason = getattr(exc, "reason", exc)
                 raise CliError(
-                    f"cannot reach {self.url} ({one_line(str(reason))}) after {attempts} attempt"
-                    f"{'s' if attempts != 1 else ''}"
+                    f"cannot reach {self.url} ({one_line(str(reason))}) after {attempt} attempt"
+                    f"{'s' if attempt != 1 else ''}"
                 ) from None
         raise AssertionError("unreachable")
 

@@ -432,7 +432,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args)
     except ApiError as exc:
-        note(f"ptxbench: {exc.message} (HTTP {exc.status})")
+        status = "" if exc.message.startswith("HTTP ") else f" (HTTP {exc.status})"
+        note(f"ptxbench: {exc.message}{status}")
         return exc.exit_code
     except CliError as exc:
         note(f"ptxbench: {one_line(exc.message)}")
