@@ -209,3 +209,22 @@ def test_the_scheduled_build_is_an_rq_job_on_the_default_queue(results_dir):
     django_rq.get_worker("default", worker_class=SimpleWorker).work(burst=True)
     assert ResultsSnapshot.objects.get().counts == {"ranked": 1, "held": 0, "turns": 0}
     assert (results_dir / "v1" / "README.md").exists()
+
+
+def test_a_board_generation_older_than_a_hide_or_a_hold_leaks_nothing(results_dir):
+    """The boards are cached per results generation; the snapshot checks each row again, so work hidden or held
+    a moment ago (before a new generation started) stays out of `ranked`."""
+    from portal.submissions.models import Evaluation, Submission
+
+    sync_catalog()
+    alice = lf.user("alice")
+    kept = lf.evaluation(owner=alice, name="kept.cu", speedup=1.1)
+    hidden = lf.evaluation(owner=alice, name="hidden-later.cu", speedup=1.2)
+    held = lf.evaluation(owner=alice, name="held-later.cu", speedup=1.3)
+    _build()
+    assert len(_jsonl(results_dir / "v1" / "ranked" / "train.jsonl")) == 3  # the boards are now cached
+    Submission.objects.filter(id=hidden.submission_id).update(is_hidden=True)  # no signal: the cache stays
+    Evaluation.objects.filter(id=held.id).update(review_state="held")
+    _build()
+    assert [r["evaluation_id"] for r in _jsonl(results_dir / "v2" / "ranked" / "train.jsonl")] == [str(kept.id)]
+    assert [r["evaluation_id"] for r in _jsonl(results_dir / "v2" / "held" / "train.jsonl")] == [str(held.id)]

@@ -95,10 +95,15 @@ def ranked_rows() -> list[dict[str, Any]]:
                 for r in board.kernel_board(gen, task=task, arch=arch)
                 if r.speedup is not None
             )
+    # Checked again on the rows themselves: a board generation may be a moment older than a ban, hide or review.
+    withheld = (Evaluation.ReviewState.HELD, Evaluation.ReviewState.REJECTED)
     by_id = {
         str(e.id): e
         for e in _evaluations([p[0] for p in placed])
-        if e.state == Evaluation.State.DONE and e.status == "PASSED" and e.purpose == Evaluation.Purpose.PUBLIC
+        if e.state == Evaluation.State.DONE
+        and e.status == "PASSED"
+        and e.purpose == Evaluation.Purpose.PUBLIC
+        and e.review_state not in withheld
     }
     return [_evaluation_row(by_id[i], rank=rank, group=group) for i, rank, group in placed if i in by_id]
 
