@@ -1,0 +1,19 @@
+"""Triton, issue 28: exec run by a decorator, when the file is imported (before any check of what run does)."""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+@tl.core.builtins.exec
+def payload():
+    pass
+
+
+def run(A, B, C):
+    copy_kernel[(triton.cdiv(C.numel(), 1024),)](A, C, C.numel(), BLOCK=1024)
