@@ -213,6 +213,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
         lambda: client.get_json(f"/api/v1/evaluations/{evaluation_id}"), timeout_s=args.timeout, watcher=watcher
     )
     _print_evaluation(client, final)
+    if (final.get("result") or {}).get("status") == "PASSED" and submission.get("kind") == "kernel":
+        note(f"the ranked check (fresh inputs from a secret seed) runs next: ptxbench status {sid}")
     return _exit_for(final)
 
 
