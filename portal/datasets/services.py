@@ -69,11 +69,15 @@ def _write_folder(root: Path, label: str, files: dict[str, bytes]) -> None:
     """Written beside the final name, then renamed into place in one step."""
     root.mkdir(parents=True, exist_ok=True)
     tmp = root / f".{label}.{uuid.uuid4().hex}.tmp"
-    for path, data in files.items():
-        target = tmp / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-    final = root / label
-    if final.exists():  # left by a build that crashed before its row committed: this number is ours now
-        shutil.rmtree(final)
-    os.replace(tmp, final)
+    try:
+        for path, data in files.items():
+            target = tmp / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        final = root / label
+        if final.exists():  # left by a build that crashed before its row committed: this number is ours now
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # a full disk leaves no half version behind
+        raise
