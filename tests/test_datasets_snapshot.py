@@ -154,8 +154,12 @@ def test_ranked_holds_only_what_a_public_board_shows_measured(results_dir):
 def test_an_empty_snapshot_keeps_every_column_and_loads_streaming(results_dir):
     import datasets
 
+    (results_dir / "v1").mkdir(parents=True)
+    (results_dir / "v1" / "half-written.parquet").write_bytes(b"left by a build that crashed before its row")
     _build()
     folder = results_dir / "v1"
+    assert not (folder / "half-written.parquet").exists()
+    assert not [p for p in results_dir.iterdir() if p.name.startswith(".")]  # no temporary folder left
     for config, schema in CONFIGS.items():
         table = pq.read_table(folder / config / "train.parquet")
         assert table.num_rows == 0 and table.schema.names == schema.names
