@@ -42,6 +42,7 @@ def cpu_worker():
     proc.wait(timeout=30)
 
 
+@pytest.mark.slow  # nvcc compiles the starter kernel in the worker
 def test_login_submit_wait_download_and_board_as_csv(live_server, cpu_worker, tmp_path):
     sync_catalog()
     token = make_token(make_user("kai"))
