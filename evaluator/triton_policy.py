@@ -8,10 +8,15 @@ work), load code (`exec`, `eval`, `compile`, `__import__`, `importlib`), reach m
 dunder attributes, a module bound to another name), or touch files, the network or processes (nothing but
 `triton`, `triton.language`, `triton.tools.tensor_descriptor`, `math` and `torch` may be imported).
 
-Host code works on an allowlist (the names below); kernel bodies are Triton's language, which its compiler
-checks, so there only the rules that matter in any Python apply (no torch, no dunders, no loaders). This is a
-first line only: what makes a submission honest is the integrity checks of the candidate process (only the
-submission's kernels count, fresh inputs every call, the parent's own clock).
+Module-level code, decorators, defaults and kernel bodies all run as Python (kernel bodies while Triton compiles
+them), so names are allowlisted, never modules whole (issue 28): every `module.a.b` chain and `from module import
+a` is looked up name by name in `ADMITTED`, the committed walk of what each allowed module exposes
+(evaluator/triton_policy_walk.py), which refuses modules other than the language's namespaces (`tl.core`,
+`tl.extra.pkgutil`), imported helpers and Python's builtins. Past a function, class or constant, host code may
+read only `HOST_ATTRIBUTES` and kernel code only what Triton's values have (`VALUE_ATTRIBUTES`, same walk); a
+module name may not be used as a value or rebound. This is a first line only: what makes a submission honest is
+the integrity checks of the candidate process (only the submission's kernels count, fresh inputs every call, the
+parent's own clock), and what contains it is the sandbox and the host boundary (docs/threat-model.md).
 """
 
 from __future__ import annotations
@@ -206,7 +211,7 @@ class _Checker(ast.NodeVisitor):
                 self._add("import", f"imports '{alias.name}' (allowed: {', '.join(ALLOWED_MODULES)})", node)
                 continue
             if alias.asname:
-                self._binds(alias.asname, node)
+                self._binds(alias.asname, node, alias.name)
                 self.modules[alias.asname] = alias.name
             else:
                 self.modules[alias.name.split(".")[0]] = alias.name.split(".")[0]
@@ -226,13 +231,14 @@ class _Checker(ast.NodeVisitor):
                 rule = "torch-compute" if module == "torch" else "import"
                 self._add(rule, f"imports '{full}' ({_refusal(module, alias.name)})", node)
             else:
-                self._binds(alias.asname or alias.name, node)
+                self._binds(alias.asname or alias.name, node, full if kind == "module" else None)
                 if kind == "module":
                     self.modules[alias.asname or alias.name] = full
 
     # bindings: a module's name may not be bound to anything else, in any of Python's binding forms
-    def _binds(self, name: str | None, node: ast.AST) -> None:
-        if name is not None and name in self.modules:
+    def _binds(self, name: str | None, node: ast.AST, module: str | None = None) -> None:
+        """`name` bound to something other than the module it names (an import of that module again is fine)."""
+        if name is not None and name in self.modules and self.modules[name] != module:
             self._add("module-alias", f"rebinds the module name '{name}'", node)
 
     def visit_arg(self, node: ast.arg) -> None:
@@ -253,6 +259,12 @@ class _Checker(ast.NodeVisitor):
     def visit_MatchMapping(self, node: ast.MatchMapping) -> None:
         self._binds(node.rest, node)
         self.generic_visit(node)
+
+    def visit_TypeVar(self, node: ast.AST) -> None:  # `def f[tl]()` (Python 3.12 type parameters)
+        self._binds(getattr(node, "name", None), node)
+        self.generic_visit(node)
+
+    visit_ParamSpec = visit_TypeVarTuple = visit_TypeVar
 
     def visit_Global(self, node: ast.Global) -> None:
         for name in node.names:
