@@ -40,9 +40,10 @@ def _jsonl(path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_every_config_of_a_demo_snapshot_opens_with_datasets(results_dir, tmp_path):
+def test_every_config_of_a_demo_snapshot_opens_with_datasets(results_dir, tmp_path, monkeypatch):
     import datasets
 
+    monkeypatch.setenv("RESULTS_DATASET_LICENCE", "cc-by-4.0")
     from portal.accounts.models import Profile
     from portal.agent.models import ModelRun
     from portal.leaderboard.cache import leaderboard_changed
@@ -65,6 +66,7 @@ def test_every_config_of_a_demo_snapshot_opens_with_datasets(results_dir, tmp_pa
     for path, entry in manifest["files"].items():
         data = (folder / path).read_bytes()
         assert hashlib.sha256(data).hexdigest() == entry["sha256"] and len(data) == entry["bytes"]
+    assert manifest["licence"] == "cc-by-4.0" and 'license: "cc-by-4.0"' in (folder / "README.md").read_text()
     row = ResultsSnapshot.objects.get(version=1)
     assert row.manifest_sha256 == hashlib.sha256((folder / "manifest.json").read_bytes()).hexdigest()
 
@@ -169,6 +171,7 @@ def test_an_empty_snapshot_keeps_every_column_and_loads_streaming(results_dir):
         assert list(streamed) == [] and list(streamed.features) == schema.names
     card = (folder / "README.md").read_text()
     assert card.count("- config_name: ") == len(CONFIGS)
+    assert 'license: "other"' in card  # the operator's choice (RESULTS_DATASET_LICENCE); none claimed for them
 
 
 def test_versions_are_built_only_when_rows_change_and_are_served_checked(results_dir, client):

@@ -17,6 +17,7 @@ from portal.core.serializers import iso
 from portal.datasets import selectors, snapshot
 from portal.datasets.files import sha256_bytes
 from portal.datasets.models import ResultsSnapshot
+from portal.env import env_str
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,12 @@ def results_folder() -> Path:
 
 def snapshot_folder(snapshot_row: ResultsSnapshot) -> Path:
     return results_folder() / snapshot_row.label
+
+
+def licence() -> str:
+    """The card's licence: the operator's to choose for what users submitted (RESULTS_DATASET_LICENCE, a Hugging
+    Face licence id); "other" until they do."""
+    return env_str("RESULTS_DATASET_LICENCE", "") or "other"
 
 
 class SnapshotConflict(Exception):
@@ -43,7 +50,9 @@ def snapshot_build(*, force: bool = False) -> ResultsSnapshot | None:
         newest = ResultsSnapshot.objects.select_for_update().order_by("-version").first()
         version = newest.version + 1 if newest else 1
         created_at = iso(timezone.now())
-        files = snapshot.snapshot_files(version=version, created_at=created_at, site_url=settings.SITE_URL, rows=rows)
+        files = snapshot.snapshot_files(
+            version=version, created_at=created_at, site_url=settings.SITE_URL, licence=licence(), rows=rows
+        )
         fingerprint = snapshot.fingerprint(files)
         if newest is not None and newest.fingerprint == fingerprint and not force:
             log.info("results dataset: unchanged since v%s, nothing built", newest.version)

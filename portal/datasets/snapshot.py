@@ -20,7 +20,6 @@ from portal.datasets.files import card_front_matter, jsonl_bytes, parquet_bytes,
 from portal.datasets.schemas import CONFIGS
 
 MANIFEST_FORMAT = "ptxbench-portal.results-1"
-LICENCE = "cc-by-4.0"
 
 _DESCRIPTIONS = {
     "ranked": "every measured kernel on a public kernel board (both architectures, every task): the ranked "
@@ -37,8 +36,8 @@ def fingerprint(files: dict[str, bytes]) -> str:
     return sha256_bytes("".join(f"{p} {sha256_bytes(d)}\n" for p, d in sorted(data.items())).encode())
 
 
-def dataset_card(*, version: int, created_at: str, site_url: str, counts: dict[str, int]) -> bytes:
-    lines = card_front_matter(configs=list(CONFIGS), licence=LICENCE, pretty_name=f"PTXBench results v{version}")
+def dataset_card(*, version: int, created_at: str, site_url: str, licence: str, counts: dict[str, int]) -> bytes:
+    lines = card_front_matter(configs=list(CONFIGS), licence=licence, pretty_name=f"PTXBench results v{version}")
     lines += [
         "",
         f"# PTXBench results v{version}",
@@ -64,7 +63,7 @@ def dataset_card(*, version: int, created_at: str, site_url: str, counts: dict[s
 
 
 def snapshot_files(
-    *, version: int, created_at: str, site_url: str, rows: dict[str, list[dict[str, Any]]]
+    *, version: int, created_at: str, site_url: str, licence: str, rows: dict[str, list[dict[str, Any]]]
 ) -> dict[str, bytes]:
     """Every file of a version by relative path, the manifest last (it lists the others' sha256)."""
     files: dict[str, bytes] = {}
@@ -72,13 +71,15 @@ def snapshot_files(
         files[f"{name}/train.parquet"] = parquet_bytes(rows[name], schema)
         files[f"{name}/train.jsonl"] = jsonl_bytes(rows[name])
     counts = {name: len(rows[name]) for name in CONFIGS}
-    files["README.md"] = dataset_card(version=version, created_at=created_at, site_url=site_url, counts=counts)
+    files["README.md"] = dataset_card(
+        version=version, created_at=created_at, site_url=site_url, licence=licence, counts=counts
+    )
     versions = sorted({r["evaluator_version"] for docs in rows.values() for r in docs if r.get("evaluator_version")})
     manifest = {
         "format": MANIFEST_FORMAT,
         "version": version,
         "created_at": created_at,
-        "licence": LICENCE,
+        "licence": licence,
         "counts": counts,
         "evaluator_versions": versions,
         "fingerprint": fingerprint(files),
