@@ -271,3 +271,30 @@ def test_reads_are_retried_after_a_503_and_writes_never_are(tmp_path):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_every_command_has_help_and_bad_arguments_exit_2(capsys):
+    from ptxbench_cli.main import build_parser, main
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    assert set(commands) == {
+        "login",
+        "logout",
+        "tasks",
+        "submit",
+        "status",
+        "download",
+        "board",
+        "dataset",
+        "run-model",
+    }
+    for name in ["", *commands]:
+        with pytest.raises(SystemExit) as exited:
+            main([name, "--help"] if name else ["--help"])
+        assert exited.value.code == 0
+        assert "usage: ptxbench" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exited:
+        main(["submit", "k.cu", "--arch", "sm_90a"])  # --task missing
+    assert exited.value.code == 2 and "required: --task" in capsys.readouterr().err
+    assert main(["download", "7", "--what", "everything"]) == 2
+    assert capsys.readouterr().err.strip().startswith("ptxbench: --what takes a comma-separated list of:")
