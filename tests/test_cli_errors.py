@@ -298,3 +298,16 @@ def test_every_command_has_help_and_bad_arguments_exit_2(capsys):
     assert exited.value.code == 2 and "required: --task" in capsys.readouterr().err
     assert main(["download", "7", "--what", "everything"]) == 2
     assert capsys.readouterr().err.strip().startswith("ptxbench: --what takes a comma-separated list of:")
+
+
+def test_the_language_is_told_by_the_suffix_unless_given():
+    from pathlib import Path
+
+    from ptxbench_cli.api import CliError
+    from ptxbench_cli.main import _language
+
+    assert _language(Path("k.cu"), "auto") == "cuda" and _language(Path("k.PY"), "auto") == "triton"
+    assert _language(Path("k.txt"), "triton") == "triton"
+    with pytest.raises(CliError) as refused:
+        _language(Path("k.txt"), "auto")
+    assert refused.value.exit_code == 2 and "pass --language" in refused.value.message
