@@ -333,23 +333,23 @@ class _Checker(ast.NodeVisitor):
         if base is not None and base.id in self.modules:
             self._module_attribute(node, self.modules[base.id], chain)
             return
-        self._value_attribute(node, node.attr, torch=False)
+        self._value_attribute(node, node.attr, f".{node.attr}", torch=False)
         self.visit(node.value)
 
-    def _value_attribute(self, node: ast.AST, attr: str, *, torch: bool) -> bool:
+    def _value_attribute(self, node: ast.AST, attr: str, shown: str, *, torch: bool) -> bool:
         """`value.attr` (a tensor, dtype, descriptor, a call's result): host code may look and view, kernel code
         may read what the kernel language's values have. False when refused."""
         if self.in_kernel:
             if attr in VALUE_ATTRIBUTES:
                 return True
             why = table.VALUE_REFUSED.get(attr, "not an attribute of a Triton tensor, dtype or descriptor")
-            self._add("kernel-attribute", f"kernel code uses '.{attr}' ({why})", node)
+            self._add("kernel-attribute", f"kernel code uses '{shown}' ({why})", node)
             return False
         if attr in HOST_ATTRIBUTES:
             return True
         self._add(
             "torch-compute" if torch else "host-attribute",
-            f"host code uses '.{attr}' (allowed on tensors: shapes, strides, dtypes, views)",
+            f"host code uses '{shown}' (allowed on tensors: shapes, strides, dtypes, views)",
             node,
         )
         return False
@@ -374,7 +374,8 @@ class _Checker(ast.NodeVisitor):
                 return
             if kind != "module":
                 for attr in chain[depth + 1 :]:
-                    if not self._value_attribute(node, attr, torch=torch):
+                    full = f"{full}.{attr}"
+                    if not self._value_attribute(node, attr, full, torch=torch):
                         return
                 return
             current = full
