@@ -123,13 +123,14 @@ def test_the_client_installs_without_django_or_pytorch():
 def test_a_result_dataset_downloaded_by_the_client_opens_with_datasets(live_server, tmp_path, settings, monkeypatch):
     """From the portal to a notebook: build a snapshot, fetch it with `ptxbench dataset` (each file checked against
     the API's sha256), open every non-empty config with Hugging Face `datasets`, offline."""
+    # Before `datasets` is first imported: it reads these once, at import, for the rest of the process.
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     import datasets
     from django.core.management import call_command
 
     from portal.leaderboard.cache import clear_process_cache, leaderboard_changed
 
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     settings.RESULTS_DATASETS_DIR = tmp_path / "served"
     sync_catalog()
     empty = run_cli("dataset", "-o", str(tmp_path / "none"), url=live_server.url, home=tmp_path)
