@@ -24,7 +24,7 @@ from __future__ import annotations
 import bisect
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from evaluator.includes import translated_lines
@@ -57,12 +57,13 @@ _ASM_DIRECTIVE_LINES = {"ident", "sccs", "pragma"}
 _FILE_NAME_LINES = {"include", "include_next", "import", "embed", "line"}
 
 _LITERALS_AND_TOKENS = r"""
-    | (?P<raw>(?:u8|u|U|L)?R"(?P<delim>[^()\\\s"]{0,16})\(.*?\)(?P=delim)")
+    | (?P<raw>(?:u8|u|U|L)?R"(?P<delim>[^()\\\s"]{0,16})\()
     | (?P<str>(?:u8|u|U|L)?"(?:[^"\\\n]|\\.)*")
     | (?P<chr>(?:u8|u|U|L)?'(?:[^'\\\n]|\\.)*')
     | (?P<num>\.?\d(?:[eEpP][+-]|'(?=\w)|[\w.])*)
     | (?P<word>[A-Za-z_$][\w$]*)
-    | (?P<punct>\S)
+    | (?P<blank>[ \t\f\v\r]+|\n)
+    | (?P<punct>.)
 """
 _FLAGS = re.VERBOSE | re.DOTALL | re.MULTILINE
 # In source text every line starting with `#` (after blanks) is a directive.
@@ -74,13 +75,18 @@ _TOKEN = re.compile(
 _PREPROCESSED_TOKEN = re.compile(
     r"(?P<directive>^\#(?P<name>pragma|ident|sccs)\b[^\n]*)" + _LITERALS_AND_TOKENS, _FLAGS
 )
-_RAW_OPEN = re.compile(r'(?:u8|u|U|L)?R"([^()\\\s"]{0,16})\(')
+_OPEN_PAREN = re.compile(r"\s*\(")
 _DIRECTIVE_HEAD = re.compile(r"^[ \t\f\v]*(?:#|%:)[ \t\f\v]*(?:[A-Za-z_]\w*|\d+)?")
-_LABELS = re.compile(r'^(?:\s*(?:"(?:[^"\\]|\\.)*"|[^\s:;"]+)\s*:)*\s*')
+_LABELS = re.compile(r'^(?:\s*+(?:"(?:[^"\\]|\\.)*+"|[^\s:;"]++)\s*+:)*+\s*+')  # possessive: linear
 _NAME = re.compile(r"\.([A-Za-z_][\w.$]*)")
 _ANYWHERE = re.compile(r"\.\s*(" + "|".join(sorted(DIRECTIVES, key=len, reverse=True)) + r")\b", re.IGNORECASE)
 _NAMES_FILE_DIRECTIVE = re.compile(r"include|incbin", re.IGNORECASE)
 _DELIMITED = re.compile(r"\\[oxuN]\{")
+_BRACED = re.compile(r"\{([^}]*)\}")
+_OCTAL = re.compile(r"[0-7]{1,3}")
+_HEX = re.compile(r"[0-9A-Fa-f]+")
+_UCN4 = re.compile(r"[0-9A-Fa-f]{4}")
+_UCN8 = re.compile(r"[0-9A-Fa-f]{8}")
 _SIMPLE_ESCAPES = {
     "n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v",
     "e": "\x1b", "E": "\x1b", "\\": "\\", "'": "'", '"': '"', "?": "?",
@@ -123,15 +129,19 @@ def decode_literal(token: str, *, delimited: bool = True) -> str:
         return chr(cp) if wide else _bytes_of(chr(cp))
 
     while i < n:
-        c = body[i]
-        if c != "\\" or i + 1 >= n:
-            out.append(c if wide else _bytes_of(c))
-            i += 1
+        slash = body.find("\\", i)
+        if slash != i:  # plain text up to the next backslash, in one piece
+            plain = body[i:] if slash < 0 else body[i:slash]
+            out.append(plain if wide else _bytes_of(plain))
+            i += len(plain)
             continue
+        if i + 1 >= n:
+            out.append("\\")
+            break
         e = body[i + 1]
-        braced = re.match(r"\{([^}]*)\}", body[i + 2 :]) if delimited and e in "oxuN" else None
+        braced = _BRACED.match(body, i + 2) if delimited and e in "oxuN" else None
         if braced:
-            inner, i = braced.group(1), i + 2 + braced.end()
+            inner, i = braced.group(1), braced.end()
             try:
                 if e == "N":
                     out.append(character(ord(unicodedata.lookup(inner))))
@@ -142,16 +152,14 @@ def decode_literal(token: str, *, delimited: bool = True) -> str:
             except (KeyError, ValueError):
                 out.append(inner)
         elif e in "01234567":
-            digits = re.match(r"[0-7]{1,3}", body[i + 1 :]).group(0)
+            digits = _OCTAL.match(body, i + 1).group(0)
             out.append(unit(int(digits, 8)))
             i += 1 + len(digits)
-        elif e == "x" and re.match(r"[0-9A-Fa-f]", body[i + 2 : i + 3]):
-            digits = re.match(r"[0-9A-Fa-f]+", body[i + 2 :]).group(0)
+        elif e == "x" and _HEX.match(body, i + 2):
+            digits = _HEX.match(body, i + 2).group(0)
             out.append(unit(int(digits, 16)))
             i += 2 + len(digits)
-        elif e in "uU" and re.fullmatch(
-            rf"[0-9A-Fa-f]{{{4 if e == 'u' else 8}}}", body[i + 2 : i + (6 if e == "u" else 10)]
-        ):
+        elif e in "uU" and (_UCN4 if e == "u" else _UCN8).match(body, i + 2):
             size = 4 if e == "u" else 8
             out.append(character(int(body[i + 2 : i + 2 + size], 16)))
             i += 2 + size
@@ -203,18 +211,17 @@ def literal_groups(
             groups.append(LiteralGroup(tokens, lines, any(flags)))
             current.clear()
 
-    for m in (_PREPROCESSED_TOKEN if preprocessed else _TOKEN).finditer(text):
-        kind, lexeme = m.lastgroup, m.group(0)
+    for kind, start, lexeme, m in _tokens(text, _PREPROCESSED_TOKEN if preprocessed else _TOKEN):
         if kind == "directive":
             name = m.group("name") or ""
             if name not in _FILE_NAME_LINES and not name.isdigit():
-                here = line(m.start())
+                here = line(start)
                 inner, _ = literal_groups(_DIRECTIVE_HEAD.sub("", lexeme, count=1), [here])
                 assembler = name in _ASM_DIRECTIVE_LINES
                 groups += [LiteralGroup(g.tokens, g.lines, g.assembler or assembler) for g in inner]
             continue
         if kind in ("raw", "str"):
-            current.append((lexeme, line(m.start()), any(a for _, a in contexts)))
+            current.append((lexeme, line(start), any(a for _, a in contexts)))
             previous, pending = lexeme, ""
             continue
         close_group()
@@ -224,12 +231,12 @@ def literal_groups(
             pending = "attribute"
         elif kind == "word" and lexeme in _ASM_QUALIFIERS and pending == "asm":
             pass
-        elif lexeme in "([":
-            if pending == "asm" and lexeme == "(" and text[m.end() :].lstrip().startswith("("):
-                computed.append(line(m.start()))
+        elif lexeme in ("(", "["):
+            if pending == "asm" and lexeme == "(" and _OPEN_PAREN.match(text, start + 1):
+                computed.append(line(start))
             contexts.append(("]" if lexeme == "[" else ")", bool(pending) or (lexeme == "[" and previous == "[")))
             pending = ""
-        elif lexeme in ")]":
+        elif lexeme in (")", "]"):
             while contexts and contexts.pop()[0] != lexeme:
                 pass
             pending = ""
@@ -238,6 +245,22 @@ def literal_groups(
         previous = lexeme
     close_group()
     return groups, computed
+
+
+def _tokens(text: str, pattern: re.Pattern[str], pos: int = 0) -> Iterable[tuple[str, int, str, re.Match[str]]]:
+    """(kind, start, text, match) of each token but blanks. A raw string runs from its opening to its
+    terminator, or to the end of `text` when it has none (found with one `find`: linear, however many)."""
+    n = len(text)
+    while pos < n:
+        m = pattern.match(text, pos)
+        kind, start = m.lastgroup or "punct", m.start()
+        pos = m.end()
+        if kind == "raw":
+            terminator = ")" + m.group("delim") + '"'
+            end = text.find(terminator, pos)
+            pos = n if end < 0 else end + len(terminator)
+        if kind != "blank":
+            yield kind, start, text[start:pos], m
 
 
 # --------------------------------------------------------------------------- gas
@@ -266,30 +289,23 @@ def gas_views(text: str) -> list[str]:
 
 def _scrub(text: str, *, x86: bool) -> str:
     out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == '"':  # to the closing quote; with x86 rules also to the end of the line, as gas warns and does
-            j = i + 1
-            while j < n and text[j] != '"' and not (x86 and text[j] == "\n"):
-                j += 2 if text[j] == "\\" else 1
-            out.append(text[i : j + 1])
-            i = j + 1
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            i = n if j < 0 else j + 2
-        elif x86 and c == "'":  # 'c, '\c, with an optional closing quote: a number to gas
-            j = i + (3 if text.startswith("\\", i + 1) else 2)
-            j += 1 if text.startswith("'", j) else 0
+    for m in (_SCRUB_X86 if x86 else _SCRUB).finditer(text):
+        kind = m.lastgroup
+        if kind == "char":  # 'c, '\c, with an optional closing quote: a number to gas
             out.append(" 0 ")
-            i = j
-        elif x86 and c == "#":  # a comment to the end of the line
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-        else:
-            out.append(c)
-            i += 1
+        elif kind not in ("comment", "line_comment"):
+            out.append(m.group(0))
     return "".join(out)
+
+
+# gas's input scrubber, as regular expressions: strings (with the x86 rules ending at a newline, as gas warns
+# and does), block comments deleted, and with the x86 rules `'c` character constants and `#` line comments.
+_SCRUB = re.compile(r'(?P<string>"(?:[^"\\]|\\.)*+"?)|(?P<comment>/\*.*?(?:\*/|\Z))|(?P<text>[^"/]+|.)', re.DOTALL)
+_SCRUB_X86 = re.compile(
+    r'(?P<string>"(?:[^"\\\n]|\\[^\n])*+"?)|(?P<comment>/\*.*?(?:\*/|\Z))|(?P<char>\'(?:\\.|.)\'?)'
+    r"|(?P<line_comment>\#[^\n]*)|(?P<text>[^\"/'#]+|.)",
+    re.DOTALL,
+)
 
 
 @dataclass(frozen=True)
@@ -310,6 +326,8 @@ def group_hits(group: LiteralGroup) -> list[AssemblerHit]:
 
     def add(name: str, shown: str) -> None:
         rule = "include-path" if name.removeprefix("names ") in FILE_READING else "assembler-directive"
+        if (rule, name) in hits:
+            return  # one finding per directive and group (a repeated one costs nothing more)
         reason = DIRECTIVES.get(name, "")
         if name in DIRECTIVES:
             message = f"assembler .{name} is not allowed ({reason})"
@@ -319,7 +337,7 @@ def group_hits(group: LiteralGroup) -> list[AssemblerHit]:
             word = name.removeprefix("names ")
             message = f"assembler text may not name '{word}' (.include/.incbin read files, and macros can rebuild them)"
         message += f"; the string as the compiler decodes it: {_shown(shown)}"
-        hits.setdefault((rule, name), AssemblerHit(rule, message, _line_of_hit(group, shown)))
+        hits[(rule, name)] = AssemblerHit(rule, message, _line_of_hit(group, shown))
 
     for decoded in decodings:
         for view in gas_views(decoded):
@@ -381,7 +399,7 @@ def own_groups(own_lines: list[tuple[int, str]]) -> tuple[list[LiteralGroup], li
 
 
 def findings(
-    groups: list[LiteralGroup], computed: list[int], quote: dict[int, str], *, suffix: str = ""
+    groups: list[LiteralGroup], computed: list[int], quote: Callable[[int], str], *, suffix: str = ""
 ) -> list[PolicyFinding]:
     """Policy findings for the assembler rule; `quote` gives the text shown for a line."""
     out: list[PolicyFinding] = []
@@ -396,12 +414,12 @@ def findings(
                         hit.rule,
                         hit.message.replace(";", suffix + ";", 1),
                         hit.line,
-                        cap_quote(quote.get(hit.line, "")),
+                        cap_quote(quote(hit.line)),
                     )
                 )
     for line in computed:
         message = "asm with a computed string is not allowed (its text must be string literals)" + suffix
-        out.append(PolicyFinding("assembler-directive", message, line, cap_quote(quote.get(line, ""))))
+        out.append(PolicyFinding("assembler-directive", message, line, cap_quote(quote(line))))
     return out
 
 
@@ -414,11 +432,9 @@ def open_raw_string(line: str, pending_end: str | None) -> str | None:
         if end < 0:
             return pending_end
         at = end + len(pending_end)
-    for m in _TOKEN.finditer(line, at):
-        if m.lastgroup == "word" and m.group(0) in ("R", "LR", "uR", "UR", "u8R"):
-            opening = _RAW_OPEN.match(line, m.start())
-            if opening:  # the whole literal would have matched `raw` had it ended on this line
-                return ")" + opening.group(1) + '"'
+    for kind, _start, lexeme, m in _tokens(line, _TOKEN, at):
+        if kind == "raw" and not lexeme.endswith(")" + m.group("delim") + '"'):
+            return ")" + m.group("delim") + '"'
     return None
 
 

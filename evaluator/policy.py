@@ -13,6 +13,7 @@ attributes). CUTLASS and CuTe headers are allowed.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from evaluator import asm_strings
 from evaluator.includes import directive_findings, preprocessed_findings
@@ -54,9 +55,8 @@ def check_source(source: str | bytes) -> list[PolicyFinding]:
     findings.extend(directive_findings(source))
     # Assembler text, decoded as the compiler decodes string literals (evaluator/asm_strings.py).
     groups, computed = asm_strings.source_groups(source)
-    quotes = {n: _quote(lines, n) for g in groups for n in g.lines} | {n: _quote(lines, n) for n in computed}
-    findings.extend(asm_strings.findings(groups, computed, quotes))
-    findings.extend(_assembler_symbol_findings(groups, quotes))
+    findings.extend(asm_strings.findings(groups, computed, lambda n: _quote(lines, n)))
+    findings.extend(_assembler_symbol_findings(groups, lambda n: _quote(lines, n)))
 
     seen: set[tuple[str, int]] = set()
     for pattern, rule, what in (
@@ -108,7 +108,11 @@ def check_preprocessed(text: str, source_name: str = "kernel.cu") -> list[Policy
     findings.extend(preprocessed_findings(own))
     # Assembler text after macro expansion: `asm(CAT(".inc", "bin ..."))`, strings built by stringizing.
     groups, computed = asm_strings.own_groups(own)
-    quotes = dict(own)
+    expanded = dict(own)
+
+    def quotes(line: int) -> str:
+        return expanded.get(line, "")
+
     after = " after macro expansion"
     findings.extend(asm_strings.findings(groups, computed, quotes, suffix=after))
     findings.extend(f for f in _assembler_symbol_findings(groups, quotes, suffix=after) if (f.rule, f.line) not in seen)
@@ -134,7 +138,7 @@ def own_lines(text: str, source_name: str = "kernel.cu") -> list[tuple[int, str]
 
 
 def _assembler_symbol_findings(
-    groups: list[asm_strings.LiteralGroup], quotes: dict[int, str], *, suffix: str = ""
+    groups: list[asm_strings.LiteralGroup], quote: Callable[[int], str], *, suffix: str = ""
 ) -> list[PolicyFinding]:
     """The identifier rules on text the assembler reads: `int f() asm("dlopen");`, `asm("call dlopen@PLT")`,
     `__attribute__((weakref("dlopen")))` bind or call a symbol that no identifier in the code names."""
@@ -147,7 +151,7 @@ def _assembler_symbol_findings(
             m = pattern.search(text)
             if m:
                 message = f"assembler text {what}{suffix}: '{m.group(0)}'"
-                found.append(PolicyFinding(rule, message, line, asm_strings.cap_quote(quotes.get(line, ""))))
+                found.append(PolicyFinding(rule, message, line, asm_strings.cap_quote(quote(line))))
     return found
 
 
