@@ -373,9 +373,10 @@ def _line_of_hit(group: LiteralGroup, shown: str) -> int:
 
 
 def _around(text: str, at: int) -> str:
-    start = max(text.rfind("\n", 0, at) + 1, at - 20)
-    end = text.find("\n", at)
-    return text[start : end if end >= 0 else len(text)]
+    # The line around `at`, at most 20 characters before it and _SHOWN_CAP after (searches bounded: linear).
+    start = max(text.rfind("\n", max(0, at - 20), at) + 1, at - 20, 0)
+    end = text.find("\n", at, at + _SHOWN_CAP)
+    return text[start : end if end >= 0 else at + _SHOWN_CAP]
 
 
 def _shown(text: str) -> str:
