@@ -5,6 +5,7 @@ that static/js/leaderboard.js hands to the plotly.js served from the plotly pack
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import html
 import json
 from collections import defaultdict
@@ -21,6 +22,15 @@ COLORS = [
     "#0b6bcb", "#cf222e", "#1a7f37", "#9a6700", "#8250df", "#bc4c00",
     "#0a7b83", "#6e7781", "#d4338b", "#3e63dd", "#7d8b00", "#a0522d",
 ]  # fmt: skip
+
+
+def model_color(model: str) -> str:
+    """One colour per model name on every chart and page (board, /compare/): taken from a hash of the name,
+    never from the series' position, which differs from chart to chart as each sorts its series its own way."""
+    digest = hashlib.sha256(model.encode("utf-8")).digest()
+    return COLORS[int.from_bytes(digest[:4], "big") % len(COLORS)]
+
+
 FAST_P = [round(0.05 * i, 2) for i in range(41)]  # p = 0, 0.05, ... 2.0
 
 
@@ -181,8 +191,8 @@ def correctness_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
 
 def correctness_figure(data: dict[str, Any]) -> PlainFigure:
     fig = _figure()
-    for i, s in enumerate(data["series"]):
-        color = COLORS[i % len(COLORS)]
+    for s in data["series"]:
+        color = model_color(s["model"])
         for kind, dash in (("correct", "solid"), ("verified", "dot")):
             fig.add_trace(
                 _trace(
@@ -250,6 +260,8 @@ def speedup_by_turn_figure(data: dict[str, Any]) -> PlainFigure:
                 x=data["turns"],
                 y=[None if v is None else round(v, 4) for v in s["geomean"]],
                 mode="lines+markers",
+                line={"color": model_color(s["model"])},
+                marker={"color": model_color(s["model"])},
                 name=plot_text(s["model"]),
                 customdata=[s["runs"]] * len(data["turns"]),
                 hovertemplate="turn %{x}: %{y:.2f}x (mean of %{customdata} runs)<extra></extra>",
@@ -307,6 +319,7 @@ def fast_p_figure(data: dict[str, Any]) -> PlainFigure:
                 x=data["p"],
                 y=[round(100 * v, 2) for v in s["fast_p"]],
                 mode="lines",
+                line={"color": model_color(s["model"])},
                 name=plot_text(s["model"]),
                 hovertemplate="p=%{x}: %{y:.1f}% of tasks<extra></extra>",
             )
@@ -371,7 +384,7 @@ def reasoning_figure(data: dict[str, Any]) -> PlainFigure:
                 y=[p["speedup"] for p in s["points"]],
                 customdata=[p["run_id"] for p in s["points"]],
                 mode="markers",
-                marker={"size": 9},
+                marker={"size": 9, "color": model_color(s["model"])},
                 name=plot_text(s["model"]),
                 hovertemplate="run %{customdata}: %{x:.0f} tokens/turn, %{y:.2f}x<extra></extra>",
             )
@@ -426,6 +439,7 @@ def best_speedup_figure(data: dict[str, Any]) -> PlainFigure:
                 y=tasks,
                 x=[s["speedups"].get(t) for t in tasks],
                 orientation="h",
+                marker={"color": model_color(s["model"])},
                 name=plot_text(s["model"]),
                 hovertemplate="%{y}: %{x:.2f}x<extra></extra>",
             )

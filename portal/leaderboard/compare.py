@@ -199,11 +199,11 @@ def compare_models(gen: Generation, query: BoardQuery, a: str, b: str) -> dict[s
 def curves_figure(data: dict[str, Any]) -> go.Figure:
     """Correct and correct-plus-verified rates against the turn limit, both models on one chart."""
     fig = go.Figure()
-    for index, curve in enumerate(data["curves"]):
-        color = charts.COLORS[index % len(charts.COLORS)]
-        for field, label, dash in (
-            ("correct_rate", "correct", "dot"),
-            ("correct_arch_rate", "correct + verified", "solid"),
+    for curve in data["curves"]:
+        color = charts.model_color(curve["model"])
+        for field, label, dash in (  # as on the board: correct solid, correct + verified dotted
+            ("correct_rate", "correct", "solid"),
+            ("correct_arch_rate", "correct + verified", "dot"),
         ):
             points = curve["points"]
             fig.add_trace(
