@@ -32,7 +32,9 @@ def test_second_compile_of_the_same_source_is_a_verified_hit(tmp_path):
     assert second.result.library_sha256 == first.result.library_sha256
     assert second.result.cubin_sha256 == first.result.cubin_sha256
     assert second.result.resources == first.result.resources
-    assert second.library == tmp_path / "b" / "kernel.so" and second.library.is_file()
+    # A hit is loaded into the trusted folder beside the build folder, never into the build folder.
+    assert second.library == tmp_path / "b-trusted" / "kernel.so" and second.library.is_file()
+    assert not (tmp_path / "b" / "kernel.so").exists()
     assert second.preprocessed == first.preprocessed and "run_impl" in second.preprocessed
     assert count_families(disassemble(second.cubin), "sm_90a").instructions > 50
 
