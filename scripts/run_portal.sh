@@ -47,9 +47,13 @@ fi
 # Repairs evaluations and model runs whose worker died and jobs a Redis restart lost, every RECONCILE_INTERVAL s.
 $PY manage.py reconcile --loop >>"$logs"/reconcile.log 2>&1 &
 reconcile=$!
-trap 'kill $worker $reconcile ${gpu_workers[*]} 2>/dev/null; wait $worker $reconcile ${gpu_workers[*]} 2>/dev/null' EXIT INT TERM
+# Public result datasets: a build is enqueued on the default queue every RESULTS_DATASET_INTERVAL s (a version is
+# written only when the rows changed).
+$PY manage.py build_results_dataset --loop >>"$logs"/datasets.log 2>&1 &
+datasets=$!
+trap 'kill $worker $reconcile $datasets ${gpu_workers[*]} 2>/dev/null; wait $worker $reconcile $datasets ${gpu_workers[*]} 2>/dev/null' EXIT INT TERM
 echo "Data: $PORTAL_DATA_DIR (database, logs/, redis/, admin_password.txt); Redis: $REDIS_URL"
-echo "Workers: default+agent pid $worker ($logs/worker.log); GPU queues pids ${gpu_workers[*]:-none} ($logs/gpu-worker.log); reconcile loop pid $reconcile"
+echo "Workers: default+agent pid $worker ($logs/worker.log); GPU queues pids ${gpu_workers[*]:-none} ($logs/gpu-worker.log); reconcile loop pid $reconcile; result datasets loop pid $datasets"
 echo "Portal on http://$BIND  (admin: http://$BIND/admin/)"
 .venv/bin/gunicorn portal.wsgi:application --bind "$BIND" --workers "${WEB_WORKERS:-3}" \
   --access-logfile - --error-logfile - --log-level warning
