@@ -61,6 +61,38 @@ def test_correctness_and_verified_for_every_turn_by_model_name(client, runs):
     assert by_turn[0]["geomean"] == pytest.approx([1.1, 1.0, 1.15])
 
 
+def test_hidden_runs_and_banned_users_turns_stay_out_of_every_turn_chart_and_export(client, runs):
+    """The hidden run D and the banned user's run E get turns better than anyone's (and one turn more), on the same
+    task and GPU as model A: none of it may reach a chart, the page that embeds the charts, or the turns export.
+    Mutation caught (tried, both halves separately): `leaderboard/turns.py` without `trajectory__run__is_hidden=False`
+    or without the `is_banned` exclude (D or E then appears in correctness and speedup-by-turn, with a 3-turn axis)."""
+    from portal.agent.models import ModelRun
+    from portal.datasets.selectors import turn_rows
+
+    hidden = ModelRun.objects.get(model="vendor/model-d")
+    banned = ModelRun.objects.get(model="vendor/model-e")
+    assert hidden.is_hidden and banned.user.profile.is_banned  # the fixtures are what this test is about
+    _turns(runs["a"], GEMM, [[FAIL, ("PASSED", "verified", 1.2, 300)]])
+    for leaked in (hidden, banned):
+        _turns(leaked, GEMM, [[("PASSED", "verified", 2.9, 9000), ("PASSED", "verified", 3.0, 9000), FAIL]] * 2)
+    for params in ({}, {"task": GEMM}, {"gpu": "H200"}, {"k": "8"}):
+        correctness = chart(client, "correctness", arch="sm_90a", **params)["data"]
+        assert correctness["turns"] == [1, 2], params  # the leaked trajectories have three turns
+        assert [(s["model"], s["n"], s["correct"], s["verified"]) for s in correctness["series"]] == [
+            ("vendor/model-a", 1, [0, 1], [0, 1])
+        ], params
+        by_turn = chart(client, "speedup-by-turn", arch="sm_90a", **params)["data"]
+        assert [(s["model"], s["runs"]) for s in by_turn["series"]] == [("vendor/model-a", 1)], params
+        assert by_turn["series"][0]["geomean"] == [None, pytest.approx(1.2)], params
+        reasoning = chart(client, "reasoning", arch="sm_90a", **params)["data"]
+        assert [s["model"] for s in reasoning["series"]] == ["vendor/model-a"], params
+        assert [p["reasoning_tokens"] for p in reasoning["series"][0]["points"]] == [200.0], params
+    html = client.get("/leaderboard/", {"arch": "sm_90a", "k": "8"}).content.decode()
+    assert 'id="figure-correctness"' in html and "vendor/model-a" in html
+    assert "vendor/model-d" not in html and "vendor/model-e" not in html
+    assert {row["run_id"] for row in turn_rows()} == {runs["a"].id}  # the public turns export
+
+
 def test_empty_states_are_a_message_not_bare_axes(client, runs):
     body = chart(client, "correctness", arch="sm_100a")  # sm_100a has metrics but no turns
     assert body["empty"] and body["figure"]["data"] == []
@@ -102,7 +134,14 @@ def test_best_speedup_per_task_is_horizontal_and_by_model(client, runs):
     bars = body["figure"]["data"]
     assert all(b["orientation"] == "h" for b in bars) and bars[0]["name"].startswith("vendor/")
     assert body["figure"]["layout"]["yaxis"]["automargin"] is True
-    assert body["figure"]["layout"]["height"] >= 120 + 17 * (8 * len(bars) + 12) or len(body["data"]["tasks"]) < 17
+    # every active sm_90a task gets a row (the height grows with tasks x models), not only the tasks with metrics
+    from portal.catalog.models import Task
+
+    active = set(Task.objects.filter(is_active=True).values_list("slug", flat=True))
+    assert len(body["data"]["tasks"]) > 2 and set(body["data"]["tasks"]) <= active
+    assert len(bars) == 3  # models A, B, C; never the hidden D or the banned E
+    expected = min(2400, max(380, 120 + len(body["data"]["tasks"]) * (8 * len(bars) + 12)))
+    assert body["figure"]["layout"]["height"] == expected
     lines = [s for s in body["figure"]["layout"]["shapes"] if s.get("x0") == 1.0 and s.get("x1") == 1.0]
     assert lines, "the 1.0x library line is missing"
     one_task = chart(client, "best-speedup", arch="sm_90a", k="8", task=MHA)["data"]
