@@ -7,11 +7,16 @@ import logging
 from django.conf import settings
 from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOperation
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http.multipartparser import MultiPartParserError
 from django.shortcuts import render
 
 log = logging.getLogger(__name__)
 
 API_PREFIX = "/api/"
+MULTIPART_ERROR = (
+    "the multipart/form-data body could not be read (a missing or invalid boundary, a bad Content-Length, or "
+    "part headers over the limit); send JSON, or a well-formed multipart form"
+)
 # Headers an error response keeps when it is rewritten as JSON.
 _KEPT_HEADERS = ("Allow", "Retry-After", "WWW-Authenticate")
 
@@ -92,5 +97,9 @@ class ApiErrorsMiddleware:
             return None
         if isinstance(exception, Http404 | PermissionDenied | BadRequest | SuspiciousOperation):
             return None  # Django answers these with their status; __call__ makes that answer JSON
+        if isinstance(exception, MultiPartParserError):
+            # The client's body, not our fault (issue 28: a body without a boundary was a JSON 500). Django's
+            # own reason may quote the client's boundary: a fixed message instead.
+            return JsonResponse({"error": MULTIPART_ERROR}, status=400)
         log.error("unhandled exception in %s %s", request.method, request.path, exc_info=exception)
         return JsonResponse({"error": "internal server error (logged for the operators)"}, status=500)
