@@ -156,6 +156,12 @@ class Correctness:
     timed_outputs_checked: int = 0  # outputs of timed calls that were compared too
 
 
+# Which figure `Performance.latency_ms` is (issue 32, property 4).
+LATENCY_FROM_CANDIDATE_TIMER = "candidate process timer"  # within the trusted clock's margin
+LATENCY_FROM_TRUSTED_BOUND = "trusted clock bound"  # the in-process figure was lower than the trusted clock allows
+LATENCY_FROM_TRUSTED_CLOCK = "trusted clock"  # a host_time hold: the parent's per-call clock itself
+
+
 @dataclass
 class Performance:
     latency_ms: float | None = None  # candidate median (FlashInfer's field)
@@ -173,6 +179,10 @@ class Performance:
     # The trusted process's own clock over back-to-back batches of library calls, minus their GPU time: the host
     # cost per call of a Python-driven call on this host right now (the trusted-clock check's slack scales with it).
     host_floor_ms: float | None = field(default=None, metadata={"added": "issue 32"})
+    # The candidate process's own median (CUPTI or CUDA events), a hint: `latency_ms` is it only while the parent's
+    # clock agrees (evaluator/performance.py, bound_by_trusted_clock). `latency_from` names the figure that ranks.
+    in_process_latency_ms: float | None = field(default=None, metadata={"added": "issue 32"})
+    latency_from: str | None = field(default=None, metadata={"added": "issue 32"})
 
 
 @dataclass

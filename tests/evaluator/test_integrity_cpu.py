@@ -4,12 +4,14 @@ trusted parent chooses to compare after each call returned, the re-check and the
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import jsonschema
 import pytest
 
 from evaluator import verdict as vm
+from evaluator.integrity import CHECK_FRACTION, HOST_TIME
 from evaluator.pipeline import Options, evaluate
 from evaluator.taskdata import load_task
 from evaluator.verdict import OverallStatus
@@ -40,15 +42,21 @@ def timed(variant: str | None, **options):
 
 
 def test_honest_kernel_passes_with_its_calls_checked_and_timed_from_outside():
+    """The parent compares about CHECK_FRACTION of the timed calls, besides the re-check and one call per batch.
+    Mutation caught: `TimingPlan.draw` choosing no timed call (the re-check and the batches alone were once
+    enough for this test's `checked_calls >= 4`)."""
     # A host-code call here takes microseconds, so one context switch in a batch on a loaded 2-core machine can
     # exceed the clock check's slack (0.05 ms a call); the fastest batch counts, so more batches keep it honest.
-    v = timed(None, batches=8)
+    iters, batches = 60, 8
+    v = timed(None, batches=batches, iters=iters)
     assert v.status == OverallStatus.PASSED, v.workloads[0].message
     record = v.integrity
-    assert record.timed_calls == 20 and record.holds == []
-    # the re-check and one call of each batch are always compared; timed calls at random
-    assert record.checked_calls >= 4
-    assert v.workloads[0].correctness.timed_outputs_checked >= 1
+    assert record.timed_calls == iters and record.holds == []
+    # the re-check and one call of each batch are always compared; timed calls at random, each with CHECK_FRACTION
+    timed_checked = record.checked_calls - 1 - batches
+    assert v.workloads[0].correctness.timed_outputs_checked == timed_checked + 1  # + the re-check
+    # Binomial(60, 0.5): 12..48 holds but for ~4e-6 of honest runs
+    assert CHECK_FRACTION == 0.5 and 12 <= timed_checked <= 48, timed_checked
     assert record.trusted_ms_per_call[WORKLOAD] > 0
     perf = v.workloads[0].performance
     assert perf.candidate.method == "host_clock" and perf.latency_ms > 0
@@ -61,6 +69,38 @@ def test_reusing_results_between_calls_fails_with_the_call_named(variant):
     assert v.status == OverallStatus.INCORRECT_NUMERICAL, w.message
     assert "differs from the reference" in w.message and "may not be reused between calls" in w.message
     assert w.performance is None
+
+
+def test_results_reused_on_some_timed_calls_only_fail_naming_a_timed_call():
+    """STALE_CALLS writes the previous call's result on timed calls 3..20 only: the correctness trials, the first
+    timed calls, the re-check and every batch call are correct, so only the parent's check of a timed call, chosen
+    after the call returned, can catch it. Mutation caught: `TimingPlan.draw` choosing no timed call (then this
+    kernel PASSES). A miss needs none of the 18 stale calls checked: 0.5**18, about 4e-6."""
+    trials, warmup, iters = 3, 3, 20
+    first_timed = trials + warmup + 1  # the process's calls: trials, warm-up calls, then the timed calls
+    v = timed(f"STALE_CALLS:{first_timed + 2}:{first_timed + iters - 1}", trials=trials, warmup=warmup, iters=iters)
+    w = v.workloads[0]
+    assert v.status == OverallStatus.INCORRECT_NUMERICAL, w.message
+    named = re.search(r"output of timed call (\d+) differs from the reference", w.message)
+    assert named is not None, w.message
+    assert 3 <= int(named.group(1)) <= iters
+    assert "may not be reused between calls" in w.message and w.performance is None
+
+
+def test_a_kernel_whose_in_process_clock_under_reports_is_held_at_the_outside_clock():
+    """TAMPERED_CLOCK slows the candidate process's host timer 1000x and takes 5 ms a call for real: the parent's
+    own clock over the back-to-back batches disagrees, so the result is held (host_time) and the slower figure is
+    used. Mutation caught: the trusted-clock hold never applied (`trusted_clock_hold`'s result dropped in
+    evaluator/candidate.py: the kernel then passes unheld at ~5 microseconds a call)."""
+    v = timed("TAMPERED_CLOCK", batches=3)
+    w = v.workloads[0]
+    assert v.status == OverallStatus.PASSED, w.message  # correct outputs: held for review, not failed
+    codes = [h.code for h in v.integrity.holds]
+    assert HOST_TIME in codes, codes
+    assert "the evaluator's own clock measured" in next(h.message for h in v.integrity.holds if h.code == HOST_TIME)
+    trusted = v.integrity.trusted_ms_per_call[WORKLOAD]
+    assert trusted >= 5.0  # every call sleeps 5 ms
+    assert w.performance.latency_ms == pytest.approx(trusted)  # the outside clock's figure, not the forged one
 
 
 def test_the_candidate_process_sees_no_secret_of_the_evaluator(monkeypatch):
@@ -86,3 +126,25 @@ def test_the_library_baseline_is_timed_where_the_candidate_cannot_reach_it():
     assert perf.reference_measured_by == "trusted process"
     assert perf.reference_latency_ms is not None and perf.reference_latency_ms < 10.0, perf.reference_latency_ms
     assert perf.host_floor_ms is not None and perf.host_floor_ms >= 0
+
+
+def test_the_ranked_latency_is_never_below_what_the_evaluators_own_clock_allows():
+    """Issue 32, property 4: the UNDER_REPORT variant makes the in-process timer read 80% of each call's real time
+    (a payload rewriting the timer or its records), too little for the host_time hold (1.5x). The ranked latency
+    is then raised to the trusted clock's floor and the in-process figure kept as a hint. Mutation caught:
+    `bound_by_trusted_clock` not called (the ranked latency was the in-process 80%)."""
+    from evaluator.performance import trusted_floor_ms
+    from evaluator.trusted_baseline import host_slack_ms
+
+    v = timed("UNDER_REPORT", batches=4)
+    w = v.workloads[0]
+    assert v.status == OverallStatus.PASSED, w.message
+    perf = w.performance
+    trusted = v.integrity.trusted_ms_per_call[WORKLOAD]
+    floor = trusted_floor_ms(trusted, host_slack_ms(perf.host_floor_ms))
+    assert perf.in_process_latency_ms is not None and perf.in_process_latency_ms < floor
+    assert perf.latency_from in (vm.LATENCY_FROM_TRUSTED_BOUND, vm.LATENCY_FROM_TRUSTED_CLOCK)
+    assert perf.latency_ms >= floor * 0.999
+    # the speedup and throughput were recomputed from the ranked latency (the consistency hold would say otherwise)
+    assert perf.speedup_factor == pytest.approx(perf.reference_latency_ms / perf.latency_ms, rel=1e-6)
+    assert not [h for h in v.integrity.holds if h.code == "inconsistent_figures"]

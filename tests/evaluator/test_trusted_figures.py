@@ -3,6 +3,8 @@ floor measured by the trusted baseline process (property 6)."""
 
 from __future__ import annotations
 
+import pytest
+
 from evaluator.integrity import HOST_SLACK_MS, INCONSISTENT_FIGURES, consistency_hold, trusted_clock_hold
 from evaluator.trusted_baseline import FLOOR_FACTOR, host_slack_ms
 
@@ -45,3 +47,34 @@ def test_a_busy_host_does_not_hold_a_small_honest_kernel_but_hidden_work_still_i
     assert trusted_clock_hold(reported_ms=0.055, trusted_ms=0.171) is not None  # the fixed slack held it
     assert trusted_clock_hold(reported_ms=0.055, trusted_ms=0.171, slack_ms=host_slack_ms(busy_floor)) is None
     assert trusted_clock_hold(reported_ms=1.39, trusted_ms=335.5, slack_ms=host_slack_ms(busy_floor)) is not None
+
+
+def test_the_in_process_latency_ranks_only_within_the_trusted_clocks_margin():
+    """Issue 32, property 4, on the figures of the H200 smoke pass (docs/integrity-raw/h200-2026-12-02h): honest
+    kernels keep their in-process median; a lower in-process figure is raised to the trusted floor."""
+    from evaluator.performance import TRUSTED_BOUND_MARGIN, bound_by_trusted_clock, trusted_floor_ms
+    from evaluator.verdict import LATENCY_FROM_CANDIDATE_TIMER, LATENCY_FROM_TRUSTED_BOUND, Performance
+
+    honest = [(0.444, 0.503, 0.031), (0.819, 0.869, 0.027), (12.943, 13.042, 0.057), (4.153, 4.282, 0.0)]
+    for reported, trusted, floor in honest:
+        perf = Performance(latency_ms=reported, reference_latency_ms=0.744, speedup_factor=0.744 / reported)
+        assert not bound_by_trusted_clock(perf, trusted, host_slack_ms(floor), flops=None, peak=None)
+        assert perf.latency_ms == reported and perf.latency_from == LATENCY_FROM_CANDIDATE_TIMER
+        assert perf.in_process_latency_ms == reported
+
+    # Issue 32's second payload: each call computed 56% (0.38 ms in process) while the parent's clock saw 0.71 ms.
+    perf = Performance(latency_ms=0.38, reference_latency_ms=0.744, speedup_factor=0.744 / 0.38, tflops=100.0)
+    assert bound_by_trusted_clock(perf, 0.71, host_slack_ms(0.03), flops=1e9, peak=1000.0)
+    floor = trusted_floor_ms(0.71, host_slack_ms(0.03))
+    assert floor == pytest.approx((0.71 - 0.09) / TRUSTED_BOUND_MARGIN)
+    assert perf.latency_ms == pytest.approx(floor) and perf.latency_from == LATENCY_FROM_TRUSTED_BOUND
+    assert perf.in_process_latency_ms == 0.38
+    assert perf.speedup_factor == pytest.approx(0.744 / floor)
+    assert perf.tflops == pytest.approx(1e9 / (floor * 1e-3) / 1e12)
+    assert consistency_hold(
+        latency_ms=perf.latency_ms,
+        reference_latency_ms=perf.reference_latency_ms,
+        speedup=perf.speedup_factor,
+        tflops=perf.tflops,
+        flops=1e9,
+    ) is None

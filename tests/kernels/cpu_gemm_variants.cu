@@ -38,14 +38,25 @@ static void read_variant(char* chosen, size_t size) {
   }
 }
 
-static bool variant_is(const char* name) {
+static const char* variant() {
   static char chosen[64];
   static bool read = false;
   if (!read) {
     read_variant(chosen, sizeof chosen);
     read = true;
   }
-  return std::strcmp(chosen, name) == 0;
+  return chosen;
+}
+
+static bool variant_is(const char* name) { return std::strcmp(variant(), name) == 0; }
+
+// "STALE_CALLS:<first>:<last>": the calls of this process numbered first..last (1-based, every call counted:
+// correctness trials, warm-up, timed calls, the re-check, batch calls) write the previous call's result instead of
+// computing; every other call is correct. A test picks the numbers so that only timed calls are stale.
+static bool stale_call(int64_t number) {
+  long first = 0, last = 0;
+  if (std::sscanf(variant(), "STALE_CALLS:%ld:%ld", &first, &last) != 2) return false;
+  return number >= first && number <= last;
 }
 
 // The Python C API of the process that loaded this library (weak: resolved at load time, no link flag).
@@ -56,6 +67,36 @@ __attribute__((weak)) int PyRun_SimpleString(const char*);
 }
 
 void run_impl(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorView c) {
+  static int64_t calls_made = 0;
+  const int64_t call_number = ++calls_made;
+  if (variant_is("TAMPERED_CLOCK") && PyRun_SimpleString != nullptr) {
+    // Under-reports its time: the in-process host timer (evaluator.timing.HostTimer) is made to run 1000x slow,
+    // while every call really takes at least 5 ms. Only a clock outside this process can see the difference.
+    static bool patched = false;
+    if (!patched) {
+      patched = true;
+      const int gil = PyGILState_Ensure();
+      PyRun_SimpleString(
+          "import time, evaluator.timing\n"
+          "evaluator.timing.HostTimer.now = lambda self: time.perf_counter_ns() // 1000\n");
+      PyGILState_Release(gil);
+    }
+    usleep(5000);
+  }
+  if (variant_is("UNDER_REPORT") && PyRun_SimpleString != nullptr) {
+    // Under-reports by a margin too small for the host_time hold: the in-process timer runs at 0.8x, so the
+    // candidate process reports 80% of each call's real time (every call takes at least 4 ms).
+    static bool patched = false;
+    if (!patched) {
+      patched = true;
+      const int gil = PyGILState_Ensure();
+      PyRun_SimpleString(
+          "import time, evaluator.timing\n"
+          "evaluator.timing.HostTimer.now = lambda self: int(time.perf_counter_ns() * 0.8)\n");
+      PyGILState_Release(gil);
+    }
+    usleep(4000);
+  }
   if (variant_is("SLOW_BASELINE") && PyRun_SimpleString != nullptr) {
     // Issue 32's first payload: slow the library baseline from inside the candidate's process (every later
     // torch.matmul sleeps 20 ms), so that a speedup measured here would look ~1000x better than it is.
@@ -107,6 +148,11 @@ void run_impl(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorVi
     static int calls = 0;
     if (++calls > 12) return;
   }
+  static float* previous = nullptr;  // the last result computed (m x n), for STALE_CALLS
+  if (stale_call(call_number) && previous != nullptr) {
+    std::memcpy(pc, previous, sizeof(float) * m * n);
+    return;
+  }
   const bool wrong = variant_is("WRONG"), nan = variant_is("NAN"), zero = variant_is("ZERO_SMALL");
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
@@ -117,6 +163,10 @@ void run_impl(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorVi
       if (zero) acc = 0.f;
       pc[i * n + j] = acc;
     }
+  }
+  if (std::strncmp(variant(), "STALE_CALLS:", 12) == 0) {
+    if (previous == nullptr) previous = static_cast<float*>(std::malloc(sizeof(float) * m * n));
+    if (previous != nullptr) std::memcpy(previous, pc, sizeof(float) * m * n);
   }
   if (variant_is("MODIFY_INPUT")) {
     pa[0] += 1.0f;
