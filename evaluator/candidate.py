@@ -97,7 +97,7 @@ class TimingPlan:
     @classmethod
     def draw(cls, warmup: int, iters: int, batches: list[list[int]], fraction: float, cap: int) -> TimingPlan:
         chooser = CheckChooser(fraction)
-        chosen = [i for i in range(warmup, warmup + iters) if chooser.check()][:0]
+        chosen = [i for i in range(warmup, warmup + iters) if chooser.check()]
         rng = random.SystemRandom()
         if len(chosen) > cap:
             chosen = rng.sample(chosen, cap)
