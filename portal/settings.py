@@ -169,15 +169,20 @@ WHITENOISE_AUTOREFRESH = WHITENOISE_USE_FINDERS
 
 LOGIN_URL = "/accounts/login/"
 # Failed-login and sign-up throttles (portal/accounts/throttle.py). Failures within LOGIN_WINDOW_SECONDS, counted
-# per (address, username), per address, per username and site-wide; the last two never refuse an address with no
-# recent failures, so no one can lock an account out.
+# per (address or network, username), per address, per network (IPv4 /24, IPv6 /64), per username and site-wide;
+# the last two never refuse a network with no recent failures, so no one can lock an account out from elsewhere.
 LOGIN_WINDOW_SECONDS = env_int("LOGIN_WINDOW_SECONDS", 900)
-LOGIN_MAX_FAILURES = env_int("LOGIN_MAX_FAILURES", 10)  # per client address and username
+LOGIN_MAX_FAILURES = env_int("LOGIN_MAX_FAILURES", 10)  # per client address (and per network) and username
 LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("LOGIN_MAX_FAILURES_PER_ADDRESS", 30)
+LOGIN_MAX_FAILURES_PER_NETWORK = env_int("LOGIN_MAX_FAILURES_PER_NETWORK", 60)
 LOGIN_MAX_FAILURES_PER_USERNAME = env_int("LOGIN_MAX_FAILURES_PER_USERNAME", 20)
 LOGIN_MAX_FAILURES_GLOBAL = env_int("LOGIN_MAX_FAILURES_GLOBAL", 300)
+# Sign-up forms posted per hour, whatever their outcome (each answer may say a name is taken), then accounts made.
+SIGNUP_ATTEMPTS_PER_ADDRESS_PER_HOUR = env_int("SIGNUP_ATTEMPTS_PER_ADDRESS_PER_HOUR", 20)
+SIGNUP_ATTEMPTS_PER_NETWORK_PER_HOUR = env_int("SIGNUP_ATTEMPTS_PER_NETWORK_PER_HOUR", 60)
 SIGNUPS_PER_ADDRESS_PER_HOUR = env_int("SIGNUPS_PER_ADDRESS_PER_HOUR", 3)
-SIGNUPS_PER_HOUR = env_int("SIGNUPS_PER_HOUR", 30)  # site-wide
+SIGNUPS_PER_NETWORK_PER_HOUR = env_int("SIGNUPS_PER_NETWORK_PER_HOUR", 10)
+SIGNUPS_PER_HOUR = env_int("SIGNUPS_PER_HOUR", 30)  # site-wide; refuses only networks that made an account this hour
 # Behind a reverse proxy: the request header (META name) whose last entry is the client address, e.g.
 # HTTP_X_FORWARDED_FOR. Only for a proxy you run that always sets it; empty: REMOTE_ADDR.
 CLIENT_ADDRESS_HEADER = env_str("CLIENT_ADDRESS_HEADER", "")

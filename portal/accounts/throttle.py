@@ -1,21 +1,32 @@
 """Login and sign-up throttling in Redis, shared by every web process. Fixed windows (INCR, EXPIRE NX).
 
-Failed logins are counted per (address, username), per address, per username and for the whole site, each
-within LOGIN_WINDOW_SECONDS. A login attempt is refused when
-- its (address, username) pair failed LOGIN_MAX_FAILURES times (guessing one account from one place), or
-- its address failed LOGIN_MAX_FAILURES_PER_ADDRESS times over any usernames (spraying from one place), or
-- its address has failed at all recently and the username failed LOGIN_MAX_FAILURES_PER_USERNAME times, or the
-  site LOGIN_MAX_FAILURES_GLOBAL times (guessing from many places).
-An address with no recent failures is never refused, so nobody can lock an account by failing its logins: the
-owner logging in from their own address still gets in. Behind a reverse proxy set CLIENT_ADDRESS_HEADER, or
-every client shares the proxy's address.
+Every client is counted twice: by its address and by its network (`network_of`: the /24 of an IPv4 address, the
+/64 of an IPv6 one, where one customer gets a whole prefix and can rotate through its addresses freely).
 
-Sign-ups are counted per address (SIGNUPS_PER_ADDRESS_PER_HOUR) and for the site (SIGNUPS_PER_HOUR).
+Failed logins are counted per (address, username), per (network, username), per address, per network, per
+username and for the whole site, each within LOGIN_WINDOW_SECONDS. A login attempt is refused when
+- its (address or network, username) pair failed LOGIN_MAX_FAILURES times (guessing one account from one place), or
+- its address failed LOGIN_MAX_FAILURES_PER_ADDRESS times, or its network LOGIN_MAX_FAILURES_PER_NETWORK times,
+  over any usernames (spraying from one place), or
+- its network has failed at all recently and the username failed LOGIN_MAX_FAILURES_PER_USERNAME times, or the
+  site LOGIN_MAX_FAILURES_GLOBAL times (guessing from many places).
+A network with no recent failures is never refused, so nobody can lock an account by failing its logins from
+elsewhere: the owner logging in from their own network still gets in. Behind a reverse proxy set
+CLIENT_ADDRESS_HEADER, or every client shares the proxy's address.
+
+Sign-ups: every posted sign-up form counts as an attempt, per address (SIGNUP_ATTEMPTS_PER_ADDRESS_PER_HOUR) and
+per network (SIGNUP_ATTEMPTS_PER_NETWORK_PER_HOUR), whatever its outcome, because a refused name says the name
+is taken: this bounds how many names one place can probe. Accounts made are counted per address
+(SIGNUPS_PER_ADDRESS_PER_HOUR), per network (SIGNUPS_PER_NETWORK_PER_HOUR) and for the site (SIGNUPS_PER_HOUR);
+the site's rate refuses only networks that made an account this hour, so a crowd of sock puppets cannot lock
+out a newcomer from a fresh network. A refusal is decided before the form is read and shows no form errors: it
+is the same answer for a taken name and a free one.
 Everything fails open when Redis is unreachable (logged): the site stays usable, unthrottled."""
 
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import logging
 
 import redis
@@ -39,6 +50,19 @@ def client_address(request: HttpRequest) -> str:
     return request.META.get("REMOTE_ADDR", "")
 
 
+def network_of(address: str) -> str:
+    """The network an address is grouped in: `a.b.c.0/24` for IPv4 (an IPv4-mapped IPv6 address too), the /64
+    for IPv6; anything that is not an address (a proxy header's garbage) is its own group."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return f"other:{address}"
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    prefix = 24 if ip.version == 4 else 64
+    return str(ipaddress.ip_network(f"{ip}/{prefix}", strict=False))
+
+
 def _key(kind: str, *parts: str) -> str:
     digest = hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
     return f"{PREFIX}{kind}:{digest}"
@@ -46,9 +70,12 @@ def _key(kind: str, *parts: str) -> str:
 
 def _login_keys(address: str, username: str) -> dict[str, str]:
     name = skeleton(username.strip())  # Alice, alice and аlice are one account to guess
+    network = network_of(address)
     return {
         "pair": _key("login-pair", address, name),
+        "network_pair": _key("login-network-pair", network, name),
         "address": _key("login-address", address),
+        "network": _key("login-network", network),
         "username": _key("login-username", name),
         "global": f"{PREFIX}login-global",
     }
@@ -88,13 +115,15 @@ def login_seconds_blocked(address: str, username: str) -> int:
         return 0
     limits = {
         "pair": settings.LOGIN_MAX_FAILURES,
+        "network_pair": settings.LOGIN_MAX_FAILURES,
         "address": settings.LOGIN_MAX_FAILURES_PER_ADDRESS,
+        "network": settings.LOGIN_MAX_FAILURES_PER_NETWORK,
         "username": settings.LOGIN_MAX_FAILURES_PER_USERNAME,
         "global": settings.LOGIN_MAX_FAILURES_GLOBAL,
     }
     over = [name for name, (count, _) in counts.items() if count >= limits[name]]
-    if counts["address"][0] == 0:
-        return 0  # a clean address is never refused: no one can lock an account out by themselves
+    if counts["network"][0] == 0:
+        return 0  # a clean network is never refused: no one can lock an account out from elsewhere
     return max((counts[name][1] for name in over), default=0)
 
 
@@ -103,26 +132,52 @@ def login_failed(address: str, username: str) -> None:
 
 
 def login_succeeded(address: str, username: str) -> None:
-    """The pair's count starts again; the address, username and site counts keep what was tried."""
+    """The pairs' counts start again; the address, network, username and site counts keep what was tried."""
+    keys = _login_keys(address, username)
     try:
-        _client().delete(_login_keys(address, username)["pair"])
+        _client().delete(keys["pair"], keys["network_pair"])
     except redis.RedisError:
         pass
 
 
 def _signup_keys(address: str) -> dict[str, str]:
-    return {"address": _key("signup-address", address), "global": f"{PREFIX}signup-global"}
+    network = network_of(address)
+    return {
+        "attempts_address": _key("signup-attempts-address", address),
+        "attempts_network": _key("signup-attempts-network", network),
+        "address": _key("signup-address", address),
+        "network": _key("signup-network", network),
+        "global": f"{PREFIX}signup-global",
+    }
 
 
 def signup_seconds_blocked(address: str) -> int:
+    """Seconds until a sign-up form from this address may be read; 0 when it may be read now."""
     try:
         counts = _counts(_client(), _signup_keys(address))
     except redis.RedisError as exc:
         log.warning("signup throttle unavailable: %s", exc.__class__.__name__)
         return 0
-    limits = {"address": settings.SIGNUPS_PER_ADDRESS_PER_HOUR, "global": settings.SIGNUPS_PER_HOUR}
-    return max((counts[n][1] for n, (count, _) in counts.items() if count >= limits[n]), default=0)
+    limits = {
+        "attempts_address": settings.SIGNUP_ATTEMPTS_PER_ADDRESS_PER_HOUR,
+        "attempts_network": settings.SIGNUP_ATTEMPTS_PER_NETWORK_PER_HOUR,
+        "address": settings.SIGNUPS_PER_ADDRESS_PER_HOUR,
+        "network": settings.SIGNUPS_PER_NETWORK_PER_HOUR,
+        "global": settings.SIGNUPS_PER_HOUR,
+    }
+    over = [name for name, (count, _) in counts.items() if count >= limits[name]]
+    if counts["network"][0] == 0 and over == ["global"]:
+        return 0  # the site is busy, but not with this network's accounts: a newcomer still gets in
+    return max((counts[name][1] for name in over), default=0)
+
+
+def signup_attempted(address: str) -> None:
+    """A sign-up form was posted and will be read (its answer may say that a name is taken)."""
+    keys = _signup_keys(address)
+    _record([keys["attempts_address"], keys["attempts_network"]], 3600)
 
 
 def signup_recorded(address: str) -> None:
-    _record(list(_signup_keys(address).values()), 3600)
+    """An account was made."""
+    keys = _signup_keys(address)
+    _record([keys["address"], keys["network"], keys["global"]], 3600)

@@ -61,13 +61,17 @@ def admin_login(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 def signup(request: HttpRequest) -> HttpResponse:
-    form = SignupForm(request.POST or None)
     next_url = _next_url(request)
+    form = SignupForm()
     if request.method == "POST":
         address = throttle.client_address(request)
         wait = throttle.signup_seconds_blocked(address)
         if wait:
-            return _too_many(request, wait, "new accounts", "accounts/signup.html", form)
+            # Decided before the form is read, answered with an empty form: nothing in a refusal says whether
+            # the name asked for is taken (the bound form's errors said so, without limit).
+            return _too_many(request, wait, "sign-up attempts", "accounts/signup.html", form)
+        throttle.signup_attempted(address)  # any answer below may say that a name is taken: each one counts
+        form = SignupForm(request.POST)
         if form.is_valid():
             user = form.save()
             throttle.signup_recorded(address)
