@@ -1,70 +1,62 @@
-"""Usernames that look alike are one username: `аlice` (Cyrillic а) and `Alice` are refused once `alice` exists.
+"""Usernames that look alike are one username: `аlice` (Cyrillic а), `ɑlice` (Latin alpha), `Alice` and `ａｌｉｃｅ`
+are refused once `alice` exists, as `rn` is once `m` exists.
 
-A name's skeleton is its NFKC form, case-folded, with Cyrillic and Greek letters that look like Latin ones
-mapped to those, and the digits 0 and 1 read as o and l. Two names with the same
-skeleton are confusable. The limit: this covers Latin, Cyrillic and Greek look-alikes and the digits only, not
-the whole Unicode confusables table (UTS #39): mixed scripts elsewhere (Armenian, Cherokee, mathematical
-letters that NFKC leaves alone) are not caught, nor is capital I against lower-case l ("Ian"/"lan")."""
+The rule is the skeleton of Unicode Technical Standard #39 (section 4, "Confusable Detection"): decompose (NFD),
+drop default-ignorable code points, replace every character by its prototype from Unicode's confusables table,
+decompose again; two strings with the same skeleton are confusable. The table is Unicode's own data file,
+vendored unchanged but for its comments (`data/confusables.txt`, Unicode 13.0.0; its header says where it came
+from), so Armenian, Cherokee, Malayalam and the rest are covered as Latin, Cyrillic and Greek are.
+
+A username also counts as taken when it differs only in case or accents: each name has two keys, its skeleton
+as typed (`Ian` against `lan`: TR39 maps capital I to l) and its folded skeleton (case-folded, combining marks
+dropped, repeated until stable, since a prototype may be a capital: 0 → O → o). Two names clash when either
+key matches. The usernames are stored as typed, in NFKC form; skeletons are compared only, never shown."""
 
 from __future__ import annotations
 
+import functools
 import unicodedata
+from pathlib import Path
 
 from django.contrib.auth.models import User
 
-# Cyrillic and Greek letters (lower case: the skeleton is case-folded first) drawn like Latin ones.
-_LOOKALIKES = {
-    # Cyrillic
-    "а": "a",
-    "в": "b",
-    "ь": "b",
-    "с": "c",
-    "ԁ": "d",
-    "е": "e",
-    "ё": "e",
-    "һ": "h",
-    "н": "h",
-    "і": "i",
-    "ӏ": "l",
-    "ј": "j",
-    "к": "k",
-    "м": "m",
-    "п": "n",
-    "о": "o",
-    "р": "p",
-    "ԛ": "q",
-    "г": "r",
-    "ѕ": "s",
-    "т": "t",
-    "џ": "u",
-    "ѵ": "v",
-    "ԝ": "w",
-    "х": "x",
-    "у": "y",
-    "з": "3",
-    # Greek
-    "α": "a",
-    "β": "b",
-    "ϲ": "c",
-    "ε": "e",
-    "η": "n",
-    "ι": "i",
-    "κ": "k",
-    "ν": "v",
-    "ο": "o",
-    "ρ": "p",
-    "τ": "t",
-    "υ": "u",
-    "χ": "x",
-    "γ": "y",
-    "ω": "w",
-    "ζ": "z",
-    # Digits and letters drawn alike in most fonts
-    "0": "o",
-    "1": "l",
-    "ı": "i",
-}
-_TABLE = str.maketrans(_LOOKALIKES)
+CONFUSABLES = Path(__file__).resolve().parent / "data" / "confusables.txt"
+# Default-ignorable code points (TR39 drops them) that are not format characters (category Cf, dropped by
+# category): the Hangul fillers, Khmer inherent vowels, Mongolian and other variation selectors, the combining
+# grapheme joiner. They draw as nothing, so `alice` with one of them inside is `alice`.
+_IGNORABLE = frozenset(
+    [0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x3164, 0xFFA0, *range(0x180B, 0x1810), *range(0xFE00, 0xFE10)]
+    + list(range(0xE0100, 0xE01F0))
+)
+_MAX_FOLDS = 4  # folding then mapping settles within three rounds on every character of the table
+
+
+@functools.cache
+def _prototypes() -> dict[int, str]:
+    """Unicode's confusables table: code point → its prototype (one or more characters)."""
+    table: dict[int, str] = {}
+    for line in CONFUSABLES.read_text(encoding="utf-8").splitlines():
+        if not line or line.startswith("#"):
+            continue
+        source, target, _kind = (field.strip() for field in line.split(";"))
+        table[int(source, 16)] = "".join(chr(int(code, 16)) for code in target.split())
+    return table
+
+
+def _ignorable(char: str) -> bool:
+    return ord(char) in _IGNORABLE or unicodedata.category(char) == "Cf"
+
+
+def tr39_skeleton(text: str) -> str:
+    """The UTS #39 skeleton of `text`: NFD, default-ignorables dropped, each character mapped to its
+    prototype, NFD again."""
+    table = _prototypes()
+    decomposed = unicodedata.normalize("NFD", text)
+    return unicodedata.normalize("NFD", "".join(c for c in decomposed if not _ignorable(c)).translate(table))
+
+
+def _unmarked(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c))
 
 
 def normalize(name: str) -> str:
@@ -73,21 +65,33 @@ def normalize(name: str) -> str:
 
 
 def skeleton(name: str) -> str:
-    """The form two confusable names share. Used for comparison only, never shown or stored."""
-    folded = unicodedata.normalize("NFKC", name).casefold()
-    # Drop combining marks NFKC keeps apart (a + U+0301 and á look alike), then map look-alikes.
-    bare = "".join(c for c in unicodedata.normalize("NFD", folded) if not unicodedata.combining(c))
-    return bare.translate(_TABLE)
+    """The folded skeleton: what `Alice`, `ALICE`, `аlice` and `álice` share. Compared only, never shown or stored
+    (the login throttle counts failures per account by it)."""
+    key = unicodedata.normalize("NFKC", name)
+    for _ in range(_MAX_FOLDS):
+        folded = tr39_skeleton(_unmarked(key.casefold()))
+        if folded == key:
+            break
+        key = folded
+    return key
+
+
+def _keys(name: str) -> tuple[str, str]:
+    """(skeleton as typed, folded skeleton)."""
+    return tr39_skeleton(_unmarked(unicodedata.normalize("NFKC", name))), skeleton(name)
 
 
 def confusable_with(name: str, *, exclude_id: int | None = None) -> str | None:
-    """An existing username that `name` could be mistaken for, or None. Reads every username: fine for the
-    thousands of accounts a benchmark portal has; a stored skeleton column would be the next step."""
-    target = skeleton(name)
+    """An existing username that `name` could be mistaken for, or None. Reads every username, and all of them
+    whatever it finds, so the answer takes as long for a name that exists as for one that does not; fine for the
+    thousands of accounts a benchmark portal has (a stored skeleton column would be the next step)."""
+    typed, folded = _keys(name)
     users = User.objects.all()
     if exclude_id is not None:
         users = users.exclude(id=exclude_id)
+    found = None
     for existing in users.values_list("username", flat=True).iterator():
-        if skeleton(existing) == target:
-            return existing
-    return None
+        existing_typed, existing_folded = _keys(existing)
+        if found is None and (existing_typed == typed or existing_folded == folded):
+            found = existing
+    return found
