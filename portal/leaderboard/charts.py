@@ -76,8 +76,14 @@ class PlainFigure:
         shape.update({f"{axis}ref": axis, f"{axis}0": value, f"{axis}1": value, "line": line})
         self.layout.setdefault("shapes", []).append(shape)
         if text:
+            # Inside the plot area, where nothing else draws text: right-aligned above a horizontal line (a label
+            # starting at the right edge ran out of the figure, "libr"), at the top right of a vertical one.
             note = {"text": text, "showarrow": False, f"{axis}ref": axis, axis: value, f"{other}ref": "paper"}
-            note.update({other: 1, "xanchor": "left", "yanchor": "bottom"})
+            if axis == "y":
+                note.update({"x": 1, "xanchor": "right", "yanchor": "bottom"})
+            else:
+                note.update({"y": 1, "xanchor": "left", "yanchor": "top", "xshift": 3})
+            note.update(bgcolor="rgba(255,255,255,0.85)", font={"size": 11, "color": "#5b6470"})
             self.layout.setdefault("annotations", []).append(note)
 
     def add_hline(self, *, y: float, line: dict, annotation_text: str = "", **_) -> None:
@@ -99,16 +105,20 @@ def _figure() -> PlainFigure:
 
 
 def _layout(fig: PlainFigure, *, title: str, x: str, y: str, height: int = 400) -> PlainFigure:
+    # Title and legend are placed against the figure's edges (yref "container") and reserve their own margin: the
+    # legend used to sit at a fraction of the plot's height below it (y=-0.2), over the axis title on short charts
+    # and ~230 px below it on the tall per-task chart. static/js/leaderboard.js wraps the title on narrow screens.
     fig.update_layout(
-        title={"text": title, "x": 0, "font": {"size": 15}},
-        xaxis={"title": {"text": x}, "gridcolor": "#eef1f4", "automargin": True},
-        yaxis={"title": {"text": y}, "gridcolor": "#eef1f4", "zeroline": False, "automargin": True},
+        title={"text": title, "x": 0, "xref": "container", "y": 1, "yref": "container", "yanchor": "top",
+               "automargin": True, "pad": {"t": 6, "l": 4, "b": 8}, "font": {"size": 15}},
+        xaxis={"title": {"text": x, "standoff": 8}, "gridcolor": "#eef1f4", "automargin": True},
+        yaxis={"title": {"text": y, "standoff": 8}, "gridcolor": "#eef1f4", "zeroline": False, "automargin": True},
         colorway=COLORS,
         height=height,
-        margin={"l": 60, "r": 20, "t": 50, "b": 60},
-        legend={"orientation": "h", "y": -0.2, "yanchor": "top"},
+        margin={"l": 50, "r": 12, "t": 30, "b": 10},
+        legend={"orientation": "h", "x": 0, "xanchor": "left", "y": 0, "yref": "container", "yanchor": "bottom"},
         font={"family": "system-ui, sans-serif", "size": 12},
-    )
+    )  # fmt: skip
     return fig
 
 
@@ -326,6 +336,7 @@ def fast_p_figure(data: dict[str, Any]) -> PlainFigure:
         )
     fig.add_vline(x=1.0, line={"color": "#5b6470", "dash": "dash", "width": 1})
     fig.update_yaxes(range=[0, 105])
+    fig.update_xaxes(range=[-0.1, 2.05])  # the x tick "0" clear of the y tick "0" at the corner
     return _layout(
         fig,
         title=f"fast_p at k={data['k']}: tasks correct and faster than p × library — {data['where']}{data['note']}",
@@ -550,13 +561,16 @@ def arch_comparison_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
         models.values(), key=lambda m: (-max((m.get(a) or {}).get("geomean_speedup") or 0 for a in ARCHES), m["label"])
     )
     names, note = _capped([m["label"] for m in ordered])
+    # A comparison needs a model measured on both: with each model on one architecture the chart compared
+    # nothing (the page leaves it out then).
+    paired = any(all(m.get(a) for a in ARCHES) for m in ordered)
     return {
         "k": query.k,
         "task": query.task,
         "arches": list(ARCHES),
         "models": ordered[: len(names)],
         "note": note,
-        "empty": "" if ordered else "No model runs yet.",
+        "empty": "" if paired else "No model has runs on both Hopper and Blackwell yet: nothing to compare.",
     }
 
 
@@ -581,7 +595,8 @@ def arch_comparison_figure(data: dict[str, Any]) -> PlainFigure:
         fig,
         title=f"Hopper vs Blackwell: geometric-mean best speedup at k={data['k']} ({data['task'] or 'all tasks'}){data['note']}",
         x="model",
-        y="geometric mean speedup (x)",
+        y="geo-mean speedup (x)",
+        height=480,  # the model names under the bars take room from the plot
     )
 
 
@@ -597,6 +612,12 @@ CHARTS: dict[str, tuple[Callable[[Generation, BoardQuery], dict], Callable[[dict
     "distribution": (distribution_data, distribution_figure, False),
     "arch-comparison": (arch_comparison_data, arch_comparison_figure, True),
 }
+
+
+def figure_title(figure: dict[str, Any]) -> str:
+    """A figure's title as plain text, for the page's heading above the chart (escaped there by the template)."""
+    title = (figure.get("layout") or {}).get("title") or {}
+    return html.unescape(str(title.get("text") or "").replace("<br>", " "))
 
 
 def figure_json(figure: PlainFigure) -> dict[str, Any]:

@@ -21,6 +21,8 @@ from portal.submissions.models import Submission
 log = logging.getLogger(__name__)
 
 MODEL_CHARTS = ("correctness", "speedup-by-turn", "fast-p", "reasoning", "best-speedup", "arch-comparison")
+# Charts the board leaves out, message and all, when they have nothing to show (the JSON still says why).
+HIDDEN_WHEN_EMPTY = ("arch-comparison",)
 
 
 def _filters(gen: Generation, query: BoardQuery) -> dict:
@@ -83,12 +85,15 @@ def _chart_blocks(gen: Generation, query: BoardQuery, names: tuple[str, ...]) ->
         if needs_models and not selectors.models_available():
             continue
         result = charts.chart(gen, name, query)
+        if result.get("empty") and name in HIDDEN_WHEN_EMPTY:
+            continue
         blocks.append(
             {
                 "name": name,
                 "element_id": f"figure-{name}",
                 "figure": result["figure"],
                 "empty": result.get("empty") or "",
+                "title": charts.figure_title(result["figure"]),
                 "json_url": reverse("leaderboard_api:chart", args=[name]) + "?" + _query_string(query),
             }
         )

@@ -3,6 +3,36 @@
 (function () {
   "use strict";
 
+  // On the board pages each chart's title is an HTML heading above it (it wraps on a phone; plotly never wraps
+  // text): the figure's own title, there for the JSON's readers, is not drawn a second time.
+  function titleOutside(element, layout) {
+    if (element.getAttribute("data-title") === "outside") {
+      delete layout.title;
+    }
+  }
+
+  // On a narrow screen a legend entry wider than the chart would be cut at its edge: long model names are
+  // shortened there (the organisation prefix first, then the end), keeping the " · correct + verified" part.
+  function shortenLegend(data, width) {
+    var limit = Math.floor((width - 70) / 6.5);
+    if (!width || limit >= 60) {
+      return;
+    }
+    data.forEach(function (trace) {
+      if (typeof trace.name !== "string" || trace.name.length <= limit) {
+        return;
+      }
+      var parts = trace.name.split(" · ");
+      var tail = parts.length > 1 ? " · " + parts.slice(1).join(" · ") : "";
+      var head = parts[0].length + tail.length > limit ? parts[0].replace(/^[^/]*\//, "") : parts[0];
+      var room = Math.max(8, limit - tail.length);
+      if (head.length > room) {
+        head = head.slice(0, room - 1).replace(/&[#a-zA-Z0-9]*$/, "") + "\u2026"; // never half an escape
+      }
+      trace.name = head + tail;
+    });
+  }
+
   function drawCharts() {
     if (typeof window.Plotly === "undefined") {
       return;
@@ -13,9 +43,14 @@
         return;
       }
       var figure = JSON.parse(block.textContent);
+      figure.layout = figure.layout || {};
+      titleOutside(element, figure.layout);
+      shortenLegend(figure.data || [], element.clientWidth);
       window.Plotly.newPlot(element, figure.data || [], figure.layout || {}, {
         responsive: true,
         displaylogo: false,
+      }).then(function () {
+        element.setAttribute("data-drawn", "1"); // drawn, margins settled: what the layout tests wait for
       });
     });
   }
