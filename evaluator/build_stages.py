@@ -25,6 +25,8 @@ from evaluator.taskdata import Task, Workload
 from evaluator.triton_compile import compile_triton
 from evaluator.verdict import KernelFootprint, OverallStatus, SassCounts, StageState
 
+POLICY_WITHHELD = "[evaluator] the compile log is withheld: the source was rejected by policy after macro expansion"
+
 
 def compile_stage(
     source: str,
@@ -53,11 +55,15 @@ def compile_stage(
         msg = f"rejected by policy while compiling: {v.policy[0].message}"
         book.stop("compile", OverallStatus.POLICY_REJECTED, "rejected by policy", chosen, msg)
         return None
-    if compiled.result.ok and compiled.preprocessed is not None:
-        # Policy again on the macro-expanded source: token pasting cannot hide dlopen or cuBLAS.
+    if compiled.preprocessed is not None:
+        # Policy again on the macro-expanded source: token pasting cannot hide dlopen or cuBLAS. A failed compile is
+        # checked too: the assembler may have run an `.include` before the failure, and its errors quote what it
+        # read, so a rejected source's log is withheld either way.
         v.policy = check_preprocessed(compiled.preprocessed)
         if v.policy:
             first = v.policy[0]
+            v.compile.output = f"{POLICY_WITHHELD}: {first.message}"
+            v.compile.output_truncated = False
             book.finish("compile", StageState.FAILED, t, f"policy after macro expansion: {first.message}")
             msg = f"rejected by policy after macro expansion: {first.message}"
             book.stop("compile", OverallStatus.POLICY_REJECTED, "rejected by policy", chosen, msg)
@@ -67,6 +73,7 @@ def compile_stage(
         why = f"{tool} timed out" if compiled.result.timed_out else f"{tool} exited with {compiled.result.returncode}"
         if triton and not compiled.result.timed_out:
             why = _last_evaluator_line(compiled.result.output) or why
+        why = compiled.why or why  # a limit hit or an output refused, in the evaluator's words
         book.finish("compile", StageState.FAILED, t, why)
         book.stop("compile", OverallStatus.COMPILE_ERROR, "compilation failed", chosen, why)
         return None

@@ -3,7 +3,8 @@
 Where a writable hierarchy exists (v2, or the v1 pids and memory controllers), each process tree joins its own
 cgroup in the forked child before exec (evaluator/jail.py `Jail.preexec`). A candidate can leave its process
 group, never its cgroup, so whatever it leaves behind is killed through the cgroup. When no cgroup can be made,
-`Cgroup.create` says why, and the verdict's sandbox record says which limits were then not enforced.
+`Cgroup.create` says why, and the verdict's sandbox record says which limits were then not enforced. The memory
+limit written is `Limits.memory_bytes`: a share of this host's memory (evaluator/limits.py, EVALUATOR_MEMORY_LIMIT).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ import importlib.util
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +28,7 @@ from evaluator import compile_cache, hostile_files, includes
 from evaluator.arches import get_arch
 from evaluator.elf_names import ElfError, unsafe_names
 from evaluator.errors import EnvironmentProblem
+from evaluator.limits import describe_bytes
 from evaluator.sandbox import child_env, run_group
 from evaluator.verdict import CompileResult, KernelResources
 
@@ -51,13 +53,18 @@ class CompiledKernel:
     result: CompileResult
     library: Path | None  # the .so to load with tvm_ffi.load_module (Triton: the .py file)
     cubin: Path | None  # the device code extracted from the library
-    preprocessed: str | None = None  # `nvcc -E` output (host pass), for the policy after macro expansion
+    # `nvcc -E` output (host pass), for the policy after macro expansion; kept for a failed compile too (the
+    # assembler may have run, and its errors can quote a file an `.include` read)
+    preprocessed: str | None = None
     outside_files: list[str] | None = None  # files nvcc opened outside the include roots (log withheld)
     cubins: list[Path] = field(default_factory=list)  # Triton: one cubin per compiled kernel (all counted)
     cache_entry: Path | None = None  # its compile-cache entry, when the cache is on (the disassembly is kept there)
     # The folder only the trusted side writes: the verified copies above live there, and so do the SASS listing and
     # resource usage the SASS stage writes (never the build folder, which candidate code could have filled).
     trusted_dir: Path | None = None
+    # The evaluator's own reason for a failed compile (a limit hit, a refused output), for the verdict's message;
+    # never parsed from the compiler's output, which quotes the candidate's source.
+    why: str | None = None
 
 
 def find_nvcc() -> str:
@@ -214,10 +221,21 @@ def _nvcc(
         output += f"\n[evaluator] nvcc killed after {timeout_s:.0f} s"
     elif run.returncode is not None and run.returncode < 0:
         output += f"\n[evaluator] nvcc killed by signal {-run.returncode}"
+    why = None
+    if not ok and not run.timed_out and _hit_file_size_limit(run.returncode, run.output) and jail is not None:
+        why = (
+            f"the compiler tried to write a file larger than the compile sandbox's limit of "
+            f"{describe_bytes(jail.limits.compiler_file_bytes)} (RLIMIT_FSIZE); a library may be at most "
+            f"{describe_bytes(LIBRARY_MAX_BYTES)}"
+        )
     if run.limit_events and run.limit_events.get("oom_kill"):
-        output += "\n[evaluator] the compiler hit the sandbox's memory limit"
+        limit = describe_bytes(jail.limits.memory_bytes) if jail is not None else "its"
+        why = f"the compiler hit the sandbox's memory limit of {limit} (EVALUATOR_MEMORY_LIMIT)"
     if refusal:
+        why = why or refusal.removeprefix("[evaluator] ")
         output += f"\n{refusal}"
+    if why and not refusal:
+        output += f"\n[evaluator] {why}"
     result = CompileResult(
         ok=ok,
         command=cmd,
@@ -236,19 +254,27 @@ def _nvcc(
         names = _unsafe_names(cubin)
         if names:
             ok = result.ok = False
-            result.output += f"\n[evaluator] the compiled code has names that are not identifiers: {', '.join(names)}"
+            why = f"the compiled code has names that are not identifiers: {', '.join(names)}"
+            result.output += f"\n[evaluator] {why}"
         else:
             result.cubin_sha256 = (
                 hostile_files.sha256(cubin.parent, cubin.name, max_bytes=LIBRARY_MAX_BYTES) if cubin else None
             )
             if cache is not None and preprocessed is not None:
                 entry = compile_cache.store(*cache, result, library, cubin, preprocessed)
-    kept = preprocessed if ok else None
     compiled = CompiledKernel(
-        result, library if ok else None, cubin if ok else None, kept, outside or None, cache_entry=entry
+        result, library if ok else None, cubin if ok else None, preprocessed, outside or None, cache_entry=entry
     )
     compiled.trusted_dir = trusted
+    compiled.why = why if not ok else None
     return compiled
+
+
+def _hit_file_size_limit(returncode: int | None, output: str) -> bool:
+    """Whether a compiler process was stopped by RLIMIT_FSIZE: nvcc itself killed by SIGXFSZ, or the driver's
+    report of a tool it ran (`gcc: internal compiler error: File size limit exceeded signal terminated program
+    as`). The text can be forged by the source (diagnostics quote it), but only to explain a failure it has."""
+    return returncode == -signal.SIGXFSZ or "File size limit exceeded" in output
 
 
 def _build_text(folder: Path, name: str, cap: int) -> str | None:

@@ -6,7 +6,11 @@ cubin and preprocessor output that compiling again would; the verdict's `compile
 successful compiles are kept (a failure, a time-out or a template bomb is paid for every time). Candidate
 code never sees the cache folder: the sandbox shows only the evaluator package, the task and the exchange
 folder (an evaluation allowed to run unsandboxed neither reads nor fills the cache). Enabled by `EVALUATOR_COMPILE_CACHE=/some/dir` (or `Options.compile_cache`); off by default.
-Oldest entries beyond `MAX_ENTRIES` are removed after each store.
+After each store the least recently used entries (a hit or a kept text marks an entry used) are removed while
+there are more than `MAX_ENTRIES` or their files hold more than the byte cap together: `EVALUATOR_COMPILE_CACHE_MAX_BYTES`
+(bytes or a size such as `8GiB`), default `DEFAULT_MAX_BYTES`. A compile larger than the cap on its own is not kept.
+Without the byte cap, a source that compiles to a large library (a `char big[200ull << 20] = {1};` stays under the
+library cap) and a comment changed per upload filled 256 entries of it.
 
 An entry also keeps what the SASS stage read from its binary (the disassembly and the resource usage) once an
 evaluation has made it (`load_text`/`store_text`): each `cuobjdump` run costs about a second of CPU even for a
@@ -31,16 +35,31 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from evaluator.errors import EnvironmentProblem
 from evaluator.hashing import sha256_file
+from evaluator.limits import GiB, parse_size
 from evaluator.verdict import CompileResult, KernelResources
 
 MAX_ENTRIES = 256
+DEFAULT_MAX_BYTES = 8 * GiB  # every entry's files together (libraries are at most 256 MiB each)
+MAX_BYTES_ENV = "EVALUATOR_COMPILE_CACHE_MAX_BYTES"
 FILES = ("kernel.so", "kernel.cubin", "kernel.ii")
 
 
 def cache_dir_from_env() -> Path | None:
     value = os.environ.get("EVALUATOR_COMPILE_CACHE", "").strip()
     return Path(value) if value else None
+
+
+def max_bytes_from_env() -> int:
+    """The cache's byte cap: EVALUATOR_COMPILE_CACHE_MAX_BYTES, else DEFAULT_MAX_BYTES."""
+    value = os.environ.get(MAX_BYTES_ENV, "").strip()
+    if not value:
+        return DEFAULT_MAX_BYTES
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise EnvironmentProblem(f"{MAX_BYTES_ENV}: {exc}") from None
 
 
 def cache_key(source: str, flags: list[str], nvcc_version: str, tvm_ffi: tuple[list[str], str]) -> str:
@@ -108,12 +127,26 @@ def load(cache_dir: Path, key: str, workdir: Path) -> CachedCompile | None:
 
 
 def store(
-    cache_dir: Path, key: str, result: CompileResult, library: Path, cubin: Path | None, preprocessed: str | None
+    cache_dir: Path,
+    key: str,
+    result: CompileResult,
+    library: Path,
+    cubin: Path | None,
+    preprocessed: str | None,
+    *,
+    max_bytes: int | None = None,
 ) -> Path | None:
-    """Keep a successful compile (atomically: a half-written entry is never visible); its entry folder."""
+    """Keep a successful compile (atomically: a half-written entry is never visible); its entry folder. Then the
+    least recently used entries go until the cache holds at most MAX_ENTRIES and `max_bytes` (default: from the
+    environment); a compile larger than `max_bytes` alone is not kept (None)."""
     if not result.ok:
         return None
+    max_bytes = max_bytes_from_env() if max_bytes is None else max_bytes
     try:
+        size = library.stat().st_size + (cubin.stat().st_size if cubin is not None else 0)
+        size += len(preprocessed.encode("utf-8")) if preprocessed is not None else 0
+        if size > max_bytes:
+            return None
         cache_dir.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=cache_dir))
         shutil.copyfile(library, tmp / "kernel.so")
@@ -128,10 +161,10 @@ def store(
             tmp.rename(cache_dir / key)
         except OSError:  # another process stored the same key first
             shutil.rmtree(tmp, ignore_errors=True)
-        _prune(cache_dir)
+        _prune(cache_dir, max_bytes, keep=key)
     except OSError:
         return None
-    return cache_dir / key
+    return cache_dir / key if (cache_dir / key).is_dir() else None
 
 
 KEPT_TEXTS = ("kernel.sass", "resource-usage.txt")  # what the SASS stage reads from the binary, by file name
@@ -200,10 +233,28 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _prune(cache_dir: Path) -> None:
-    entries = [p for p in cache_dir.iterdir() if p.is_dir() and not p.name.startswith(".")]
-    if len(entries) <= MAX_ENTRIES:
-        return
-    entries.sort(key=lambda p: p.stat().st_mtime)
-    for old in entries[: len(entries) - MAX_ENTRIES]:
-        shutil.rmtree(old, ignore_errors=True)
+def entry_bytes(entry: Path) -> int:
+    """What an entry's files hold (entries are written by trusted processes only; links are not followed)."""
+    total = 0
+    with contextlib.suppress(OSError), os.scandir(entry) as files:
+        for f in files:
+            with contextlib.suppress(OSError):
+                total += f.stat(follow_symlinks=False).st_size
+    return total
+
+
+def _prune(cache_dir: Path, max_bytes: int, keep: str | None = None) -> None:
+    """Remove the least recently used entries (oldest folder time first; `keep`, the entry just stored, last of
+    all) until at most MAX_ENTRIES remain and they hold at most `max_bytes`."""
+    entries = []
+    for p in cache_dir.iterdir():
+        with contextlib.suppress(OSError):
+            if p.is_dir() and not p.name.startswith("."):
+                entries.append((p.name == keep, p.stat().st_mtime_ns, p, entry_bytes(p)))
+    entries.sort(key=lambda e: e[:2])
+    count, total = len(entries), sum(e[3] for e in entries)
+    for is_kept, _, path, size in entries:
+        if count <= MAX_ENTRIES and total <= max_bytes or is_kept:
+            break
+        shutil.rmtree(path, ignore_errors=True)
+        count, total = count - 1, total - size

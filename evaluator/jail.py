@@ -13,7 +13,8 @@ A `Jail` turns an argument vector into one that runs inside bubblewrap (`bwrap`)
   writable places besides the folders the caller names (the output exchange, the build folder);
 - the NVIDIA device nodes bound in when GPU work is asked for.
 Limits are applied in the forked child before `bwrap` starts (`preexec`): RLIMIT_CORE=0, RLIMIT_NOFILE,
-RLIMIT_FSIZE, RLIMIT_NPROC (the kernel ignores it for root, so it only counts when the evaluator is not root),
+RLIMIT_FSIZE (for the compiler's processes the smaller `compiler_file_bytes`, in every mode), RLIMIT_NPROC (the
+kernel ignores it for root, so it only counts when the evaluator is not root),
 and, where a writable cgroup hierarchy exists (v1 or v2), the process joins a fresh cgroup with pids.max and
 a memory limit. RLIMIT_AS is not used: CUDA reserves terabytes of virtual address space and fails under it.
 
@@ -145,14 +146,18 @@ class Jail:
         self.ledger.started(cgroup, reason)
         return cgroup, reason
 
-    def preexec(self, cgroup: Cgroup | None) -> Callable[[], None]:
-        """Runs in the forked child before exec: limits, then the cgroup. Only async-signal-safe-ish calls."""
+    def preexec(self, cgroup: Cgroup | None, *, toolchain: bool = False) -> Callable[[], None]:
+        """Runs in the forked child before exec: limits, then the cgroup. Only async-signal-safe-ish calls.
+        `toolchain` (the compiler's processes): RLIMIT_FSIZE is `compiler_file_bytes`, in every mode, so a compile
+        that would write a huge library stops at the cap instead of filling the disk first."""
         limits = self.limits
         procs = cgroup.procs_files() if cgroup is not None else []
         sandboxed = self.mode == "bubblewrap"
 
         def apply() -> None:
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            if toolchain:
+                _lower(resource.RLIMIT_FSIZE, limits.compiler_file_bytes)
             if sandboxed:
                 _lower(resource.RLIMIT_NOFILE, limits.open_files)
                 _lower(resource.RLIMIT_FSIZE, limits.file_bytes)
@@ -188,6 +193,7 @@ class Jail:
             off = "not enforced: unsandboxed"
             info.limits = {"tmp_bytes": off, "shm_bytes": off, "open_files": off, "file_bytes": off}
         info.limits["core_dumps"] = "off"  # RLIMIT_CORE=0 in every mode
+        info.limits["compiler_file_bytes"] = f"{lim.compiler_file_bytes} (RLIMIT_FSIZE of the compiler)"
         info.limits["processes"], info.limits["memory_bytes"] = _cgroup_limits(lim, ledger, sandboxed and not root)
         info.limits.update(ledger.overrides)
         info.limit_events = dict(ledger.limit_events)

@@ -337,7 +337,7 @@ def run_group(
         argv = jail.command(argv, writable=writable, readable=readable, gpu=gpu, chdir=chdir, toolchain=toolchain)
         env = jail.env(env if env is not None else dict(os.environ))
         cgroup, _ = jail.new_cgroup()
-        preexec = jail.preexec(cgroup)
+        preexec = jail.preexec(cgroup, toolchain=toolchain)
     proc = subprocess.Popen(
         argv,
         stdin=subprocess.DEVNULL,

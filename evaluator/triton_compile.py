@@ -21,6 +21,7 @@ from evaluator.arches import get_arch
 from evaluator.compile import OUTPUT_CAP, CompiledKernel, cap_text
 from evaluator.elf_names import ElfError, unsafe_names
 from evaluator.errors import EnvironmentProblem
+from evaluator.limits import describe_bytes
 from evaluator.sandbox import child_env, run_group
 from evaluator.triton_aot import triton_env
 from evaluator.verdict import CompileResult, KernelResources
@@ -110,16 +111,18 @@ def compile_triton(
     error = manifest.get("error") if manifest else {"message": "the compile process wrote no manifest"}
     cubins: list[Path] = []
     trusted_cache = trusted / "triton-cache"
+    refusal = None
     if not run.timed_out and not error:
         try:
             copied = hostile_files.copy_tree(cache, trusted_cache, caps=CACHE_CAPS)
             cubins = sorted(trusted_cache / rel for rel in copied if rel.endswith(".cubin"))
             names = [n for c in cubins for n in _unsafe_names(c)]
             if names:
-                error = {"message": f"the compiled code has names that are not identifiers: {', '.join(names)}"}
-                cubins = []
+                refusal = f"the compiled code has names that are not identifiers: {', '.join(names)}"
+                error, cubins = {"message": refusal}, []
         except hostile_files.Refused as exc:
-            error = {"message": f"the Triton cache folder was refused: {exc}"}
+            refusal = f"the Triton cache folder was refused: {exc} ({cache_caps_text()})"
+            error = {"message": refusal}
     if run.timed_out:
         output += f"\n[evaluator] the Triton compile was killed after {timeout_s:.0f} s"
     elif error:
@@ -146,7 +149,16 @@ def compile_triton(
         result, trusted_src if ok else None, cubins[0] if ok else None, cubins=cubins if ok else []
     )
     compiled.trusted_dir = trusted
+    compiled.why = refusal  # the evaluator's own words (never the compile process's manifest)
     return compiled
+
+
+def cache_caps_text(caps: hostile_files.TreeCaps = CACHE_CAPS) -> str:
+    """The Triton build's cache caps in words, for a refusal's message."""
+    return (
+        f"the caps on a Triton build's cache: {caps.max_files} files, {describe_bytes(caps.max_bytes)} in all, "
+        f"{describe_bytes(caps.max_file_bytes)} a file, {caps.max_depth} folders deep"
+    )
 
 
 def _unsafe_names(cubin: Path) -> list[str]:
