@@ -9,6 +9,7 @@ import os
 import signal
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import django_rq
 import pytest
@@ -200,16 +201,82 @@ def test_hidden_check_seed_reaches_the_evaluator_through_its_environment_only(al
     assert all(b"00112233445566778899aabbccddeeff" not in data for data in good.files.values())
 
 
+def _task_with_hidden_workloads(root: Path) -> list[str]:
+    """A copy of the GEMM task under `root` with two hidden workloads (no repository task has any); their uuids."""
+    import json
+    import shutil
+
+    shutil.copytree(REPO / "tasks" / GEMM, root / GEMM, ignore=shutil.ignore_patterns("solutions", "__pycache__"))
+    uuids = ["0d1d0e00-0000-4000-8000-00000000a001", "0d1d0e00-0000-4000-8000-00000000a002"]
+    lines = [
+        json.dumps({
+            "definition": GEMM, "solution": None, "evaluation": None,
+            "workload": {"uuid": u, "axes": {"M": m}, "inputs": {"A": {"type": "random"}, "B": {"type": "random"}}},
+        })
+        for u, m in zip(uuids, (96, 1536), strict=True)
+    ]  # fmt: skip
+    (root / GEMM / "hidden_workloads.jsonl").write_text("\n".join(lines) + "\n")
+    return uuids
+
+
+def _recording_python(folder: Path) -> Path:
+    """An EVALUATOR_PYTHON that notes the seed in its environment and its arguments, then runs the real evaluator."""
+    import shlex
+    import stat
+    import sys
+
+    folder.mkdir()
+    shim = folder / "python"
+    shim.write_text(
+        "#!/bin/sh\n"
+        f"record={shlex.quote(str(folder))}/run-$$\n"
+        'printf \'%s\' "${EVALUATOR_SEED-<unset>}" > "$record.seed"\n'
+        'printf \'%s\\n\' "$@" > "$record.argv"\n'
+        f'exec {shlex.quote(sys.executable)} "$@"\n'
+    )
+    shim.chmod(shim.stat().st_mode | stat.S_IXUSR)
+    return shim
+
+
+def _recorded_runs(folder: Path) -> list[tuple[str, list[str]]]:
+    return [(p.with_suffix(".seed").read_text(), p.read_text().splitlines()) for p in sorted(folder.glob("run-*.argv"))]
+
+
 @override_settings(EVALUATOR_STAGES="policy")
-def test_a_hidden_ranked_check_runs_the_evaluator_with_its_secret_seed_and_ranked_workloads(alice):
+def test_a_ranked_check_runs_the_hidden_workloads_with_its_stored_seed(alice, settings, tmp_path):
+    """Through RQ and the worker job on a task with hidden workloads: the public evaluation runs the public
+    workloads with no seed given; the ranked check runs exactly the hidden workloads, and the evaluator process got
+    the check's stored seed (through its environment, never its arguments). The kernel is refused by policy, so the
+    verdict lists the workloads that were chosen without compiling anything.
+    Mutations caught (tried): `jobs.evaluate` passing `seed=""`, or `workload="all"` for a ranked check."""
     from portal.submissions.services import evaluation_create
 
-    public = _submit(alice, starter_source())
+    settings.TASKS_DIR = tmp_path / "tasks"
+    hidden_uuids = _task_with_hidden_workloads(settings.TASKS_DIR)
+    records = tmp_path / "records"
+    settings.EVALUATOR_PYTHON = str(_recording_python(records))
+    public = _submit(alice, "#include <cublas_v2.h>\n" + starter_source())
+    _drain()
+    public.refresh_from_db()
+    assert public.state == Evaluation.State.DONE, public.infra_error
+    assert public.verdict["workload_set"] == "public"
+    assert not {w["uuid"] for w in public.verdict["workloads"]} & set(hidden_uuids)
+    [(seed, argv)] = _recorded_runs(records)
+    assert seed == "<unset>" and "--workload" not in argv
+
+    for f in records.glob("run-*"):
+        f.unlink()
     hidden = evaluation_create(submission=public.submission, purpose=Evaluation.Purpose.HIDDEN)
+    assert len(hidden.seed) == 32
     _drain()
     hidden.refresh_from_db()
     assert hidden.state == Evaluation.State.DONE, hidden.infra_error
-    assert hidden.verdict["workload_set"] in {"public", "hidden"}  # `ranked`: hidden workloads where the task has them
+    assert hidden.verdict["workload_set"] == "hidden"
+    assert sorted(w["uuid"] for w in hidden.verdict["workloads"]) == hidden_uuids  # these, and no public one
+    [(seed, argv)] = _recorded_runs(records)
+    assert seed == hidden.seed  # the stored secret seed reached the evaluator ...
+    assert argv[argv.index("--workload") + 1] == "ranked"
+    assert hidden.seed not in " ".join(argv)  # ... and not through its arguments
 
 
 @override_settings(EVALUATOR_STAGES="policy")
