@@ -1,8 +1,9 @@
 """Expert reference kernels as data: `tasks/<task>/solutions/<name>/solution.json` and the file it names.
 
 `solution.json` gives the task (`definition`), `spec.arch`, `spec.language` (cuda when absent) and
-`spec.entry_point` ("kernel.cu::run", "kernel.py::run"; the language's default file when absent), and what a
-verdict must show (`expected`). Read by the reference-solution tests, scripts/gpu_references.py and the portal's
+`spec.entry_point` ("kernel.cu::run", "kernel.py::run"; the language's default file when absent), what a
+verdict must show (`expected`) and its `role`: an expert kernel (`expert`, the default) or a `negative_control`, a
+kernel written to fail the instruction check (the boards never call it an expert reference). Read by the reference-solution tests, scripts/gpu_references.py and the portal's
 import of committed reference verdicts.
 """
 
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 LANGUAGE_FILES = {"cuda": "kernel.cu", "triton": "kernel.py"}
+ROLES = ("expert", "negative_control")
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,7 @@ class Solution:
     language: str
     kernel_file: str  # a file name inside `folder`
     expected: dict[str, Any] = field(default_factory=dict)
+    role: str = "expert"  # one of ROLES
 
     @property
     def label(self) -> str:
@@ -46,6 +49,9 @@ def read_solution(meta_path: Path) -> Solution:
     kernel_file = str(spec.get("entry_point") or LANGUAGE_FILES[language]).split("::", 1)[0]
     if "/" in kernel_file or kernel_file.startswith("."):
         raise ValueError(f"{meta_path.parent.name}/solution.json: entry point {kernel_file!r} is not a file name")
+    role = str(meta.get("role") or "expert")
+    if role not in ROLES:
+        raise ValueError(f"{meta_path.parent.name}/solution.json names an unknown role {role!r}")
     return Solution(
         meta_path.parent,
         str(meta.get("definition") or ""),
@@ -53,6 +59,7 @@ def read_solution(meta_path: Path) -> Solution:
         language,
         kernel_file,
         dict(meta.get("expected") or {}),
+        role,
     )
 
 

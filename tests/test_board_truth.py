@@ -44,3 +44,42 @@ def test_hopper_vs_blackwell_is_left_out_when_no_model_has_both(client):
     assert _chart(client, "arch-comparison", k="8")["empty"] == ""
     page = client.get("/leaderboard/", {"arch": "sm_90a", "k": "8"}).content.decode()
     assert 'id="block-arch-comparison"' in page
+
+
+# --------------------------------------------------------------------------- item 5
+
+
+def test_negative_controls_are_never_called_or_plotted_expert_references(client):
+    """Catches simt_dead_wgmma and simt_token_wgmma (marked `"role": "negative_control"` in their solution.json)
+    shown with the "expert reference" tag and drawn as "expert reference" diamonds on the distribution chart."""
+    from evaluator.solutions import find_solutions
+    from tests.support.factories import REPO, sync_catalog
+
+    controls = {s.folder.name for s in find_solutions(REPO / "tasks") if s.role == "negative_control"}
+    assert {"simt_dead_wgmma", "simt_token_wgmma"} <= controls
+    sync_catalog()
+    lf.evaluation(kind="reference", name="hopper_tma_wgmma", speedup=0.91)
+    lf.evaluation(kind="reference", name="simt_dead_wgmma", speedup=0.21, arch_status="not_executed", full=False)
+    lf.evaluation(kind="reference", name="simt_token_wgmma", speedup=0.22, arch_status="token", full=False)
+    lf.evaluation(owner=lf.user("kim"), speedup=1.1)
+
+    data = _chart(client, "distribution", arch="sm_90a", task=GEMM)
+    assert [r["name"] for r in data["data"]["references"]] == ["hopper_tma_wgmma"]
+    assert sorted(r["name"] for r in data["data"]["negative_controls"]) == ["simt_dead_wgmma", "simt_token_wgmma"]
+    traces = {t["name"]: t for t in data["figure"]["data"]}
+    assert traces["expert reference"]["x"] == [0.91]
+
+    page = client.get("/leaderboard/kernels/", {"arch": "sm_90a", "task": GEMM, "show": "all"}).content.decode()
+    page = page[page.index('id="kernel-board"') :]
+    rows = {
+        m: page[page.index(m) : page.index("</tr>", page.index(m))] for m in ("simt_dead_wgmma", "simt_token_wgmma")
+    }
+    for name, row in rows.items():
+        assert "negative control" in row and "expert reference" not in row, name
+    hopper = page[page.index("hopper_tma_wgmma") : page.index("</tr>", page.index("hopper_tma_wgmma"))]
+    assert "expert reference" in hopper
+
+    body = client.get("/api/v1/leaderboard/kernels", {"arch": "sm_90a", "task": GEMM, "show": "all"}).json()
+    roles = {r["name"]: r["reference_role"] for r in body["rows"]}
+    assert roles["simt_dead_wgmma"] == roles["simt_token_wgmma"] == "negative_control"
+    assert roles["hopper_tma_wgmma"] == "expert" and list(roles.values()).count(None) == 1

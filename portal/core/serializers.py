@@ -90,6 +90,7 @@ def evaluation_result(evaluation) -> dict[str, Any]:
 KERNEL_FIELDS = (
     "rank",
     "reference",
+    "reference_role",
     "name",
     "submitter",
     "language",
@@ -108,6 +109,7 @@ def kernel_entry(row: ranking.KernelRow) -> dict[str, Any]:
     return {
         "rank": row.rank,
         "reference": row.is_reference,
+        "reference_role": row.reference_role or None,  # "expert" or "negative_control" for reference rows
         "name": row.name,
         "submitter": row.submitter,
         "language": row.language,

@@ -486,19 +486,22 @@ def distribution_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
     else:
         boards = selectors.kernel_speedups(gen, arch=query.arch, gpu=query.gpu)
     speedups = [r.speedup for rows in boards.values() for r in rows if r.rank is not None and r.speedup is not None]
-    references = [
-        {"task": task, "name": r.name, "speedup": r.speedup}
-        for task, rows in boards.items()
-        for r in rows
-        if r.is_reference and r.speedup is not None
-    ]
+    # Expert references and negative controls (reference kernels written to fail the instruction check) are
+    # drawn apart: a control is never an "expert reference" diamond.
+    references, controls = [], []
+    for task, rows in boards.items():
+        for r in rows:
+            if r.is_reference and r.speedup is not None:
+                point = {"task": task, "name": r.name, "speedup": r.speedup}
+                (controls if r.is_negative_control else references).append(point)
     return {
         "task": query.task,
         "arch": query.arch,
         "n": len(speedups),
         "bins": histogram_bins(speedups),
         "references": references,
-        "empty": "" if speedups or references else "No ranked kernel here yet.",
+        "negative_controls": controls,
+        "empty": "" if speedups or references or controls else "No ranked kernel here yet.",
     }
 
 
@@ -527,6 +530,19 @@ def distribution_figure(data: dict[str, Any]) -> PlainFigure:
                 name="expert reference",
                 customdata=[plot_text(f"{r['task']} / {r['name']}") for r in data["references"]],
                 hovertemplate="%{customdata}: %{x:.2f}x<extra></extra>",
+            )
+        )
+    if data.get("negative_controls"):
+        fig.add_trace(
+            _trace(
+                "scatter",
+                x=[r["speedup"] for r in data["negative_controls"]],
+                y=[0 for _ in data["negative_controls"]],
+                mode="markers",
+                marker={"symbol": "x-thin-open", "size": 10, "color": "#5b6470", "line": {"width": 2}},
+                name="negative control (not verified, unranked)",
+                customdata=[plot_text(f"{r['task']} / {r['name']}") for r in data["negative_controls"]],
+                hovertemplate="%{customdata} (negative control): %{x:.2f}x<extra></extra>",
             )
         )
     _library_line(fig, axis="x")

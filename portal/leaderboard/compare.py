@@ -267,6 +267,9 @@ def _kernel_side(evaluation: Evaluation) -> dict[str, Any]:
         "name": submission.name or f"submission {submission.id}",
         "submitter": submission.user.username if submission.user else "",
         "reference": submission.kind == submission.Kind.REFERENCE,
+        "reference_role": selectors.reference_role(submission.task.slug, submission.name)
+        if submission.kind == submission.Kind.REFERENCE
+        else None,
         "language": submission.language,
         **serializers.measurement(evaluation, arch=submission.arch),
         "latency_ms": evaluation.latency_ms,

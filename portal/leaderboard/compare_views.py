@@ -37,7 +37,7 @@ def _kernel_choices(gen: Generation, task: str, tasks: list[str], arch: str) -> 
             choices = []
             for row in rows[:100]:
                 speed = f"{row.speedup:.2f}x" if row.speedup is not None else "not timed"
-                who = "reference" if row.is_reference else row.submitter
+                who = row.reference_label or row.submitter
                 choices.append((row.evaluation_id, f"{row.name} · {who} · {row.language} · {speed}"))
             return slug, choices
     return (tasks or [""])[0], []

@@ -99,6 +99,8 @@ def verdict_tone(status: str | None, arch_status: str | None) -> str:
 
 # --------------------------------------------------------------------------- kernels
 
+NEGATIVE_CONTROL = "negative_control"  # evaluator/solutions.py ROLES
+
 
 @dataclass(frozen=True)
 class KernelRow:
@@ -123,6 +125,24 @@ class KernelRow:
     arch: str = ""
     status: str = "PASSED"  # only correct evaluations reach a board
     language: str = "cuda"  # the submission's kernel language ("cuda", "triton")
+    # A reference row's role (evaluator/solutions.py ROLES): "expert", or "negative_control" for a kernel written to
+    # fail the instruction check, never labelled or plotted as an expert reference; "" for everyone else's kernels.
+    reference_role: str = ""
+
+    @property
+    def is_expert_reference(self) -> bool:
+        return self.is_reference and self.reference_role != NEGATIVE_CONTROL
+
+    @property
+    def is_negative_control(self) -> bool:
+        return self.is_reference and self.reference_role == NEGATIVE_CONTROL
+
+    @property
+    def reference_label(self) -> str:
+        """What the board calls a reference row: "expert reference" or "negative control"; "" for other rows."""
+        if not self.is_reference:
+            return ""
+        return "negative control" if self.is_negative_control else "expert reference"
 
     @property
     def badge(self) -> str:

@@ -4,10 +4,13 @@ read the same rows."""
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 
 from django.apps import apps
+from django.conf import settings
 from django.db.models import Exists, OuterRef, Q
 
 from evaluator.arches import ARCHES
@@ -114,6 +117,26 @@ def kernel_speedups(gen: Generation, *, arch: str, gpu: str = "") -> dict[str, l
     return {slug: kernel_board(gen, task=slug, arch=arch, gpu=gpu) for slug in tasks_for_arch(gen, arch)}
 
 
+@functools.lru_cache(maxsize=4)
+def _reference_roles(tasks_dir: str) -> dict[tuple[str, str], str]:
+    """(task slug, solution name) -> role of every reference solution under tasks/ (solution.json `role`)."""
+    from evaluator.solutions import read_solution
+
+    roles = {}
+    for meta in sorted(Path(tasks_dir).glob("*/solutions/*/solution.json")):
+        try:
+            solution = read_solution(meta)
+        except ValueError:
+            continue  # the reference-solution tests report a malformed file; a board still draws
+        roles[(solution.task or meta.parent.parent.parent.name, meta.parent.name)] = solution.role
+    return roles
+
+
+def reference_role(task: str, name: str) -> str:
+    """A reference kernel's role from its solution.json: "expert" unless it is marked a negative control."""
+    return _reference_roles(str(settings.TASKS_DIR)).get((task, name), "expert")
+
+
 def _visible_evaluations():
     """Finished, correct public evaluations that may be shown: not hidden, not from banned users, not held or
     rejected by review; a kernel upload also needs its hidden ranked check (secret seed) passed. Model turns
@@ -186,6 +209,9 @@ def _kernel_rows(*, arch: str) -> dict[str, list[KernelRow]]:
                 gpu_name=v["gpu_name"],
                 finished_at=v["finished_at"],
                 language=v["submission__language"],
+                reference_role=reference_role(v["submission__task__slug"], v["submission__name"])
+                if v["submission__kind"] == Submission.Kind.REFERENCE
+                else "",
             )
         )
     return dict(by_task)

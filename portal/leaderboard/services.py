@@ -144,7 +144,8 @@ def _import_one(entry: IndexEntry, *, directory: Path, tasks_dir: Path, limit: f
             source=source,
             source_sha256=digest,
             source_bytes=len(source_bytes),
-            note=f"Expert reference kernel; measured verdict imported from docs/verdicts/{entry.verdict}",
+            note=f"{_ROLE_NOTES.get(solution_role(tasks_dir, entry), 'Expert reference kernel')}; measured verdict "
+            f"imported from docs/verdicts/{entry.verdict}",
         )
     else:
         existing = next(
@@ -205,6 +206,17 @@ def _profiler_files(entry: IndexEntry, directory: Path) -> dict[str, bytes]:
     except NcuParseError as exc:
         raise ValueError(f"{entry.ncu_source}: {exc}") from None
     return {"ncu_source.csv": data, "kernel.sass": sass_from_ncu_rows(kernels).encode("utf-8")}
+
+
+_ROLE_NOTES = {"negative_control": "Negative control (a reference kernel written to fail the instruction check)"}
+
+
+def solution_role(tasks_dir: Path, entry: IndexEntry) -> str:
+    """The solution's role from its solution.json ("expert" or "negative_control")."""
+    meta_path = _inside(tasks_dir, entry.task, "solutions", entry.solution, "solution.json")
+    if meta_path is None or not meta_path.is_file():
+        return "expert"
+    return read_solution(meta_path).role
 
 
 def solution_source(tasks_dir: Path, entry: IndexEntry) -> tuple[str, str]:
