@@ -54,9 +54,9 @@ class RepairExplanation(models.Model):
     such: `teacher` names it. One per repair-run trajectory; its text becomes the repair row's reasoning."""
 
     class State(models.TextChoices):
-        QUEUED = "queued", "Queued"
+        QUEUED = "queued", "Queued"  # waiting for a place (`waiting_reason` set), or on the `agent` queue
         DONE = "done", "Done"
-        FAILED = "failed", "Failed"  # `error` says why (endpoint refused, no reply)
+        FAILED = "failed", "Failed"  # `error` says why (endpoint refused, no reply, the job lost too often)
 
     trajectory = models.OneToOneField("agent.Trajectory", on_delete=models.CASCADE, related_name="explanation")
     fixed_turn = models.ForeignKey("agent.Turn", on_delete=models.CASCADE, related_name="+")
@@ -64,6 +64,10 @@ class RepairExplanation(models.Model):
     state = models.CharField(max_length=8, choices=State.choices, default=State.QUEUED)
     text = models.TextField(blank=True)
     error = models.TextField(blank=True)
+    # Why a queued explanation is not on the `agent` queue yet: it waits for one of the user's places there, shared
+    # with their model steps (portal/agent/scheduling.py). Empty once queued.
+    waiting_reason = models.CharField(max_length=500, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)  # times its job was queued (reconcile re-queues lost ones)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 
 from portal.agent.services import agent_reconcile
+from portal.fixit.reasoning import explanations_reconcile
 from portal.submissions.services import evaluation_reconcile
 
 log = logging.getLogger(__name__)
@@ -43,5 +44,5 @@ class Command(BaseCommand):
     def _round(self) -> None:
         counts = evaluation_reconcile()
         self.stdout.write("evaluations: " + ", ".join(f"{k}: {v}" for k, v in counts.items()))
-        counts = agent_reconcile()
+        counts = {**explanations_reconcile(), **agent_reconcile()}  # a failed explanation's place wakes the next call
         self.stdout.write("model runs: " + ", ".join(f"{k}: {v}" for k, v in counts.items()))
