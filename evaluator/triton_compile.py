@@ -123,6 +123,11 @@ def compile_triton(
         except hostile_files.Refused as exc:
             refusal = f"the Triton cache folder was refused: {exc} ({cache_caps_text()})"
             error = {"message": refusal}
+    oom = bool(run.limit_events and run.limit_events.get("oom_kill"))
+    if oom and jail is not None and not run.timed_out and (error or run.returncode != 0):
+        limit = describe_bytes(jail.limits.memory_bytes)
+        refusal = f"the Triton compile hit the sandbox's memory limit of {limit} (EVALUATOR_MEMORY_LIMIT)"
+        error = {"message": refusal}
     if run.timed_out:
         output += f"\n[evaluator] the Triton compile was killed after {timeout_s:.0f} s"
     elif error:

@@ -253,3 +253,51 @@ def test_a_failed_compile_is_still_policy_rejected_and_its_log_withheld(tmp_path
     assert "assembler .include" in _message(v) and "after macro expansion" in _message(v), _message(v)
     assert v.compile.output.startswith("[evaluator] the compile log is withheld")
     assert "typedef" not in to_json(v)  # nowhere in the verdict
+
+
+# --------------------------------------------------------------------------- memory, through a verdict
+
+# Module-level code of a Triton file runs in the compile process: 3 GiB of touched memory, above a 2 GiB limit.
+TRITON_HOG = """
+import triton
+import triton.language as tl
+
+_hog = bytearray(3 << 30)
+
+
+@triton.jit
+def fill_kernel(c_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(c_ptr + offs, 0.0, mask=offs < n)
+
+
+def run(A, B, C):
+    n = C.numel()
+    fill_kernel[(triton.cdiv(n, 1024),)](C, n, BLOCK=1024)
+"""
+
+
+@pytest.mark.skipif(sandbox_problem() is not None, reason="bubblewrap is not usable here")
+def test_a_compile_killed_by_the_memory_limit_names_the_limit(tmp_path):
+    """The cgroup's OOM kill of the Triton compile or of nvcc is the verdict's message, with the limit. Old behaviour
+    caught: the message was "the compile process wrote no manifest" or "nvcc exited with 1", naming no limit."""
+    pytest.importorskip("triton")
+    from evaluator.taskdata import find_task
+
+    cgroup, why = cgroups.Cgroup.create(Limits(memory_bytes=2 * GiB))
+    if cgroup is None:
+        pytest.skip(f"no writable memory cgroup here: {why}")
+    cgroup.remove()
+    task = find_task(HERE.parents[1] / "tasks", "gemm_n7168_k5120")
+    opts = Options(device_type="cpu", limits=Limits(memory_bytes=2 * GiB), skip_source_policy=True)
+    v = evaluate(TRITON_HOG, task, "sm_90a", stages=["compile"], options=opts, language="triton")
+    assert v.status == OverallStatus.COMPILE_ERROR
+    assert "memory limit of 2147483648 bytes (2 GiB)" in _message(v), _message(v)
+
+    # nvcc under 64 MiB: its front end is killed at once; the message names the limit, not "nvcc exited with 1"
+    small = Options(device_type="cpu", limits=Limits(memory_bytes=64 * MiB))
+    v = evaluate(LIGHT_KERNEL, TINY, "sm_90a", stages=["compile"], options=small)
+    assert v.status == OverallStatus.COMPILE_ERROR
+    assert _message(v) == (
+        "the compiler hit the sandbox's memory limit of 67108864 bytes (64 MiB) (EVALUATOR_MEMORY_LIMIT)"
+    ), _message(v)
