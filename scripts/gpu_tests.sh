@@ -7,7 +7,12 @@
 # the expected-vs-actual table and wall time of each round (also in $OUT/corpus.log and $OUT/corpus.json).
 # Sandbox: candidate code runs under bubblewrap. GPU hosts lack the package: a bubblewrap .deb carried in .whl/
 # (`apt-get download bubblewrap`) is unpacked with dpkg -x and used through EVALUATOR_BWRAP. If bwrap still cannot
-# start, the run falls back to EVALUATOR_ALLOW_UNSANDBOXED=1, says so, and every verdict records it.
+# start, nothing runs ("not run", exit 4) unless the operator asked for it with EVALUATOR_ALLOW_UNSANDBOXED=1: then
+# the run says so and every verdict records it.
+# "not run": a pass that proved nothing exits non-zero. When every GPU test skipped (no GPU of the kind, a missing
+# package: pytest itself exits 0 then) the tests part prints "gpu tests: not run" with the reasons and exits 5; the
+# corpus prints "not run" for each entry whose needs are unmet here and exits non-zero (tests/adversarial/corpus.py).
+# GPU_TEST_PATHS overrides the test paths (default: tests/evaluator tests/test_reference_solutions.py).
 # Installs wheels carried in .whl/ (tvm-ffi, cupti-python, nvidia-cuda-cupti, pyelftools, jsonschema and its
 # deps) into /tmp/site when present, runs `pytest -m gpu tests/evaluator tests/test_reference_solutions.py`, then the benchmark, and leaves
 # logs, verdicts and Nsight Compute CSVs in $OUT (default ./gpu-out) as one archive plus two logs.
@@ -30,9 +35,14 @@ if ! command -v bwrap >/dev/null && compgen -G ".whl/bubblewrap_*.deb" >/dev/nul
 fi
 if python3 -c 'from evaluator.jail import open_jail; open_jail(allow_unsandboxed=False, gpu=True)' 2>"$OUT/sandbox.log"; then
   echo "sandbox: bubblewrap ($("${EVALUATOR_BWRAP:-bwrap}" --version))" | tee -a "$OUT/sandbox.log"
+elif [[ "${EVALUATOR_ALLOW_UNSANDBOXED:-}" == 1 ]]; then
+  echo "sandbox: UNAVAILABLE, running unsandboxed as asked (EVALUATOR_ALLOW_UNSANDBOXED=1): $(tail -1 "$OUT/sandbox.log")" \
+    | tee -a "$OUT/sandbox.log"
 else
-  echo "sandbox: UNAVAILABLE, running unsandboxed: $(tail -1 "$OUT/sandbox.log")" | tee -a "$OUT/sandbox.log"
-  export EVALUATOR_ALLOW_UNSANDBOXED=1
+  echo "sandbox: UNAVAILABLE: $(tail -1 "$OUT/sandbox.log")" | tee -a "$OUT/sandbox.log"
+  echo "gpu tests: not run (no sandbox here; set EVALUATOR_ALLOW_UNSANDBOXED=1 to run candidate code without one)" \
+    | tee -a "$OUT/sandbox.log"
+  exit 4
 fi
 # Counters may need CAP_SYS_ADMIN, which the sandbox drops: allow the profiled run outside it (recorded).
 export EVALUATOR_ALLOW_UNSANDBOXED_PROFILE="${EVALUATOR_ALLOW_UNSANDBOXED_PROFILE:-1}"
@@ -46,9 +56,18 @@ export PTXBENCH_ARTIFACTS="$art"
 } 2>&1 | tee "$OUT/gpu-env.log"
 rc=0
 if [[ "$what" == tests || "$what" == all ]]; then
-  timeout "${TEST_LIMIT:-400}" python3 -m pytest -m gpu tests/evaluator tests/test_reference_solutions.py -p no:django -p no:cacheprovider -rA "$@" 2>&1 \
-    | tee "$OUT/gpu-tests.log"
+  rm -f "$OUT/gpu-tests.xml"
+  # shellcheck disable=SC2086 # GPU_TEST_PATHS is a list of paths
+  timeout "${TEST_LIMIT:-400}" python3 -m pytest -m gpu ${GPU_TEST_PATHS:-tests/evaluator tests/test_reference_solutions.py} \
+    -p no:django -p no:cacheprovider -rA --junitxml="$OUT/gpu-tests.xml" "$@" 2>&1 | tee "$OUT/gpu-tests.log"
   rc=${PIPESTATUS[0]}
+  # pytest exits 0 when every test skipped, and 5 when none was collected: either way nothing was shown here.
+  if ! ran=$(python3 scripts/gpu_tests_ran.py "$OUT/gpu-tests.xml" 2>&1); then
+    echo "gpu tests: not run ($ran)" | tee -a "$OUT/gpu-tests.log"
+    [[ $rc -eq 0 || $rc -eq 5 ]] && rc=5
+  else
+    echo "gpu tests: $ran" | tee -a "$OUT/gpu-tests.log"
+  fi
 fi
 if [[ "$what" == corpus || "$what" == all ]]; then
   start=$(date +%s)
@@ -72,7 +91,7 @@ tar czf "$OUT/gpu-artifacts.tgz" -C "$art" .
 echo
 echo "== summary =="
 grep -E "^(PASSED|FAILED|SKIPPED|ERROR) " "$OUT/gpu-tests.log" 2>/dev/null | sed 's/ - .*//' | sort | uniq -c | sort -rn | head -40
-tail -1 "$OUT/gpu-tests.log" 2>/dev/null
+grep -E "^gpu tests: " "$OUT/gpu-tests.log" 2>/dev/null | tail -1
 cat "$OUT/sandbox.log" 2>/dev/null | tail -1
 [[ -f "$OUT/corpus.log" ]] && sed -n '/^== corpus round/,/^$/p' "$OUT/corpus.log"
 [[ -f "$art/bench.log" ]] && sed -n '/^end to end/,$p' "$art/bench.log"

@@ -141,10 +141,18 @@ def _compile_cache(request, monkeypatch):
 
 
 @pytest.fixture
-def allow_unsandboxed_without_bwrap(monkeypatch):
+def allow_unsandboxed_without_bwrap(request, monkeypatch):
     """Where bubblewrap cannot run here the evaluator refuses: allow unsandboxed mode explicitly for this test, as
-    an operator would (the verdicts record it). An operator's own EVALUATOR_ALLOW_UNSANDBOXED is left as it is."""
+    an operator would (the verdicts record it). An operator's own EVALUATOR_ALLOW_UNSANDBOXED is left as it is.
+    A `gpu` test is never let fall back on its own: on a GPU host without the sandbox it fails unless the operator
+    set EVALUATOR_ALLOW_UNSANDBOXED=1 (scripts/gpu_tests.sh refuses to start the same way)."""
     from tests.support.sandbox import sandbox_problem
 
-    if sandbox_problem() is not None and "EVALUATOR_ALLOW_UNSANDBOXED" not in os.environ:
-        monkeypatch.setenv("EVALUATOR_ALLOW_UNSANDBOXED", "1")
+    problem = sandbox_problem()
+    if problem is None or "EVALUATOR_ALLOW_UNSANDBOXED" in os.environ:
+        return
+    if request.node.get_closest_marker("gpu") is not None:
+        pytest.fail(
+            f"GPU test without a sandbox ({problem}): not run unsandboxed unless EVALUATOR_ALLOW_UNSANDBOXED=1 is set"
+        )
+    monkeypatch.setenv("EVALUATOR_ALLOW_UNSANDBOXED", "1")

@@ -5,6 +5,9 @@ Used by tests/evaluator/test_adversarial_cpu.py, tests/evaluator/test_adversaria
 by scripts/gpu_tests.sh:
 
     python tests/adversarial/corpus.py [--gpu-only|--cpu-only] [--repeat 2] [--json OUT]
+
+An entry whose needs are unmet here ("needs" in corpus.json, and a CUDA GPU for "gpu": true entries) is recorded
+as "not run", which is not ok: the script exits 1 when an entry failed, else 4 when one was not run, else 0.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ class Outcome:
     detail: str = ""
     seconds: float = 0.0
     clean_after: str = ""  # "PASSED" or what the legitimate kernel got next ("" when not asked)
-    skipped: str = ""  # why it was not run
+    skipped: str = ""  # why it was not run (its needs are unmet here); such an outcome is never ok
     verdict: dict[str, Any] = field(default_factory=dict)
 
 
@@ -66,21 +69,33 @@ def entries(*, gpu: bool | None = None) -> list[dict[str, Any]]:
     return [e for e in load()["entries"] if gpu is None or bool(e["gpu"]) == gpu]
 
 
-def capabilities() -> dict[str, str | None]:
-    """For each need ('sandbox', 'pids_limit'): None when met here, else why not."""
+def capabilities(*, gpu: bool = False) -> dict[str, str | None]:
+    """For each need ('sandbox', 'pids_limit', and 'gpu' when asked): None when met here, else why not."""
+    caps: dict[str, str | None] = {"gpu": gpu_problem()} if gpu else {}
     try:
         jail = open_jail(allow_unsandboxed=False)
     except EnvironmentProblem as exc:
-        return {"sandbox": str(exc), "pids_limit": "no sandbox"}
+        return {**caps, "sandbox": str(exc), "pids_limit": "no sandbox"}
     cgroup, why = Cgroup.create(Limits())
     if cgroup is not None:
         cgroup.remove()
     del jail
-    return {"sandbox": None, "pids_limit": None if cgroup is not None else why}
+    return {**caps, "sandbox": None, "pids_limit": None if cgroup is not None else why}
+
+
+def gpu_problem() -> str | None:
+    """None when a CUDA GPU is visible to PyTorch here, else why the GPU entries cannot run."""
+    try:
+        import torch
+    except ImportError:
+        return "torch is not importable"
+    return None if torch.cuda.is_available() else "no CUDA GPU visible"
 
 
 def unmet(entry: dict[str, Any], caps: dict[str, str | None]) -> str:
-    reasons = [f"{need}: {caps.get(need)}" for need in entry.get("needs", []) if caps.get(need)]
+    """Why `entry` cannot run here ("" when it can). A GPU entry needs "gpu" where `caps` says (capabilities(gpu=True))."""
+    needs = [*entry.get("needs", []), *(["gpu"] if entry.get("gpu") else [])]
+    reasons = [f"{need}: {caps.get(need)}" for need in needs if caps.get(need)]
     return "; ".join(reasons)
 
 
@@ -195,8 +210,8 @@ def run_entry(entry: dict[str, Any], caps: dict[str, str | None]) -> Outcome:
     if "held" in expect:
         expected += " + held " + ("none" if not expect["held"] else "/".join(expect["held"]))
     skipped = unmet(entry, caps)
-    if skipped:
-        return Outcome(entry["name"], expected, "-", True, skipped=skipped)
+    if skipped:  # nothing was shown: not ok, whatever the reason
+        return Outcome(entry["name"], expected, "not run", False, f"not run: {skipped}", skipped=skipped)
     start = time.monotonic()
     verdict = evaluate_entry(entry)
     as_dict = _as_dict(verdict)
@@ -220,7 +235,7 @@ def run_entry(entry: dict[str, Any], caps: dict[str, str | None]) -> Outcome:
 def table(outcomes: list[Outcome]) -> str:
     rows = [("entry", "expected", "actual", "ok", "next legit", "compiled", "s", "detail")]
     for o in outcomes:
-        mark = "skip" if o.skipped else ("yes" if o.ok else "NO")
+        mark = "not run" if o.skipped else ("yes" if o.ok else "NO")
         detail = " ".join((o.skipped or o.detail).split())
         compiled = (o.verdict.get("compile") or {}) if o.verdict else {}
         how = "-" if not compiled else "cache" if compiled.get("cached") else "nvcc"
@@ -260,12 +275,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.only:
         names = set(args.only.split(","))
         chosen = [e for e in chosen if e["name"] in names]
-    caps = capabilities()
+    caps = capabilities(gpu=any(e.get("gpu") for e in chosen))
     print("needs here:", {k: v or "met" for k, v in caps.items()}, flush=True)
     if args.prebuild and os.environ.get("EVALUATOR_COMPILE_CACHE"):
         prebuild(chosen, args.prebuild)
     everything = []
-    failed = 0
+    failed = not_run = 0
     for round_no in range(1, args.repeat + 1):
         start = time.monotonic()
         outcomes = []
@@ -273,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         everything.append(record)
         for entry in chosen:
             outcome = run_entry(entry, caps)
-            print(f"  [{round_no}] {outcome.name}: {outcome.actual} ({'ok' if outcome.ok else 'NOT OK'})", flush=True)
+            verdict = "not run: " + outcome.skipped if outcome.skipped else "ok" if outcome.ok else "NOT OK"
+            print(f"  [{round_no}] {outcome.name}: {outcome.actual} ({verdict})", flush=True)
             outcomes.append(outcome)
             record["outcomes"].append(outcome.__dict__)
             record["wall_seconds"] = time.monotonic() - start
@@ -282,8 +298,11 @@ def main(argv: list[str] | None = None) -> int:
         _save(args.json, everything)
         print(f"\n== corpus round {round_no}: {len(outcomes)} entries, wall time {record['wall_seconds']:.1f} s ==")
         print(table(outcomes), flush=True)
-        failed += sum(not o.ok for o in outcomes)
-    return 1 if failed else 0
+        failed += sum(not o.ok and not o.skipped for o in outcomes)
+        not_run += sum(bool(o.skipped) for o in outcomes)
+    if not_run:
+        print(f"not run: {not_run} entr{'y' if not_run == 1 else 'ies'} (needs unmet here); not ok", flush=True)
+    return 1 if failed else 4 if not_run else 0
 
 
 def prebuild(chosen: list[dict[str, Any]], workers: int) -> None:
