@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from evaluator.arches import ARCHES
 from portal.dev_secrets import stored_secret
@@ -183,6 +184,14 @@ SIGNUP_ATTEMPTS_PER_NETWORK_PER_HOUR = env_int("SIGNUP_ATTEMPTS_PER_NETWORK_PER_
 SIGNUPS_PER_ADDRESS_PER_HOUR = env_int("SIGNUPS_PER_ADDRESS_PER_HOUR", 3)
 SIGNUPS_PER_NETWORK_PER_HOUR = env_int("SIGNUPS_PER_NETWORK_PER_HOUR", 10)
 SIGNUPS_PER_HOUR = env_int("SIGNUPS_PER_HOUR", 30)  # site-wide; refuses only networks that made an account this hour
+# API tokens expire: API_TOKEN_DEFAULT_DAYS after creation unless the user picks a date, never beyond
+# API_TOKEN_MAX_DAYS (portal/accounts/services.py). Tokens made before expiry existed got the default from then.
+API_TOKEN_DEFAULT_DAYS = env_int("API_TOKEN_DEFAULT_DAYS", 90)
+API_TOKEN_MAX_DAYS = env_int("API_TOKEN_MAX_DAYS", 365)
+if not 1 <= API_TOKEN_DEFAULT_DAYS <= API_TOKEN_MAX_DAYS:
+    raise ImproperlyConfigured(
+        f"API_TOKEN_DEFAULT_DAYS={API_TOKEN_DEFAULT_DAYS} must be between 1 and API_TOKEN_MAX_DAYS={API_TOKEN_MAX_DAYS}"
+    )
 # Behind a reverse proxy: the request header (META name) whose last entry is the client address, e.g.
 # HTTP_X_FORWARDED_FOR. Only for a proxy you run that always sets it; empty: REMOTE_ADDR.
 CLIENT_ADDRESS_HEADER = env_str("CLIENT_ADDRESS_HEADER", "")

@@ -39,6 +39,6 @@ admin.site.register(User, PortalUserAdmin)
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ("name", "user", "prefix", "created_at", "last_used_at", "revoked_at")
-    readonly_fields = ("user", "name", "prefix", "digest", "created_at", "last_used_at")
+    list_display = ("name", "user", "prefix", "scope", "created_at", "expires_at", "last_used_at", "revoked_at")
+    readonly_fields = ("user", "name", "prefix", "digest", "scope", "created_at", "expires_at", "last_used_at")
     exclude = ()

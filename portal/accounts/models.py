@@ -19,6 +19,10 @@ class Profile(models.Model):
 
 
 class ApiToken(models.Model):
+    class Scope(models.TextChoices):
+        WRITE = "write", "read and write"  # everything the account may do through the API
+        READ = "read", "read only"  # GET and HEAD only: no submission, run, dataset or any other write
+
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
     name = models.CharField(max_length=100)
     prefix = models.CharField(max_length=12, db_index=True)  # first characters, shown in lists to tell tokens apart
@@ -27,6 +31,9 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    scope = models.CharField(max_length=8, choices=Scope.choices, default=Scope.WRITE)
+    # Chosen at creation, at most API_TOKEN_MAX_DAYS ahead (API_TOKEN_DEFAULT_DAYS unless asked); never extended.
+    expires_at = models.DateTimeField()
 
     class Meta:
         ordering = ["-created_at"]
@@ -35,5 +42,15 @@ class ApiToken(models.Model):
         return f"{self.name} ({self.prefix}…)"
 
     @property
+    def is_expired(self) -> bool:
+        from django.utils import timezone
+
+        return self.expires_at <= timezone.now()
+
+    @property
     def is_active(self) -> bool:
-        return self.revoked_at is None
+        return self.revoked_at is None and not self.is_expired
+
+    @property
+    def read_only(self) -> bool:
+        return self.scope == self.Scope.READ

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
@@ -18,12 +20,33 @@ def digest_token(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
+class TokenRefused(Exception):
+    """A token that authenticates no one; `message` says why, for the one who sent it."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
 @transaction.atomic
-def token_create(*, user: User, name: str) -> tuple[ApiToken, str]:
-    """Create a token and return it with its raw value, which is never stored and never shown again."""
+def token_create(
+    *, user: User, name: str, scope: str = ApiToken.Scope.WRITE, days: int | None = None
+) -> tuple[ApiToken, str]:
+    """Create a token and return it with its raw value, which is never stored and never shown again. It expires
+    `days` days from now (API_TOKEN_DEFAULT_DAYS when None; ValueError above API_TOKEN_MAX_DAYS or below 1)."""
+    days = settings.API_TOKEN_DEFAULT_DAYS if days is None else days
+    if not 1 <= days <= settings.API_TOKEN_MAX_DAYS:
+        raise ValueError(f"a token lasts 1 to {settings.API_TOKEN_MAX_DAYS} days")
+    if scope not in ApiToken.Scope.values:
+        raise ValueError(f"the scope is one of {', '.join(ApiToken.Scope.values)}")
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
-        user=user, name=name.strip()[:100] or "token", prefix=raw[:12], digest=digest_token(raw)
+        user=user,
+        name=name.strip()[:100] or "token",
+        prefix=raw[:12],
+        digest=digest_token(raw),
+        scope=scope,
+        expires_at=timezone.now() + timedelta(days=days),
     )
     return token, raw
 
@@ -33,19 +56,35 @@ def token_revoke(*, user: User, token_id: int) -> bool:
     return updated == 1
 
 
+NOT_AUTHENTICATED = "invalid, revoked or banned API token"
+
+
 def token_authenticate(raw: str) -> User | None:
-    """The active, unbanned user owning this token, or None."""
-    if not raw.startswith(TOKEN_PREFIX):
+    """The active, unbanned user owning this live token, or None."""
+    try:
+        return token_check(raw).user
+    except TokenRefused:
         return None
+
+
+def token_check(raw: str) -> ApiToken:
+    """The live token `raw` is (its `user` active and unbanned), or TokenRefused. An expired token is told so (only
+    its holder can ask); anything else gets one message, whatever was wrong."""
+    if not raw.startswith(TOKEN_PREFIX):
+        raise TokenRefused(NOT_AUTHENTICATED)
     token = (
         ApiToken.objects.select_related("user", "user__profile")
         .filter(digest=digest_token(raw), revoked_at__isnull=True)
         .first()
     )
     if token is None or not token.user.is_active or user_is_banned(token.user):
-        return None
+        raise TokenRefused(NOT_AUTHENTICATED)
+    if token.is_expired:
+        raise TokenRefused(
+            f"this API token expired on {token.expires_at:%Y-%m-%d %H:%M} UTC; make a new one at /accounts/tokens/"
+        )
     ApiToken.objects.filter(id=token.id).update(last_used_at=timezone.now())
-    return token.user
+    return token
 
 
 def user_is_banned(user: User) -> bool:

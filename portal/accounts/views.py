@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
@@ -95,12 +96,18 @@ def tokens(request: HttpRequest) -> HttpResponse:
     form = TokenForm(request.POST or None)
     new_token = None
     if request.method == "POST" and form.is_valid():
-        _, new_token = token_create(user=request.user, name=form.cleaned_data["name"])
+        data = form.cleaned_data
+        _, new_token = token_create(user=request.user, name=data["name"], scope=data["scope"], days=data["days"])
         form = TokenForm()
     response = render(
         request,
         "accounts/tokens.html",
-        {"form": form, "tokens": ApiToken.objects.filter(user=request.user), "new_token": new_token},
+        {
+            "form": form,
+            "tokens": ApiToken.objects.filter(user=request.user),
+            "new_token": new_token,
+            "max_days": settings.API_TOKEN_MAX_DAYS,
+        },
     )
     response["Cache-Control"] = "no-store"  # the page may show a token once: never cache it
     return response
