@@ -184,7 +184,7 @@ SIGNUP_ATTEMPTS_PER_NETWORK_PER_HOUR = env_int("SIGNUP_ATTEMPTS_PER_NETWORK_PER_
 SIGNUPS_PER_ADDRESS_PER_HOUR = env_int("SIGNUPS_PER_ADDRESS_PER_HOUR", 3)
 SIGNUPS_PER_NETWORK_PER_HOUR = env_int("SIGNUPS_PER_NETWORK_PER_HOUR", 10)
 SIGNUPS_PER_HOUR = env_int("SIGNUPS_PER_HOUR", 30)  # site-wide; refuses only networks that made an account this hour
-# API tokens expire: API_TOKEN_DEFAULT_DAYS after creation unless the user picks a date, never beyond
+# API tokens expire: API_TOKEN_DEFAULT_DAYS after creation unless the user picks fewer days, never beyond
 # API_TOKEN_MAX_DAYS (portal/accounts/services.py). Tokens made before expiry existed got the default from then.
 API_TOKEN_DEFAULT_DAYS = env_int("API_TOKEN_DEFAULT_DAYS", 90)
 API_TOKEN_MAX_DAYS = env_int("API_TOKEN_MAX_DAYS", 365)
