@@ -83,3 +83,105 @@ def test_negative_controls_are_never_called_or_plotted_expert_references(client)
     roles = {r["name"]: r["reference_role"] for r in body["rows"]}
     assert roles["simt_dead_wgmma"] == roles["simt_token_wgmma"] == "negative_control"
     assert roles["hopper_tma_wgmma"] == "expert" and list(roles.values()).count(None) == 1
+
+
+# --------------------------------------------------------------------------- item 8
+
+
+def _board_row(client, model_id: str, **params) -> str:
+    page = client.get("/leaderboard/", {"arch": "sm_90a", "k": "8", **params}).content.decode()
+    start = page.index(f'data-model="{model_id}"')
+    return (
+        " ".join(page[start : page.index("<details", start)].split())
+        + page[page.index("</details>", start) : page.index("</tr>", page.index("</details>", start))]
+    )
+
+
+def test_intervals_only_from_three_runs_else_the_values_and_no_run_suffix_on_pooled_rows(client):
+    """Catches "1.07x [0.00, 3.27]" and "63% [0%, 100%]" from n = 2 runs (now each run's value instead), and
+    "Llama-4-Maverick #13" naming a row that pools two runs (now the model id)."""
+    from portal.leaderboard import ranking
+    from tests.support.factories import sync_catalog
+
+    assert ranking.mean_interval([1.0, 1.2]) == (pytest.approx(1.1), None, None)
+    assert ranking.mean_interval([1.0, 1.2, 1.1])[1] is not None
+    sync_catalog()
+    for i, (best, correct_arch) in enumerate(((1.2, 2), (0.9, 1))):
+        run = lf.model_run(
+            lf.user(f"u{i}"), model="meta-llama/Llama-4-Maverick", display_name=f"Llama-4-Maverick #{13 - 8 * i}"
+        )
+        lf.metrics(run, GEMM, 8, 4, 3, correct_arch, best, 100)
+    row = _board_row(client, "meta-llama/Llama-4-Maverick", task=GEMM)
+    assert "#13" not in row and "#5" not in row and "meta-llama/Llama-4-Maverick" in row
+    assert "[" not in row  # no interval from two runs
+    assert "runs: 25%, 50%" in row and "runs: 0.900x, 1.20x" in row  # newest run first
+
+    third = lf.model_run(lf.user("u3"), model="meta-llama/Llama-4-Maverick", display_name="Llama-4-Maverick #21")
+    lf.metrics(third, GEMM, 8, 4, 3, 3, 1.1, 100)
+    from portal.leaderboard.cache import leaderboard_changed
+
+    leaderboard_changed()
+    row = _board_row(client, "meta-llama/Llama-4-Maverick", task=GEMM)
+    assert "mean over runs 50% [" in row and '1.07x <span class="tag">[' in row and "runs:" not in row
+
+
+def test_passing_workload_shows_its_error_against_the_tolerance_not_a_raw_maximum(client):
+    """Catches "15258.7890625" (the element-wise max relative error: an element near zero) printed on a
+    workload that passed every bound; a failing workload still says how far out it was."""
+    from tests.support.factories import sync_catalog
+
+    sync_catalog()
+    passing = lf.evaluation(owner=lf.user("kim"), speedup=1.1)
+    verdict = passing.verdict
+    verdict["workloads"][0]["correctness"] = {
+        "max_absolute_error": 2.0, "max_relative_error": 15258.7890625, "relative_norm_error": 0.0001703454398941922,
+        "relative_norm_bound": 0.05, "failing_elements": 0, "total_elements": 917504,
+    }  # fmt: skip
+    passing.verdict = verdict
+    passing.save(update_fields=["verdict"])
+    page = client.get(f"/evidence/evaluations/{passing.id}/").content.decode()
+    table = page[page.index('id="workloads-table"') : page.index("</table>", page.index('id="workloads-table"'))]
+    assert "15258" not in table and "within tolerance (norm error 0.000170 = 0.34% of its bound 0.05)" in table
+
+    from portal.core.templatetags.portal_tags import error_vs_tolerance
+
+    failing = {"status": "INCORRECT_NUMERICAL", "correctness": {**verdict["workloads"][0]["correctness"],
+               "failing_elements": 12, "relative_norm_error": 0.2}}  # fmt: skip
+    text = error_vs_tolerance(failing)
+    assert text.startswith("12 of 917504 elements outside tolerance") and "400% of its bound" in text
+
+
+def test_a_three_turn_run_has_metrics_at_every_k_and_unsolved_reads_not_solved(client):
+    """Catches a 3-turn run with metrics at k = 1 only (k in (1, 4, 8) up to its turns), "0.000" as the best
+    speedup of a task no turn solved, and the runs list's "Tasks 0" for a run whose `tasks` field is empty."""
+    from portal.agent import services
+    from portal.agent.models import ModelRun, RunTaskMetrics
+    from tests.support.factories import sync_catalog
+
+    sync_catalog()
+    run = lf.model_run(lf.user("ann"), model="vendor/three-turns")
+    ModelRun.objects.filter(id=run.id).update(turns=3)
+    run.refresh_from_db()
+    fail = ("COMPILE_ERROR", "", None, 10)
+    lf.turns(run, GEMM, [[fail, ("PASSED", "verified", 1.25, 10), fail]])
+    lf.turns(run, MHA, [[fail, fail, fail]])
+    services.metrics_refresh(run=run, task=lf.task(GEMM))
+    services.metrics_refresh(run=run, task=lf.task(MHA))
+    assert sorted(RunTaskMetrics.objects.filter(run=run, task__slug=GEMM).values_list("k", flat=True)) == [1, 2, 3]
+
+    page = client.get(f"/runs/{run.id}/").content.decode()
+    cells = {}
+    for key in (f"{GEMM}|2", f"{MHA}|3"):
+        start = page.index(f'data-metric="{key}"')
+        row = page[start : page.index("</tr>", start)]
+        cells[key] = row[row.index('data-field="best_speedup">') :].split("</td>")[0]
+    assert "1.25x" in cells[f"{GEMM}|2"]
+    assert "0.000" not in cells[f"{MHA}|3"] and "—" in cells[f"{MHA}|3"] and "not solved" in cells[f"{MHA}|3"]
+    body = client.get(f"/api/v1/runs/{run.id}").json()
+    assert {m["speedup"] for m in body["metrics"] if m["task"] == MHA} == {None}
+
+    assert not run.tasks.exists()  # replayed and imported runs name no tasks: the list counted those
+    listing = client.get("/runs/").content.decode()
+    start = listing.index(f'href="/runs/{run.id}/"')
+    cells = [c.split(">")[-1] for c in listing[start : listing.index("</tr>", start)].split("</td>")]
+    assert cells[5] == "2", cells

@@ -13,8 +13,14 @@ from django.db import models
 from portal.catalog.models import ARCH_CHOICES, Task
 from portal.submissions.models import Evaluation, Submission
 
-# The turn limits the published protocol reports metrics for.
+# The turn limits the published protocol reports metrics for (the leaderboard's k).
 METRIC_KS = (1, 4, 8)
+
+
+def metric_ks(turns: int) -> list[int]:
+    """The turn limits a run's metrics are stored for: every k from 1 to its turns (its page shows each, a 3-turn
+    run showed k = 1 alone), which include the protocol's METRIC_KS up to its turns."""
+    return list(range(1, max(1, turns) + 1))
 
 
 class ModelRun(models.Model):

@@ -5,15 +5,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce, Greatest
 
 from portal.agent.models import ModelRun, RunTaskMetrics, Trajectory, Turn
 from portal.core import visibility
 
 
+def _count_of(queryset, field: str, run: str = "run"):
+    """A per-run count as a subquery (0 when none), so that two counts never multiply each other's joins."""
+    counted = queryset.filter(**{run: OuterRef("pk")}).order_by().values(run).annotate(n=Count(field, distinct=True))
+    return Coalesce(Subquery(counted.values("n")[:1]), 0)
+
+
 def run_list(*, user=None, mine: bool = False) -> QuerySet[ModelRun]:
     runs = ModelRun.objects.select_related("user").annotate(
-        task_count=Count("tasks", distinct=True),
+        # The tasks its trajectories are on (an imported or replayed run names none in `tasks`: it read 0), or
+        # the tasks it was started for while no trajectory exists yet.
+        task_count=Greatest(
+            _count_of(Trajectory.objects, "task"), _count_of(ModelRun.tasks.through.objects, "task", "modelrun")
+        ),
         trajectory_count=Count("trajectories", distinct=True),
         running_count=Count("trajectories", filter=Q(trajectories__state=Trajectory.State.RUNNING), distinct=True),
     )
@@ -110,8 +121,9 @@ def run_document(run: ModelRun) -> dict[str, Any]:
                 "trajectories": m.trajectories,
                 "correct": m.correct,
                 "correct_arch": m.correct_arch,
-                "speedup": m.best_speedup,  # the name every board uses (the best on the task)
-                "best_speedup": m.best_speedup,  # deprecated alias of speedup, for one release
+                # The name every board uses (the best on the task); null when no turn was correct (stored as 0).
+                "speedup": m.best_speedup or None,
+                "best_speedup": m.best_speedup or None,  # deprecated alias of speedup, for one release
                 "tokens": m.tokens,
                 "complete": m.complete,
             }

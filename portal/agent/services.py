@@ -26,7 +26,7 @@ from portal.agent import crypto, metrics, prompts, queueing, scheduling
 from portal.agent.client import EndpointConfig, ModelCallError, ModelReply, chat_completion
 from portal.agent.extract import extract_kernel
 from portal.agent.feedback import NO_KERNEL, TRUNCATED, infrastructure_feedback, verdict_feedback
-from portal.agent.models import METRIC_KS, ModelRun, RunTaskMetrics, Trajectory, Turn
+from portal.agent.models import ModelRun, RunTaskMetrics, Trajectory, Turn, metric_ks
 from portal.agent.ssrf import Allowlist, EndpointRefused, check_endpoint_url
 from portal.catalog.models import KnowledgePack, Task
 from portal.submissions import quotas
@@ -654,7 +654,7 @@ def metrics_refresh(*, run: ModelRun, task: Task) -> list[RunTaskMetrics]:
             if t.state in (Turn.State.DONE, Turn.State.FAILED)
         ]
         results.append(metrics.TrajectoryResult(turns=turns, finished=trajectory.is_finished))
-    ks = [k for k in METRIC_KS if k == 1 or k <= run.turns]
+    ks = metric_ks(run.turns)
     rows = []
     for m in metrics.compute_task_metrics(results, ks):
         row, _ = RunTaskMetrics.objects.update_or_create(

@@ -380,13 +380,18 @@ def _t95(df: int) -> float:
     return 1.96
 
 
+# Fewest values a 95% interval is given for: from two runs the t interval spans nearly everything ("1.07x
+# [0.00, 3.27]", "63% [0%, 100%]") and says nothing; the pages show the values themselves instead.
+MIN_INTERVAL_N = 3
+
+
 def mean_interval(values: Iterable[float | None]) -> tuple[float | None, float | None, float | None]:
-    """Mean of the present values with its 95% t interval; no interval from fewer than two values."""
+    """Mean of the present values with its 95% t interval; no interval from fewer than MIN_INTERVAL_N values."""
     xs = [v for v in values if v is not None]
     if not xs:
         return None, None, None
     mean = sum(xs) / len(xs)
-    if len(xs) < 2:
+    if len(xs) < MIN_INTERVAL_N:
         return mean, None, None
     sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1))
     half = _t95(len(xs) - 1) * sd / math.sqrt(len(xs))
@@ -399,7 +404,7 @@ class ModelGroup:
     at the same k) folded into one leaderboard row. Rates pool the runs' trajectories (so each shows its n); the speedup and
     the correct-plus-verified rate are also given as a mean over runs with a 95% interval."""
 
-    model: str  # the newest run's label; hostile text
+    model: str  # the runs' shared label, else the model id (group_label); hostile text
     model_id: str
     gpu: str  # GPU model ("H200"), or the device name when it names no known model
     k: int
@@ -419,6 +424,8 @@ class ModelGroup:
     arch_rate_ci_low: float | None
     arch_rate_ci_high: float | None
     language: str = "cuda"  # the kernel language of every run in the group
+    speedup_values: tuple[float, ...] = ()  # each run's speedup (runs with one), newest first
+    arch_rate_values: tuple[float, ...] = ()  # each run's correct-plus-verified rate, newest first
 
     @property
     def n_runs(self) -> int:
@@ -452,14 +459,15 @@ def group_by_model(rows: Iterable[ModelRow | SummaryRow], arch: str | None = Non
     for (model_id, gpu, language), runs in grouped.items():
         runs.sort(key=lambda r: (r.created_at, r.run_id), reverse=True)
         newest = runs[0]
+        arch_rates = [rate(r.correct_arch, r.trajectories) for r in runs]
         speedup, s_low, s_high = mean_interval(r.speedup for r in runs)
-        arch_mean, a_low, a_high = mean_interval(rate(r.correct_arch, r.trajectories) for r in runs)
+        arch_mean, a_low, a_high = mean_interval(arch_rates)
         # A rate lies in [0, 1] and a speedup above 0: the t interval is clipped to what can be.
         a_low, a_high = (max(0.0, a_low), min(1.0, a_high)) if a_low is not None else (None, None)
         s_low = max(0.0, s_low) if s_low is not None else None
         out.append(
             ModelGroup(
-                model=newest.model,
+                model=group_label(runs),
                 model_id=model_id,
                 gpu=gpu,
                 k=newest.k,
@@ -479,9 +487,38 @@ def group_by_model(rows: Iterable[ModelRow | SummaryRow], arch: str | None = Non
                 arch_rate_ci_low=a_low,
                 arch_rate_ci_high=a_high,
                 language=language,
+                speedup_values=tuple(r.speedup for r in runs if r.speedup is not None),
+                arch_rate_values=tuple(v for v in arch_rates if v is not None),
             )
         )
     return out
+
+
+def group_label(runs: list[Any]) -> str:
+    """The label of a row that pools runs: the runs' own label when they share one, else the model id. A run's
+    label ("Llama-4-Maverick #13") names that run; on a row pooling two runs it named only one of them."""
+    labels = {r.model for r in runs}
+    return runs[0].model if len(labels) == 1 else runs[0].model_id
+
+
+def significant(value: float | int | None, digits: int = 3) -> str:
+    """A number for reading with `digits` significant digits, trailing zeros kept so a column lines up (1.11,
+    0.910, 523, 0.000174); "—" for None. Pages use this; exports carry raw values."""
+    if value is None:
+        return "—"
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return "—"
+    if not math.isfinite(number):
+        return str(number)
+    if number == 0:
+        return "0"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(number))))
+    text = f"{number:.{decimals}f}"
+    if decimals == 0 or len(text.replace("-", "").replace(".", "").lstrip("0")) <= digits:
+        return text
+    return f"{number:.{max(0, decimals - 1)}f}"  # 9.996 rounded up to 10.00: one decimal fewer
 
 
 def human_count(value: float | int | None) -> str:

@@ -55,7 +55,8 @@
       if (!row) return;
       setField(row, "correct", m.correct + "/" + m.trajectories);
       setField(row, "correct_arch", m.correct_arch + "/" + m.trajectories);
-      setField(row, "best_speedup", Number(m.best_speedup).toFixed(3));
+      // As the page draws it: three significant digits, "—" when no turn was correct (not solved).
+      setField(row, "best_speedup", m.speedup ? Number(m.speedup).toPrecision(3) + "x" : "— not solved");
       setField(row, "tokens", String(m.tokens));
       setField(row, "complete", m.complete ? "yes" : "not yet");
     });

@@ -86,6 +86,46 @@ def human_count(value) -> str:
 
 
 @register.filter
+def sig(value, digits: int = 3) -> str:
+    """A number for reading: `digits` significant digits (1.11, 0.910, 523; 3 unless given), "—" for None. Pages
+    format with this; exports carry the raw values."""
+    from portal.leaderboard import ranking
+
+    return ranking.significant(value, int(digits))
+
+
+@register.filter
+def error_vs_tolerance(workload) -> str:
+    """A workload's error in words, against its tolerance. On a passing workload the element-wise maximum relative
+    error is noise (an element near zero makes it 15258.8 on a kernel within every bound): it is left out there and
+    the norm error is given against its bound; a failing one shows how many elements were outside tolerance."""
+    from portal.leaderboard.ranking import significant
+
+    c = (workload or {}).get("correctness") if isinstance(workload, dict) else None
+    if not isinstance(c, dict) or not c:
+        return "—"
+    norm, bound = c.get("relative_norm_error"), c.get("relative_norm_bound")
+    against = ""
+    if isinstance(norm, int | float) and isinstance(bound, int | float) and bound > 0:
+        against = f"norm error {significant(norm)} = {significant(100 * norm / bound, 2)}% of its bound {bound:g}"
+    if workload.get("status") == "PASSED":
+        return f"within tolerance ({against})" if against else "within tolerance"
+    parts = []
+    failing, total = c.get("failing_elements"), c.get("total_elements")
+    if isinstance(failing, int) and isinstance(total, int) and total:
+        parts.append(f"{failing} of {total} elements outside tolerance")
+    for key, label in (("nan_count", "NaN"), ("inf_count", "inf")):
+        if c.get(key):
+            parts.append(f"{c[key]} {label}")
+    if against:
+        parts.append(against)
+    for key, label in (("max_absolute_error", "max abs error"), ("max_relative_error", "max rel error")):
+        if isinstance(c.get(key), int | float):
+            parts.append(f"{label} {significant(c[key])}")
+    return "; ".join(parts) or "—"
+
+
+@register.filter
 def percent(value) -> str:
     """0.6667 -> 67%; None -> —."""
     return "—" if value is None else f"{100 * value:.0f}%"
