@@ -5,6 +5,7 @@ from __future__ import annotations
 from portal.agent.extract import extract_kernel
 from portal.agent.feedback import NO_KERNEL, compiler_excerpt, verdict_feedback
 from portal.agent.prompts import system_prompt, task_message
+from tests.support.verdicts import complete
 
 KERNEL = "#include <tvm/ffi/function.h>\n__global__ void k() {}\nTVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run_impl);\n"
 
@@ -39,7 +40,7 @@ def test_tilde_fences_and_longer_fences_work():
     assert extract_kernel(f"````cuda\n{KERNEL}```\nstill inside\n````\n").kernel.endswith("still inside\n")
 
 
-COMPILE_ERROR_VERDICT = {
+COMPILE_ERROR_VERDICT = complete({
     "status": "COMPILE_ERROR",
     "arch": "sm_90a",
     "policy": [],
@@ -54,7 +55,7 @@ COMPILE_ERROR_VERDICT = {
     },
     "workloads": [{"uuid": "u", "axes": {"M": 128}, "status": "COMPILE_ERROR", "message": "nvcc exited with 2"}],
     "arch_check": {"status": "not_requested", "families": {}},
-}
+})  # fmt: skip
 
 
 def test_compile_errors_come_with_the_compiler_lines_and_short_paths():
@@ -72,7 +73,7 @@ def test_compiler_excerpt_caps_long_output():
 
 def _passed_verdict(gmma_executed: int, tma_static: int, arch_status: str) -> dict:
     perf = {"latency_ms": 1.0, "reference_latency_ms": 1.3, "speedup_factor": 1.3, "baseline": "cublas"}
-    return {
+    return complete({
         "status": "PASSED",
         "arch": "sm_90a",
         "policy": [],
@@ -100,7 +101,7 @@ def _passed_verdict(gmma_executed: int, tma_static: int, arch_status: str) -> di
                 "tma": {"static": tma_static, "executed": 0, "predicated_on": 0},
             },
         },
-    }
+    })  # fmt: skip
 
 
 def test_instruction_report_names_dead_wgmma_and_missing_tma():

@@ -27,6 +27,7 @@ from tests.support.agent_support import (
     replay,  # noqa: F401 - fixture
 )
 from tests.support.factories import GEMM, make_user, sync_catalog
+from tests.support.verdicts import complete
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 OTHER = "gemm_n2048_k4096"
@@ -134,14 +135,14 @@ def test_a_correct_fast_turn_reaches_the_target_and_stops_the_trajectory(alice, 
         submission = Submission.objects.create(
             user=alice, task=task, arch="sm_90a", kind="agent", source="x", source_sha256="0" * 64, source_bytes=1
         )
-        verdict = {
+        verdict = complete({
             "status": "PASSED",
             "arch": "sm_90a",
             "workloads": [
                 {"uuid": "w", "axes": {"M": 8192}, "status": "PASSED", "performance": {"speedup_factor": speedup}}
             ],
             "arch_check": {"status": "verified", "families": {}},
-        }
+        })  # fmt: skip
         evaluation = Evaluation.objects.create(
             submission=submission,
             queue="gpu-sm90",

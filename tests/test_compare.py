@@ -9,6 +9,7 @@ import pytest
 from tests.support import leaderboard_factories as lf
 from tests.support.leaderboard_factories import GEMM, MHA, leaderboard_isolation  # noqa: F401 - autouse fixture
 from tests.support.ranking_fixtures import mixed_board
+from tests.support.verdicts import complete
 
 pytestmark = pytest.mark.django_db
 
@@ -57,12 +58,19 @@ def test_kernel_compare_shows_instruction_and_opcode_counts(client):
     for evaluation, hgmma in ((a, 8), (b, 2)):
         verdict = dict(evaluation.verdict)
         verdict["sass"] = {"families": {"gmma": hgmma}, "opcodes": {"HGMMA.64x128x16.F32.BF16": hgmma}}
-        verdict["arch_check"] = {**verdict["arch_check"], "families": {"gmma": {"static": hgmma, "executed": 64}}}
-        Evaluation.objects.filter(id=evaluation.id).update(verdict=verdict)
+        verdict["arch_check"] = {
+            **verdict["arch_check"],
+            "families": {"gmma": {"static": hgmma, "executed": 64, "predicated_on": 2048}},
+        }
+        Evaluation.objects.filter(id=evaluation.id).update(verdict=complete(verdict))
     data = client.get("/compare/", {"a": str(a.id), "b": str(b.id), "format": "json"}).json()
     assert {"opcode": "HGMMA.64x128x16.F32.BF16", "a": 8, "b": 2} in data["opcodes"]
     assert data["families"] == [
-        {"family": "gmma", "a": {"static": 8, "executed": 64}, "b": {"static": 2, "executed": 64}}
+        {
+            "family": "gmma",
+            "a": {"static": 8, "executed": 64, "predicated_on": 2048},
+            "b": {"static": 2, "executed": 64, "predicated_on": 2048},
+        }
     ]
     html = client.get("/compare/", {"a": str(a.id), "b": str(b.id)}).content.decode()
     assert "HGMMA.64x128x16.F32.BF16" in html

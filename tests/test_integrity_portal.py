@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from portal.agent.feedback import verdict_feedback
 from portal.submissions.summary import summarise_verdict
+from tests.support.verdicts import complete
 
 HOLD = "the evaluator's own clock measured 0.8 ms per call, 100.0x the 0.008 ms the GPU timer reported"
 
 
 def _verdict(status="PASSED", holds=(), workload_status="PASSED", message=""):
-    return {
+    return complete({
         "status": status,
         "arch": "sm_90a",
         "arch_check": {"status": "absent", "reason": "no gmma"},
@@ -24,7 +25,7 @@ def _verdict(status="PASSED", holds=(), workload_status="PASSED", message=""):
             }
         ],
         "integrity": {"holds": [{"code": "host_time", "message": HOLD} for _ in holds]},
-    }
+    })  # fmt: skip
 
 
 def test_a_passed_verdict_with_an_integrity_hold_is_held_with_its_reason():

@@ -170,3 +170,38 @@ def test_the_committed_triton_reference_verdicts_import_as_triton_rows(tmp_path)
     err = StringIO()
     call_command("import_reference_verdicts", "--dir", str(folder), stdout=StringIO(), stderr=err)
     assert "the solution is triton" in err.getvalue()
+
+
+def test_every_committed_verdict_imports_through_the_import_command_as_its_row():
+    """The real files of docs/verdicts/ (not hand-built documents), read from that folder by the command `make run`
+    runs: every entry imports (--strict), each stored verdict is the file itself, its row's status, arch status and
+    speedup come from it, and each one, read as the evaluator reads verdicts, is a valid verdict of today's schema
+    (the older CUDA files predate fields added since, which the evaluator's defaults fill)."""
+    from evaluator import verdict as vm
+    from portal.submissions import artifacts
+    from tests.support.verdicts import validate
+
+    sync_catalog()
+    folder = REPO / "docs" / "verdicts"
+    entries = json.loads((folder / "index.json").read_text())
+    out = StringIO()
+    call_command("import_reference_verdicts", "--dir", str(folder), "--strict", stdout=out)
+    assert f"{len(entries)} imported, 0 already there, 0 skipped" in out.getvalue()
+    for e in entries:
+        document = json.loads((folder / e["verdict"]).read_text())
+        validate(json.loads(vm.to_json(vm.from_dict(document))))
+        (evaluation,) = Evaluation.objects.filter(
+            submission__kind="reference", submission__name=e["solution"], submission__task__slug=e["task"]
+        )
+        assert evaluation.verdict == document, e["verdict"]
+        assert (evaluation.state, evaluation.status, evaluation.arch_status) == (
+            "done",
+            document["status"],
+            document["arch_check"]["status"],
+        ), e["verdict"]
+        speedups = {w["performance"]["speedup_factor"] for w in document["workloads"] if w.get("performance")}
+        assert evaluation.speedup in speedups and evaluation.gpu_name == document["environment"]["gpu_name"]
+        stored = json.loads(artifacts.read(Artifact.objects.get(evaluation=evaluation, name="verdict.json")))
+        assert stored == document
+    board = {row.name: row for row in kernel_board(Generation(), task=GEMM, arch="sm_90a")}
+    assert board[SOLUTION].is_reference and board[SOLUTION].arch_status == "verified"  # the expert kernel ranks

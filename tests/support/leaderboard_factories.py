@@ -65,7 +65,10 @@ def verdict(
     compile_output: str = "ptxas info    : Used 168 registers\n",
     created_at: datetime = T0,
 ) -> dict[str, Any]:
-    """A verdict document in evaluator/verdict.py's shape, with one (headline) workload."""
+    """A verdict document in evaluator/verdict.py's shape, with one (headline) workload; completed with the
+    evaluator's defaults and validated against evaluator/verdict.schema.json (tests/support/verdicts.py)."""
+    from tests.support.verdicts import complete
+
     encoded = source.encode()
     performance = None
     if status == "PASSED" and speedup is not None:
@@ -79,7 +82,7 @@ def verdict(
             "tflops": tflops,
             "fraction_of_peak": peak,
         }
-    return {
+    return complete({
         "evaluator_version": "0.1.0",
         "task": task_slug,
         "arch": arch,
@@ -122,7 +125,7 @@ def verdict(
             "nvcc_version": "13.0",
         },
         "notes": [],
-    }
+    })  # fmt: skip
 
 
 def evaluation(

@@ -1,0 +1,110 @@
+"""Verdict documents that portal tests build by hand, held to evaluator/verdict.schema.json (issue 33).
+
+`complete(partial)` takes the fields a test cares about and returns a whole verdict in the evaluator's own shape:
+every field the test left out gets the evaluator's default (or an empty value of its type when the evaluator has
+none), through the evaluator's dataclasses (evaluator/verdict.py), and the result is validated against the schema.
+A field the evaluator does not write, a wrong type or an unknown status fails the test that built it, so a portal
+test can never pass on a verdict the evaluator could not produce. `validate(document)` only checks."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import types
+import typing
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from evaluator import verdict as vm
+
+SCHEMA_PATH = Path(vm.__file__).with_name("verdict.schema.json")
+
+
+@functools.cache
+def _validator() -> Any:
+    import jsonschema
+
+    schema = json.loads(SCHEMA_PATH.read_text())
+    return jsonschema.Draft202012Validator(schema)
+
+
+def validate(document: dict[str, Any]) -> dict[str, Any]:
+    """`document` unchanged when it is a valid verdict; an AssertionError naming every problem otherwise."""
+    problems = sorted(_validator().iter_errors(document), key=lambda e: list(map(str, e.absolute_path)))
+    if problems:
+        lines = [f"{'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message[:300]}" for e in problems[:20]]
+        raise AssertionError("not a valid verdict (evaluator/verdict.schema.json):\n  " + "\n  ".join(lines))
+    return document
+
+
+_TOP = {
+    "evaluator_version": "0.1.0",
+    "task": "gemm_n7168_k5120",
+    "arch": "sm_90a",
+    "created_at": "2025-11-01T12:00:00Z",
+    "source_sha256": "0" * 64,
+    "source_bytes": 0,
+    "stages_requested": [],
+}
+
+
+def complete(partial: dict[str, Any]) -> dict[str, Any]:
+    """The whole verdict `partial` stands for (see the module docstring), validated."""
+    try:
+        whole = vm.to_dict(vm.from_dict(_fill(vm.Verdict, {**_TOP, **partial})))
+    except (ValueError, TypeError) as exc:  # e.g. a status the evaluator does not have
+        raise AssertionError(f"not a valid verdict: {exc}") from None
+    return validate(json.loads(json.dumps(whole)))
+
+
+def _fill(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    """`data` with every required field of dataclass `cls` present, nested dataclasses filled the same way."""
+    if not isinstance(data, dict):
+        return data
+    unknown = set(data) - {f.name for f in dataclasses.fields(cls)}
+    if unknown:  # the evaluator would drop them: a test relying on one would rely on nothing
+        raise AssertionError(f"{cls.__name__} has no fields {sorted(unknown)}")
+    hints = typing.get_type_hints(cls)
+    out = dict(data)
+    for f in dataclasses.fields(cls):
+        hint = hints[f.name]
+        if f.name in out:
+            out[f.name] = _fill_value(hint, out[f.name])
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            out[f.name] = _empty(hint, f"{cls.__name__}.{f.name}")
+    return out
+
+
+def _fill_value(hint: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _fill_value(args[0], value) if len(args) == 1 else value
+    if origin is list and isinstance(value, list):
+        (item,) = typing.get_args(hint)
+        return [_fill_value(item, v) for v in value]
+    if origin is dict and isinstance(value, dict):
+        _, item = typing.get_args(hint)
+        return {k: _fill_value(item, v) for k, v in value.items()}
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return _fill(hint, value)
+    return value
+
+
+def _empty(hint: Any, where: str) -> Any:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return None
+    if origin is list:
+        return []
+    if origin is dict:
+        return {}
+    if isinstance(hint, type) and issubclass(hint, StrEnum):
+        raise AssertionError(f"{where} has no default: the test must say it")
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return _fill(hint, {})
+    return {str: "", int: 0, float: 0.0, bool: False}.get(hint) if hint in (str, int, float, bool) else None
