@@ -34,10 +34,13 @@ def test_sass_listing_marks_target_families_only():
 
 def test_evaluation_page_shows_workloads_instructions_and_marked_escaped_sass(client):
     sync_catalog()
-    evaluation = lf.evaluation(owner=lf.user("ada"), files={"kernel.sass": SASS.encode()})
+    families = {"gmma": {"static": 12, "executed": 3072, "predicated_on": 98304}}
+    evaluation = lf.evaluation(owner=lf.user("ada"), files={"kernel.sass": SASS.encode()}, families=families)
     page = client.get(f"/evidence/evaluations/{evaluation.id}/").content.decode()
     assert 'id="workloads-table"' in page and "M=4096" in page.replace(" ", "")
-    assert 'id="instruction-table"' in page or "Target instructions" in page
+    assert '<h2 id="instructions">Target instructions</h2>' in page
+    table = page.split('id="instruction-table"', 1)[1].split("</table>", 1)[0]
+    assert '<tr><td>gmma</td><td class="num">12</td><td class="num">3072</td><td class="num">98304</td></tr>' in table
     assert '<span class="sass-target sass-gmma">        /*0a10*/' in page
     assert '<span class="sass-target sass-tma">' in page
     assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page

@@ -23,8 +23,14 @@ def test_task_page_links_submit_boards_best_kernel_and_library_latency(client):
     assert f"/evidence/evaluations/{best.id}/" in page  # the current best (by the board's own order)
     assert "&lt;b&gt;fast&lt;/b&gt;.cu" in page and "<b>fast</b>" not in page
     assert 'id="library-latency"' in page and "H200" in page and "1.0000" in page  # factories: library 1.0 ms
+    # Submit: a visitor is sent to log in and brought back; a user gets the form with the task and arch chosen.
+    visitor = client.get(f"/submit/?task={GEMM}&arch=sm_90a")
+    assert visitor.status_code == 302
+    assert visitor["Location"] == f"/accounts/login/?next=/submit/%3Ftask%3D{GEMM}%26arch%3Dsm_90a"
+    client.force_login(owner)
     form = client.get(f"/submit/?task={GEMM}&arch=sm_90a")
-    assert form.status_code in (200, 302)
+    assert form.status_code == 200
+    assert form.context["form"].initial == {"task": GEMM, "arch": "sm_90a"}
 
 
 def test_task_page_without_results_says_so(client):

@@ -64,6 +64,7 @@ def verdict(
     gpu: str = "NVIDIA H200",
     compile_output: str = "ptxas info    : Used 168 registers\n",
     created_at: datetime = T0,
+    families: dict[str, dict[str, int]] | None = None,
 ) -> dict[str, Any]:
     """A verdict document in evaluator/verdict.py's shape, with one (headline) workload; completed with the
     evaluator's defaults and validated against evaluator/verdict.schema.json (tests/support/verdicts.py)."""
@@ -113,6 +114,7 @@ def verdict(
         ],
         "arch_check": {
             "status": arch_status,
+            "families": families or {},
             "full": full,
             "ptxbench_verified": arch_status == "verified",
             "tensor_core_share": 0.99,
