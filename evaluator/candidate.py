@@ -9,6 +9,7 @@ evaluator.performance.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import shutil
@@ -45,6 +46,7 @@ from evaluator.jail import Jail
 from evaluator.performance import bound_by_trusted_clock, performance_from_timing, use_trusted_latency
 from evaluator.protocol import CandidateError, ChannelViolation
 from evaluator.sandbox import CandidateProcess, ChildDied, ProcessLimitHit, child_env
+from evaluator.shared_outputs import SharedOutputs
 from evaluator.taskdata import HIDDEN_WORKLOADS_FILE, Task, Workload, parse_workloads
 from evaluator.trusted_baseline import TrustedBaseline, host_slack_ms
 from evaluator.verdict import Correctness, FootprintCheck, IntegrityHold, KernelFootprint, Status, WorkloadResult
@@ -199,13 +201,31 @@ def candidate_env(workdir: Path) -> dict[str, str]:
     return child_env(workdir, [str(REPO_ROOT)])
 
 
-def start(setup: CandidateSetup, workload: Workload, *, trusted_baseline: bool = False) -> CandidateProcess:
+def shared_outputs(setup: CandidateSetup, workload: Workload, slots: int) -> SharedOutputs:
+    """Memory this process owns for `slots` batch calls' outputs, lent to one candidate process (property 2)."""
+    import torch
+
+    from evaluator.inputs import alloc_outputs
+
+    shapes = alloc_outputs(setup.task.definition, workload, device="meta")
+    return SharedOutputs.create(torch, shapes, slots, setup.device_type, setup.device)
+
+
+def start(
+    setup: CandidateSetup,
+    workload: Workload,
+    *,
+    trusted_baseline: bool = False,
+    shared: SharedOutputs | None = None,
+) -> CandidateProcess:
     """A fresh candidate process serving `workload`; with `trusted_baseline`, a process of the same shape that loads
-    no submission code and serves the library baseline in its place (measure_trusted_baseline)."""
+    no submission code and serves the library baseline in its place (measure_trusted_baseline). With `shared`,
+    its batch calls write their outputs into that memory of this process."""
+    extra: dict[str, Any] = {"shared_outputs": shared.job_entry()} if shared is not None else {}
     if trusted_baseline:
-        job = write_job(setup, workload, library=None, language="cuda", mode=protocol.BASELINE_MODE)
+        job = write_job(setup, workload, library=None, language="cuda", mode=protocol.BASELINE_MODE, **extra)
     else:
-        job = write_job(setup, workload)
+        job = write_job(setup, workload, **extra)
     return CandidateProcess(
         child_command(job),
         env=candidate_env(setup.workdir),
@@ -216,6 +236,7 @@ def start(setup: CandidateSetup, workload: Workload, *, trusted_baseline: bool =
         writable=[setup.exchange],
         readable=[setup.workdir],
         gpu=setup.device_type == "cuda",
+        extra_fds=(shared.fd,) if shared is not None else (),
     )
 
 
@@ -224,12 +245,14 @@ def measure_trusted_baseline(
 ) -> TrustedBaseline:
     """The library baseline of `workload`, timed in a process that loads no submission code (evaluator/
     trusted_baseline.py). It is trusted code: any failure of it is this host's problem, not the candidate's."""
-    child = start(setup, workload, trusted_baseline=True)
+    shared = shared_outputs(setup, workload, max((len(b) for b in seeds.batches), default=0))
+    child = start(setup, workload, trusted_baseline=True, shared=shared)
     try:
         expect(child, deadline, protocol.READY)
         return trusted_baseline.measure(
             child,
             expect,
+            shared=shared,
             call_seeds=seeds.calls,
             recheck_seed=seeds.recheck,
             batches=seeds.batches,
@@ -242,6 +265,7 @@ def measure_trusted_baseline(
         raise EnvironmentProblem(f"the trusted library-baseline process failed: {exc}") from None
     finally:
         child.close(grace_s=10.0)
+        shared.close()
 
 
 def expect(child: CandidateProcess, deadline: float, event: str) -> dict[str, Any]:
@@ -282,7 +306,8 @@ def run_workload(
         # Before any process of this workload runs submission code: nothing the candidate does can reach it.
         trusted_base = measure_trusted_baseline(setup, workload, seeds, timing, time.monotonic() + timeout_s)
     deadline = time.monotonic() + timeout_s
-    child = start(setup, workload)
+    shared = shared_outputs(setup, workload, len(seeds.batches[0])) if timing is not None and seeds.batches else None
+    child = start(setup, workload, shared=shared)
     try:
         expect(child, deadline, protocol.READY)
         if _trials(child, checker, workload, seeds.trials, refs, result, deadline):
@@ -291,7 +316,20 @@ def run_workload(
                 t = time.monotonic()
                 report("timing", f"{axes_text(workload)}: {timing.warmup} warm-up + {timing.iters} timed calls")
                 assert plan is not None
-                _time(child, checker, workload, seeds, plan, timing_refs, timing, run, deadline, setup, trusted_base)
+                _time(
+                    child,
+                    checker,
+                    workload,
+                    seeds,
+                    plan,
+                    timing_refs,
+                    timing,
+                    run,
+                    deadline,
+                    setup,
+                    trusted_base,
+                    shared,
+                )
                 run.timing_seconds = time.monotonic() - t
             child.send(protocol.exit_command())
             if result.status == Status.PASSED:
@@ -333,6 +371,8 @@ def run_workload(
         result.seconds = round(time.monotonic() - started, 3)
         for f in setup.exchange.glob("*.bin"):
             f.unlink(missing_ok=True)
+        if shared is not None:
+            shared.close()
         refs.clear()
         timing_refs.clear()
     return run
@@ -406,6 +446,7 @@ def _time(
     deadline: float,
     setup: CandidateSetup,
     trusted_base: TrustedBaseline | None = None,
+    shared: SharedOutputs | None = None,
 ) -> None:
     """The timed calls with post-call checks, the re-check, the parent-timed batches; then performance and the
     integrity observations of this workload into `run`."""
@@ -436,11 +477,18 @@ def _time(
     for r, batch in enumerate(seeds.batches):
         child.send(protocol.batch_command(r, batch))
         protocol.check_round(expect(child, deadline, protocol.BATCH_READY), r)
-        t0 = time.perf_counter()
-        child.send(protocol.go_command())
-        protocol.check_round(expect(child, deadline, protocol.BATCH_DONE), r)
-        batch_ms.append((time.perf_counter() - t0) * 1e3 / len(batch))
-        comparison = _check_saved(child, checker, workload, plan.batch_checked[r], refs[("batch", r)], deadline)
+        j = plan.batch_checked[r]
+        if shared is not None:
+            shared.poison()
+            captured, ms = _timed_batch(child, deadline, r, len(batch), functools.partial(shared.capture, j))
+            batch_ms.append(ms)
+            child.send(protocol.next_command())
+            comparison = checker.compare_tensors(workload, captured, refs[("batch", r)])
+            del captured
+        else:
+            _, ms = _timed_batch(child, deadline, r, len(batch), None)
+            batch_ms.append(ms)
+            comparison = _check_saved(child, checker, workload, j, refs[("batch", r)], deadline)
         run.checked_calls += 1
         if not comparison.ok:
             result.status = comparison.status
@@ -501,6 +549,18 @@ def _time(
     l2 = l2_hold(run.l2_persisting_bytes)
     if l2 is not None:
         run.holds.append(l2)
+
+
+def _timed_batch(
+    child: CandidateProcess, deadline: float, round_: int, calls: int, capture: Callable[[], Any] | None
+) -> tuple[Any, float]:
+    """One back-to-back batch on this process's clock: from `go` until the candidate process reports it done and,
+    with `capture`, until this process holds the compared call's outputs (what was compared was timed)."""
+    t0 = time.perf_counter()
+    child.send(protocol.go_command())
+    protocol.check_round(expect(child, deadline, protocol.BATCH_DONE), round_)
+    captured = capture() if capture is not None else None
+    return captured, (time.perf_counter() - t0) * 1e3 / calls
 
 
 def _foreign_kernels(setup: CandidateSetup, msg: dict[str, Any], run: WorkloadRun) -> bool:

@@ -65,6 +65,10 @@ class Session:
         self.device = torch.device("cuda", int(job.get("device", 0))) if self.cuda else torch.device("cpu")
         if self.cuda:
             torch.cuda.set_device(self.device)
+        else:
+            # One thread: a CPU library call timed here must not wait at an OpenMP barrier for a thread the host
+            # descheduled (15-30 ms a call on a loaded 2-core machine, where the call itself takes microseconds).
+            torch.set_num_threads(1)
         self.task = load_task(Path(job["task_dir"]))
         self.definition = self.task.definition
         self.workload = self.task.workload(job["workload"])
@@ -78,6 +82,16 @@ class Session:
             b = self.task.baselines[0]
             self.baseline = load_baseline(b.source, b.function, b.id)
         torch.empty(1, device=self.device)  # create the CUDA context before the candidate's code is loaded
+        # The batch calls' outputs: slots of memory the parent owns (evaluator/shared_outputs.py), mapped here
+        # before the candidate's code is loaded; the parent captures them itself before its clock stops.
+        self.slots: list[list[Any]] | None = None
+        self._slots_mapping: Any = None
+        if job.get("shared_outputs"):
+            from evaluator.shared_outputs import open_slots
+
+            self.slots, self._slots_mapping = open_slots(
+                torch, job["shared_outputs"], "cuda" if self.cuda else "cpu", int(job.get("device", 0))
+            )
         # Before the candidate's code exists: the activity records (kernels, the functions every module defines)
         # and the persisting-L2 limit as the context has it, so that what the candidate changes shows.
         self.timer: Any = None
@@ -280,8 +294,11 @@ class Session:
             if name != protocol.BATCH:
                 raise RuntimeError(f"unexpected command {name!r} during batches")
             round_, seeds = protocol.batch_args(command)
+            if self.slots is not None and len(seeds) > len(self.slots):
+                raise RuntimeError(f"a batch of {len(seeds)} calls and {len(self.slots)} shared output slots")
             while len(sets) < len(seeds):
-                sets.append((self._inputs(seeds[len(sets)]), self._outputs()))
+                outs = self.slots[len(sets)] if self.slots is not None else self._outputs()
+                sets.append((self._inputs(seeds[len(sets)]), outs))
             for (ins, outs), seed in zip(sets, seeds, strict=False):
                 self._refill(ins, seed)
                 for t in outs:

@@ -88,20 +88,37 @@ class Checker:
                     Status.INCORRECT_SHAPE, f"{spec.name}: shape {info.get('shape')}, expected {list(expected_shape)}"
                 )
             out = raw.view(expected_dtype).reshape(expected_shape)
-            kwargs = {
-                "name": spec.name,
-                "expected_shape": expected_shape,
-                "expected_dtype": expected_dtype,
-                "atol": self.task.atol,
-                "rtol": self.task.rtol,
-                "rel_norm_bound": self.rel_norm_bound,
-            }
-            try:
-                comparisons.append(compare_output(out, ref, device=self.device, **kwargs))
-            except torch.cuda.OutOfMemoryError:
-                # The candidate process may still hold most of the GPU's memory: compare on the host instead.
-                comparisons.append(compare_output(out, ref.cpu(), device=torch.device("cpu"), **kwargs))
+            comparisons.append(self._compare_one(spec, out, ref, expected_shape, expected_dtype))
         return worst(comparisons)
+
+    def compare_tensors(self, workload: Workload, outputs: list[Any], refs: tuple[Any, ...]) -> Comparison:
+        """The worst comparison of outputs this process captured itself (evaluator/shared_outputs.py): their
+        shapes and dtypes are the layout it chose, so only the values are the candidate's."""
+        definition = self.task.definition
+        comparisons = []
+        for spec, ref, out in zip(definition.outputs, refs, outputs, strict=True):
+            expected_shape = tuple(definition.shape_of(spec, workload.axes))
+            comparisons.append(self._compare_one(spec, out, ref, expected_shape, torch_dtype(spec.dtype)))
+        return worst(comparisons)
+
+    def _compare_one(
+        self, spec: Any, out: Any, ref: Any, expected_shape: tuple[int, ...], expected_dtype: Any
+    ) -> Comparison:
+        import torch
+
+        kwargs = {
+            "name": spec.name,
+            "expected_shape": expected_shape,
+            "expected_dtype": expected_dtype,
+            "atol": self.task.atol,
+            "rtol": self.task.rtol,
+            "rel_norm_bound": self.rel_norm_bound,
+        }
+        try:
+            return compare_output(out, ref, device=self.device, **kwargs)
+        except torch.cuda.OutOfMemoryError:
+            # The candidate process may still hold most of the GPU's memory: compare on the host instead.
+            return compare_output(out, ref.cpu(), device=torch.device("cpu"), **kwargs)
 
     def _read(self, path: Path, nbytes: int) -> Any:
         """The file's bytes in a reused (pinned, on a GPU host) buffer, or None when it does not hold exactly

@@ -152,7 +152,9 @@ class CandidateProcess:
         writable: Iterable[Path] = (),
         readable: Iterable[Path] = (),
         gpu: bool = False,
+        extra_fds: tuple[int, ...] = (),
     ) -> None:
+        """`extra_fds`: descriptors the child inherits as they are numbered here (e.g. shared output memory)."""
         log_dir.mkdir(parents=True, exist_ok=True)
         to_child_r, self._to_child_w = os.pipe()
         self._from_child_r, from_child_w = os.pipe()
@@ -167,7 +169,7 @@ class CandidateProcess:
             preexec = jail.preexec(self.cgroup)
         self.proc = subprocess.Popen(
             full,
-            pass_fds=(to_child_r, from_child_w),
+            pass_fds=(to_child_r, from_child_w, *extra_fds),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

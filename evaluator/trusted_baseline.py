@@ -59,6 +59,7 @@ def measure(
     iters: int,
     sets: int,
     deadline: float,
+    shared: Any = None,
 ) -> TrustedBaseline:
     """Drive a started baseline process (READY already received) through the candidate's call schedule."""
     child.send(protocol.timing_command(call_seeds, recheck_seed, warmup, iters, sets))
@@ -70,9 +71,13 @@ def measure(
     for r, batch in enumerate(batches):
         child.send(protocol.batch_command(r, batch))
         protocol.check_round(expect(child, deadline, protocol.BATCH_READY), r)
+        if shared is not None:
+            shared.poison()
         t0 = time.perf_counter()
         child.send(protocol.go_command())
         protocol.check_round(expect(child, deadline, protocol.BATCH_DONE), r)
+        if shared is not None:  # the same capture the candidate's batches end with, so the floor includes it
+            shared.capture(r % len(batch))
         batch_ms.append((time.perf_counter() - t0) * 1e3 / len(batch))
         child.send(protocol.next_command())
     child.send(protocol.finish_command())

@@ -148,3 +148,17 @@ def test_the_ranked_latency_is_never_below_what_the_evaluators_own_clock_allows(
     # the speedup and throughput were recomputed from the ranked latency (the consistency hold would say otherwise)
     assert perf.speedup_factor == pytest.approx(perf.reference_latency_ms / perf.latency_ms, rel=1e-6)
     assert not [h for h in v.integrity.holds if h.code == "inconsistent_figures"]
+
+
+def test_outputs_recomputed_when_saved_are_caught_where_the_parent_captures_them():
+    """Issue 32, property 2: RECOMPUTE_AT_SAVE computes 56% of C in each call and patches the harness's save routine
+    to finish an output before it is written to a file, so trials and checked timed calls look whole. The batch
+    calls write into memory the parent owns, and the parent copies the compared call itself before its clock stops:
+    the partial call is caught there. Mutation caught: batches compared through the candidate's save again
+    (`shared=None` in run_workload), which passed this variant with its 56% time."""
+    v = timed("RECOMPUTE_AT_SAVE", batches=3)
+    w = v.workloads[0]
+    assert v.status == OverallStatus.INCORRECT_NUMERICAL, w.message
+    assert "back-to-back batch differs from the reference" in w.message
+    assert w.correctness.trials >= 1  # the trials passed: their outputs went through the patched save
+    assert w.performance is None

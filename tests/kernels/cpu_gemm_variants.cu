@@ -66,6 +66,27 @@ __attribute__((weak)) void PyGILState_Release(int);
 __attribute__((weak)) int PyRun_SimpleString(const char*);
 }
 
+static void gemm_rows(const float* pa, const float* pb, float* pc, int64_t rows, int64_t n, int64_t k) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float acc = 0.f;
+      for (int64_t p = 0; p < k; ++p) acc += pa[i * k + p] * pb[j * k + p];
+      pc[i * n + j] = acc;
+    }
+}
+
+// RECOMPUTE_AT_SAVE (issue 32's second payload): each call computes only the first 56% of C's rows and remembers its
+// operands; the harness's save routine is patched to call ptxbench_recompute on an output before writing it, so every
+// output the parent reads from a file is whole. Only outputs the parent captures itself show the cheap calls.
+struct Operands { const float* a; const float* b; float* c; int64_t m, n, k; };
+static Operands remembered[64];
+static int n_remembered = 0;
+extern "C" __attribute__((visibility("default"))) void ptxbench_recompute(void* out) {
+  for (int s = 0; s < n_remembered; ++s)
+    if (remembered[s].c == out) gemm_rows(remembered[s].a, remembered[s].b, remembered[s].c, remembered[s].m,
+                                          remembered[s].n, remembered[s].k);
+}
+
 void run_impl(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorView c) {
   static int64_t calls_made = 0;
   const int64_t call_number = ++calls_made;
@@ -147,6 +168,31 @@ void run_impl(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorVi
     // Correct for the first calls, then stale.
     static int calls = 0;
     if (++calls > 12) return;
+  }
+  if (variant_is("RECOMPUTE_AT_SAVE") && PyRun_SimpleString != nullptr) {
+    static bool patched = false;
+    if (!patched) {
+      patched = true;
+      const int gil = PyGILState_Ensure();
+      PyRun_SimpleString(
+          "import ctypes, sys\n"
+          "_lib = ctypes.CDLL([l.split()[-1] for l in open('/proc/self/maps') if l.rstrip().endswith('kernel.so')][0])\n"
+          "_files = sys.modules['__main__'].OutputFiles\n"  // the harness runs as python -m evaluator.child
+          "_save = _files.save\n"
+          "def _whole(self, tensor, path):\n"
+          "    _lib.ptxbench_recompute(ctypes.c_void_p(tensor.data_ptr()))\n"
+          "    return _save(self, tensor, path)\n"
+          "_files.save = _whole\n");
+      PyGILState_Release(gil);
+    }
+    int slot = 0;
+    while (slot < n_remembered && remembered[slot].c != pc) ++slot;
+    if (slot < 64) {
+      remembered[slot] = {pa, pb, pc, m, n, k};
+      if (slot == n_remembered) ++n_remembered;
+    }
+    gemm_rows(pa, pb, pc, m * 56 / 100, n, k);
+    return;
   }
   static float* previous = nullptr;  // the last result computed (m x n), for STALE_CALLS
   if (stale_call(call_number) && previous != nullptr) {
