@@ -135,20 +135,49 @@ def test_a_page_built_from_the_previous_generation_is_not_cached_as_the_new_one(
     assert "zoe.cu" in client.get(path, params).content.decode()  # not the rendered stale table
 
 
-def test_with_nothing_older_to_show_a_reader_waits_for_the_process_computing(board):
+def _counting_fetches(monkeypatch, on_fetch) -> None:
+    """cache._fetch, with `on_fetch(name, found)` called after every look-up (in the looking thread)."""
+    real_fetch = cache._fetch
+
+    def fetch(store, name):
+        found = real_fetch(store, name)
+        on_fetch(name, found[0])
+        return found
+
+    monkeypatch.setattr(cache, "_fetch", fetch)
+
+
+def test_with_nothing_older_to_show_a_reader_waits_for_the_process_computing(board, monkeypatch):
+    """The other process publishes only once the reader has missed twice (it found the lock held and looked
+    again: it is waiting), so the test shows the wait whatever the machine's load, with no sleep deciding it.
+    Mutation caught: a reader that computes as soon as it finds the lock held (pytest.fail below)."""
+    monkeypatch.setattr(cache, "WAIT_SECONDS", 120.0)  # the reader's patience is not this test's subject
     gen = Generation()
     key = ("test", "waits")
     name = entry_name(KERNELS, gen.tokens[KERNELS], key)
     hold_lock(gen, key)
+    looks: list[bool] = []
+    reader_waiting = threading.Event()
+
+    def on_fetch(looked_up: str, found: bool) -> None:
+        if looked_up == name:
+            looks.append(found)
+            if looks.count(False) >= 2:
+                reader_waiting.set()
+
+    _counting_fetches(monkeypatch, on_fetch)
 
     def other_process_finishes() -> None:
-        time.sleep(0.3)
-        shared_store().set(name, (time.time() + 60, "computed elsewhere"), 60)
+        if reader_waiting.wait(120):
+            shared_store().set(name, (time.time() + 60, "computed elsewhere"), 60)
 
-    threading.Thread(target=other_process_finishes).start()
+    publisher = threading.Thread(target=other_process_finishes)
+    publisher.start()
     assert gen.get(key, lambda: pytest.fail("computed although another process was computing"), scope=KERNELS) == (
         "computed elsewhere"
     )
+    publisher.join(timeout=30)
+    assert looks[:2] == [False, False] and looks[-1] is True  # waited (missed while locked), then read it
     assert not gen.stale
 
 
@@ -159,13 +188,32 @@ def test_a_reader_computes_itself_when_the_computing_process_never_finishes(boar
     assert names(kernel_board(gen, task=GEMM, arch="sm_90a")) == ["alice.cu"]
 
 
-def test_concurrent_readers_of_a_new_generation_compute_it_once(board):
+def test_concurrent_readers_of_a_new_generation_compute_it_once(board, monkeypatch):
+    """Four readers of a value nobody has: one computes, and it finishes only once the three others have each missed
+    twice (they found its lock and are waiting): the overlap is proved by a barrier, not hoped for from a sleep."""
+    monkeypatch.setattr(cache, "WAIT_SECONDS", 120.0)  # waiting readers never give up and compute in this test
     tokens = Generation().tokens
     calls, results = [], []
+    misses: dict[int, int] = {}
+    computer: list[int] = []
+    others_waiting = threading.Event()
+    guard = threading.Lock()
+
+    def on_fetch(_name: str, found: bool) -> None:
+        with guard:
+            if not found:
+                misses[threading.get_ident()] = misses.get(threading.get_ident(), 0) + 1
+            waiting = [t for t, n in misses.items() if n >= 2 and t not in computer]
+            if computer and len(waiting) >= 3:
+                others_waiting.set()
+
+    _counting_fetches(monkeypatch, on_fetch)
 
     def compute() -> str:
+        with guard:
+            computer.append(threading.get_ident())
         calls.append(1)
-        time.sleep(0.3)
+        assert others_waiting.wait(120), "the other readers never came to wait"
         return "the value"
 
     def reader() -> None:
@@ -175,7 +223,8 @@ def test_concurrent_readers_of_a_new_generation_compute_it_once(board):
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=30)
+        thread.join(timeout=150)
+    assert others_waiting.is_set()
     assert results == ["the value"] * 4
     assert len(calls) == 1
 

@@ -120,7 +120,9 @@ def test_a_sandboxed_compile_extracts_the_kernels_cubin_and_records_its_digest(t
 def test_a_process_that_misses_a_key_another_is_compiling_waits_for_its_entry(tmp_path):
     """Two workers that miss the same source at once: the second waits for the first one's entry instead of
     compiling it again (its verdict says `cached`). Here the test itself plays the first worker: it holds the
-    key's lock, lets the second start and miss, then stores the entry and lets go."""
+    key's lock, lets the second start and miss, then stores the entry and lets go. The store happens only once the
+    second process holds the key's lock file open (seen in /proc/PID/fd): it has missed and is waiting, whatever
+    the machine's load, so the overlap is proved rather than assumed from a sleep."""
     import json
     import subprocess
     import sys
@@ -150,13 +152,31 @@ def test_a_process_that_misses_a_key_another_is_compiling_waits_for_its_entry(tm
         second = subprocess.Popen(
             [sys.executable, "-c", script, str(tmp_path / "second")], stdout=subprocess.PIPE, text=True
         )
-        deadline = time.monotonic() + 120
-        while not (tmp_path / "second" / "kernel.cu").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)  # it has written its source: its first look into the cache comes next
-        time.sleep(1.5)  # past that look (a miss); a compile of its own would take longer than this
+        lock = cache / f".lock-{key}"
+        deadline = time.monotonic() + 300
+        while not _holds_open(second.pid, lock) and second.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)  # an event, not a guess: the second process opens the lock file after its miss
+        assert _holds_open(second.pid, lock), "the second process never came to wait on the key's lock"
         assert compile_cache.store(cache, key, built.result, built.library, built.cubin, built.preprocessed)
         assert second.poll() is None, "the second process did not wait for the key's lock"
     out, _ = second.communicate(timeout=120)
     assert second.returncode == 0
     assert json.loads(out.strip().splitlines()[-1]) == {"ok": True, "cached": True}
     assert not list(cache.glob(".lock-*"))  # the lock file is gone with its holder
+
+
+def _holds_open(pid: int, path: Path) -> bool:
+    """Whether process `pid` has `path` open (one of its /proc/PID/fd links points at it)."""
+    import os
+
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == str(path):
+                return True
+        except OSError:
+            continue
+    return False
