@@ -2,7 +2,7 @@
 
 The timing method itself lives in evaluator/timing.py (run in the candidate process); this module only
 summarises its samples (evaluator/stats.py), the speedup over the library baseline with its bootstrap
-interval, and the throughput against the task's FLOPs and the GPU's measured peak.
+interval, and the throughput (the task's FLOPs over the latency) against the GPU's datasheet peak (evaluator/peaks.py).
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ def performance_from_timing(
     """`message` is a timing event (evaluator.protocol.timing_event) already checked by protocol.check_timing.
 
     `baseline` is the id of the task's speedup reference, `flops` the task's FLOPs for this workload,
-    `peak_tflops` the measured bf16 dense peak (None when unknown), `workload` the uuid for notes.
+    `peak_tflops` the GPU's datasheet dense BF16 peak (evaluator/peaks.py; None when unknown), `workload` the uuid
+    for notes.
     """
     notes = []
     method = message["method"]

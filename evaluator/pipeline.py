@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluator import peaks
 from evaluator.arch_stage import run_arch_stage
 from evaluator.arches import get_arch
 from evaluator.build_stages import compile_stage, sass_stage, trusted_sass_path
@@ -307,7 +308,12 @@ def _gpu_stages(setup: CandidateSetup, arch: str, run_seed: bytes, opts: Options
                 batch_calls=opts.batch_calls,
             ),
             timing=TimingRequest(
-                opts.warmup, opts.iters, v.environment.peak_bf16_tflops, v.environment.gpu_uuid, opts.timing_sets
+                # "of peak" is over the GPU's datasheet peak (evaluator/peaks.py), never the matmul rate measured here
+                opts.warmup,
+                opts.iters,
+                peaks.peak_tflops(v.environment.gpu_name),
+                v.environment.gpu_uuid,
+                opts.timing_sets,
             )
             if timing
             else None,

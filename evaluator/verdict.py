@@ -172,7 +172,7 @@ class Performance:
     candidate: TimingStats | None = None
     reference: TimingStats | None = None
     tflops: float | None = None  # task FLOPs / candidate median
-    fraction_of_peak: float | None = None  # tflops / measured bf16 dense peak
+    fraction_of_peak: float | None = None  # tflops / the GPU's datasheet dense BF16 peak (evaluator/peaks.py)
     # Who measured `reference`: "trusted process" (a process that loads no submission code, issue 32) or, in
     # verdicts before it, the candidate's own process ("candidate process").
     reference_measured_by: str | None = field(default=None, metadata={"added": "issue 32"})
@@ -243,7 +243,9 @@ class Environment:
     sm_clock_mhz_before: int | None = None
     sm_clock_mhz_after: int | None = None
     l2_bytes: int | None = None
-    peak_bf16_tflops: float | None = None  # measured once per evaluation process, see docs/performance.md
+    # An 8192³ bf16 torch.matmul measured once per evaluation process (cuBLAS's rate, docs/performance.md): a record
+    # of the machine, not the denominator of fraction_of_peak (evaluator/peaks.py is).
+    peak_bf16_tflops: float | None = None
     timing_method: str | None = None
 
 

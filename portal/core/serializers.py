@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from evaluator import peaks
 from portal.leaderboard import ranking
 
 # What an evaluation measured, by canonical name (the Evaluation model's column names).
@@ -56,7 +57,7 @@ def measurement(obj: Any, *, arch: str) -> dict[str, Any]:
         "speedup_ci_low": obj.speedup_ci_low,
         "speedup_ci_high": obj.speedup_ci_high,
         "tflops": obj.tflops,
-        "peak_fraction": obj.peak_fraction,
+        "peak_fraction": obj.peak_fraction,  # tflops over the GPU's datasheet dense BF16 peak (evaluator/peaks.py)
         "gpu_name": obj.gpu_name,
     }
 
@@ -83,6 +84,8 @@ def evaluation_result(evaluation) -> dict[str, Any]:
             "baseline_latency_ms": evaluation.baseline_latency_ms,
             "review_state": evaluation.review_state or None,
             "review_reason": evaluation.review_reason or None,
+            "peak_tflops": peaks.peak_tflops(evaluation.gpu_name),  # the denominator of peak_fraction
+            "is_synthetic": evaluation.submission.is_synthetic,
         }
     )
 
@@ -96,11 +99,14 @@ KERNEL_FIELDS = (
     "language",
     "group",
     *MEASUREMENT_FIELDS,
+    "peak_tflops",
     "badge",
     "finished_at",
     "evaluation_id",
     "submission_id",
     "source_sha256",
+    "held_reason",
+    "is_synthetic",
 )
 
 
@@ -115,11 +121,14 @@ def kernel_entry(row: ranking.KernelRow) -> dict[str, Any]:
         "language": row.language,
         "group": row.group,
         **measurement(row, arch=row.arch),
+        "peak_tflops": peaks.peak_tflops(row.gpu_name),  # the denominator of peak_fraction (evaluator/peaks.py)
         "badge": row.badge,
         "finished_at": iso(row.finished_at),
         "evaluation_id": row.evaluation_id,
         "submission_id": row.submission_id,
         "source_sha256": row.source_sha256,
+        "held_reason": row.held_reason or None,  # group "held": why the row is not ranked
+        "is_synthetic": row.is_synthetic,  # made up by seed_leaderboard, never measured
     }
 
 
@@ -140,6 +149,7 @@ RUN_FIELDS = (
     "speedup",
     "tokens",
     "complete",
+    "is_synthetic",
 )
 
 
@@ -163,6 +173,7 @@ def run_entry(row: ranking.ModelRow | ranking.SummaryRow) -> dict[str, Any]:
         "speedup": row.speedup,
         "tokens": row.tokens,
         "complete": row.complete,
+        "is_synthetic": row.is_synthetic,
     }
     if isinstance(row, ranking.SummaryRow):
         record.update(
@@ -199,6 +210,7 @@ MODEL_FIELDS = (
     "tokens",
     "complete",
     "latest_run_id",
+    "is_synthetic",
 )
 
 
@@ -227,6 +239,7 @@ def model_entry(group: ranking.ModelGroup, *, with_runs: bool = True) -> dict[st
         "tokens": group.tokens,
         "complete": group.complete,
         "latest_run_id": group.run_id,
+        "is_synthetic": group.is_synthetic,  # some of its runs were made up by seed_leaderboard
     }
     if with_runs:
         record["runs"] = [run_entry(r) for r in group.runs]

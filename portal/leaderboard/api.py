@@ -68,7 +68,9 @@ def kernels(request: HttpRequest) -> HttpResponse:
     query = BoardQuery(
         arch=query.arch, task=query.task, k=query.k, gpu=query.gpu, sort="-speedup", language=query.language
     )
-    extra = {"show": "all" if show_all else "verified"}
+    held = selectors.held_kernels(gen, task=query.task, arch=query.arch, gpu=query.gpu, language=query.language)
+    # Held rows are never ranked and never in `rows`; the JSON lists them apart, each with its held_reason.
+    extra = {"show": "all" if show_all else "verified", "held": [serializers.kernel_entry(r) for r in held]}
     return _table(
         request, name="kernels", query=query, records=records, columns=list(serializers.KERNEL_FIELDS), extra=extra
     )

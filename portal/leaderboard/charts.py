@@ -491,7 +491,7 @@ def distribution_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
     references, controls = [], []
     for task, rows in boards.items():
         for r in rows:
-            if r.is_reference and r.speedup is not None:
+            if r.is_reference and r.speedup is not None and not r.held_reason:
                 point = {"task": task, "name": r.name, "speedup": r.speedup}
                 (controls if r.is_negative_control else references).append(point)
     return {

@@ -144,7 +144,13 @@ def compare_models(gen: Generation, query: BoardQuery, a: str, b: str) -> dict[s
             raise NotFound(f"no visible run of model {name!r} on {where}")
         newest = max(rows_at_k, key=lambda r: (r.created_at, r.run_id))
         models.append(
-            {"key": name, "model": newest.model, "model_id": newest.model_id, "languages": list(_languages(rows_at_k))}
+            {
+                "key": name,
+                "model": newest.model,
+                "model_id": newest.model_id,
+                "languages": list(_languages(rows_at_k)),
+                "is_synthetic": any(r.is_synthetic for r in rows_at_k),
+            }
         )
     table, unrun = [], []
     for task in tasks:
@@ -275,6 +281,7 @@ def _kernel_side(evaluation: Evaluation) -> dict[str, Any]:
         "latency_ms": evaluation.latency_ms,
         "baseline_latency_ms": evaluation.baseline_latency_ms,
         "review_state": evaluation.review_state or None,
+        "is_synthetic": submission.is_synthetic,
     }
 
 

@@ -98,10 +98,16 @@ def to_csv(records: Iterable[dict[str, Any]], columns: list[str]) -> bytes:
 
 
 def trace_lines(
-    *, definition: str, solution: str, verdict: dict[str, Any] | None, workloads: dict[str, dict[str, Any]]
+    *,
+    definition: str,
+    solution: str,
+    verdict: dict[str, Any] | None,
+    workloads: dict[str, dict[str, Any]],
+    is_synthetic: bool = False,
 ) -> list[dict[str, Any]]:
     """One FlashInfer Trace record per workload result of a verdict. `workloads` maps workload uuid to its
-    catalog entry ({"axes", "inputs"}), since verdicts keep only the axes."""
+    catalog entry ({"axes", "inputs"}), since verdicts keep only the axes. `is_synthetic` (a made-up row of the
+    demo seed) is on every record, as in every other export."""
     if not verdict:
         return []
     env = verdict.get("environment") or {}
@@ -126,6 +132,7 @@ def trace_lines(
                     "inputs": known.get("inputs") or {},
                 },
                 "solution": solution,
+                "is_synthetic": is_synthetic,
                 "evaluation": {
                     "status": result.get("status"),
                     "log": (result.get("message") or "")[:2000],

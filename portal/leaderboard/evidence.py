@@ -45,6 +45,7 @@ def traces_jsonl(evaluations: list[Evaluation]) -> bytes:
                 solution=solution_name(submission),
                 verdict=evaluation.verdict,
                 workloads=catalogs[submission.task_id],
+                is_synthetic=submission.is_synthetic,
             )
         )
     return to_jsonl(lines)
@@ -100,6 +101,7 @@ def submission_bundle(submission: Submission) -> bytes:
             "submitter": submission.user.username if submission.user else "",
             "source_sha256": submission.source_sha256,
             "created_at": submission.created_at,
+            "is_synthetic": submission.is_synthetic,
         },
         "evaluations": [_evaluation_meta(e) for e in evaluations],
         "environment": environment_of(finished[-1].verdict) if finished else {},
@@ -194,6 +196,7 @@ def run_bundle(run) -> bytes:
             "finished_at": run.finished_at,
             "trajectories_per_task": run.trajectories_per_task,
             "turns": run.turns,
+            "is_synthetic": run.is_synthetic,
         },
         "environment": environment,
     }

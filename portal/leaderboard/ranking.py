@@ -26,6 +26,20 @@ TURN_LIMITS = (1, 4, 8)  # the k a model leaderboard can be read at
 # not_requested. Only `verified` ranks; the others are grouped behind ?show=all in this order.
 ARCH_STATES = ("verified", "token", "not_executed", "absent", "not_requested", "profile_error")
 RANKED_STATE = "verified"
+# A correct row held for review (its reason shown) is a board section of its own, after the verified one.
+HELD_GROUP = "held"
+BOARD_GROUPS = (RANKED_STATE, HELD_GROUP, *ARCH_STATES[1:])
+
+# The status of a row people see, in one set of words on every page (badges, section heads, notes), the API and
+# the exports: measured on a GPU and ranked; held, always with its reason; static-only (compiled, never measured:
+# never on a public board or chart, shown to its owner); synthetic (made up by the demo seed, marked on each row).
+ROW_STATUS = {
+    "ranked": "measured on a GPU and ranked",
+    "held": "held for review: measured, but not ranked until the reason beside it is resolved",
+    "static-only": "compiled and checked on the CPU stages only, never measured on a GPU: not on public boards "
+    "or charts (its owner sees it)",
+    "synthetic": "made up by the demo seed (seed_leaderboard), never measured",
+}
 
 # What each state means, for legends and tooltips.
 ARCH_STATE_MEANING = {
@@ -128,6 +142,8 @@ class KernelRow:
     # A reference row's role (evaluator/solutions.py ROLES): "expert", or "negative_control" for a kernel written to
     # fail the instruction check, never labelled or plotted as an expert reference; "" for everyone else's kernels.
     reference_role: str = ""
+    is_synthetic: bool = False  # made up by seed_leaderboard, never measured: marked on its row and in every export
+    held_reason: str = ""  # why the row is held for review (then unranked, in the held section); "" when not held
 
     @property
     def is_expert_reference(self) -> bool:
@@ -150,12 +166,17 @@ class KernelRow:
 
     @property
     def group(self) -> str:
-        """The board section the row belongs to: its architecture state."""
-        return arch_state(self.arch_status)
+        """The board section the row belongs to: "held" when held for review, else its architecture state."""
+        return HELD_GROUP if self.held_reason else arch_state(self.arch_status)
 
     @property
     def verdict_phrase(self) -> str:
         return verdict_phrase(self.status, self.arch_status, self.arch_full, self.arch)
+
+
+def speed_order(row: KernelRow) -> tuple:
+    """Fastest first (the order inside every board section)."""
+    return _speed_order(row)
 
 
 def _speed_order(row: KernelRow) -> tuple:
@@ -166,16 +187,16 @@ def _speed_order(row: KernelRow) -> tuple:
 
 
 def _board_order(row: KernelRow) -> tuple:
-    # Verified first, then each other state as a block in ARCH_STATES order; by speed inside a block.
-    return (ARCH_STATES.index(row.group), *_speed_order(row))
+    # Verified first, then the held rows, then each other state as a block in ARCH_STATES order; by speed inside.
+    return (BOARD_GROUPS.index(row.group), *_speed_order(row))
 
 
 def rank_kernels(rows: Iterable[KernelRow]) -> list[KernelRow]:
     """The kernel board: keep the fastest evaluation of each distinct source (per kind); verified kernels
     first, by speed, with competition ranks for user kernels (equal speedups share a rank: 1, 1, 3); then
     the other correct kernels grouped by architecture state (never interleaved with the verified ones),
-    unranked. Reference rows are placed like the others but carry no rank. Held or rejected evaluations
-    never reach this function (selectors leave them out)."""
+    unranked. Reference rows are placed like the others but carry no rank. Held rows (held_reason) are never
+    ranked and come right after the verified ones; rejected evaluations never reach this function."""
     best: dict[tuple[bool, str], KernelRow] = {}
     for row in rows:
         key = (row.is_reference, row.source_sha256)
@@ -206,17 +227,21 @@ class BoardSection:
     rows: list[KernelRow]
 
 
-def board_sections(rows: list[KernelRow], *, show_all: bool) -> tuple[BoardSection, list[BoardSection]]:
-    """Split a ranked board into the verified section (always shown) and the others by state (shown with
-    ?show=all); an empty state gets no section."""
+def board_sections(
+    rows: list[KernelRow], *, show_all: bool, held: list[KernelRow] = ()
+) -> tuple[BoardSection, list[BoardSection]]:
+    """Split a ranked board into the verified section (always shown), the held rows (always shown, each with its
+    reason) and the others by state (shown with ?show=all); an empty state gets no section."""
     verified = BoardSection(
         RANKED_STATE, ARCH_STATE_MEANING[RANKED_STATE], [r for r in rows if r.group == RANKED_STATE]
     )
+    held = BoardSection(HELD_GROUP, ROW_STATUS["held"], [*held, *(r for r in rows if r.group == HELD_GROUP)])
     others = [
         BoardSection(state, ARCH_STATE_MEANING[state], [r for r in rows if r.group == state])
         for state in ARCH_STATES[1:]
     ]
-    return verified, [s for s in others if s.rows] if show_all else []
+    # The held rows are always listed, each with its reason: a board never hides that it holds something.
+    return verified, [s for s in [held, *(others if show_all else [])] if s.rows]
 
 
 def visible_rows(rows: list[KernelRow], *, show_all: bool) -> list[KernelRow]:
@@ -261,6 +286,7 @@ class ModelRow:
     complete: bool  # every trajectory of this task stopped: the numbers are final
     run_finished: bool = True  # the run as a whole stopped (done, failed or cancelled)
     language: str = "cuda"  # the kernel language the run wrote ("cuda", "triton")
+    is_synthetic: bool = False  # a made-up run (seed_leaderboard): marked on its row and in every export
 
     @property
     def speedup(self) -> float | None:
@@ -298,6 +324,7 @@ class SummaryRow:
     complete: bool
     per_task_speedup: dict[str, float | None] = field(default_factory=dict)
     language: str = "cuda"  # the run's kernel language
+    is_synthetic: bool = False
 
     @property
     def speedup(self) -> float | None:
@@ -349,6 +376,7 @@ def summarise_run(rows: list[ModelRow]) -> SummaryRow:
         complete=first.run_finished and all(r.complete for r in rows),
         per_task_speedup={r.task: r.best_speedup for r in rows},
         language=first.language,
+        is_synthetic=first.is_synthetic,
     )
 
 
@@ -426,6 +454,7 @@ class ModelGroup:
     language: str = "cuda"  # the kernel language of every run in the group
     speedup_values: tuple[float, ...] = ()  # each run's speedup (runs with one), newest first
     arch_rate_values: tuple[float, ...] = ()  # each run's correct-plus-verified rate, newest first
+    is_synthetic: bool = False  # some of its runs were made up (seed_leaderboard)
 
     @property
     def n_runs(self) -> int:
@@ -489,6 +518,7 @@ def group_by_model(rows: Iterable[ModelRow | SummaryRow], arch: str | None = Non
                 language=language,
                 speedup_values=tuple(r.speedup for r in runs if r.speedup is not None),
                 arch_rate_values=tuple(v for v in arch_rates if v is not None),
+                is_synthetic=any(r.is_synthetic for r in runs),
             )
         )
     return out

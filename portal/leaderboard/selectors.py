@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from django.apps import apps
@@ -137,10 +137,11 @@ def reference_role(task: str, name: str) -> str:
     return _reference_roles(str(settings.TASKS_DIR)).get((task, name), "expert")
 
 
-def _visible_evaluations():
-    """Finished, correct public evaluations that may be shown: not hidden, not from banned users, not held or
-    rejected by review; a kernel upload also needs its hidden ranked check (secret seed) passed. Model turns
-    (kind agent) rank on the model leaderboard instead."""
+def _visible_evaluations(*, held: bool = False):
+    """Finished, correct public evaluations that may be shown: not hidden, not from banned users, not rejected by
+    review, and held for review only when `held` (the board lists those apart, with the reason); a kernel upload
+    also needs its hidden ranked check (secret seed) passed. Model turns (kind agent) rank on the model
+    leaderboard instead."""
     ranked_check_passed = Exists(
         Evaluation.objects.filter(
             submission=OuterRef("submission"),
@@ -158,35 +159,57 @@ def _visible_evaluations():
             purpose=Evaluation.Purpose.PUBLIC,
             submission__is_hidden=False,
         )
-        .exclude(review_state__in=[Evaluation.ReviewState.HELD, Evaluation.ReviewState.REJECTED])
+        .exclude(review_state__in=[Evaluation.ReviewState.REJECTED] + ([] if held else [Evaluation.ReviewState.HELD]))
         .exclude(Q(submission__user__profile__is_banned=True))
     )
 
 
 def _kernel_rows(*, arch: str) -> dict[str, list[KernelRow]]:
     """Every visible correct evaluation on one architecture, by task slug: one query serves all its boards."""
-    values = (
-        _visible_evaluations()
-        .filter(submission__arch=arch)
-        .values(
-            "id",
-            "submission__task__slug",
-            "submission_id",
-            "submission__name",
-            "submission__user__username",
-            "submission__kind",
-            "submission__language",
-            "submission__source_sha256",
-            "arch_status",
-            "arch_full",
-            "speedup",
-            "speedup_ci_low",
-            "speedup_ci_high",
-            "tflops",
-            "peak_fraction",
-            "gpu_name",
-            "finished_at",
+    return _rows_by_task(_visible_evaluations().filter(submission__arch=arch), arch=arch)
+
+
+def held_kernels(gen: Generation, *, task: str, arch: str, gpu: str = "", language: str = "") -> list[KernelRow]:
+    """The correct evaluations of one task and architecture held for review (held_reason set: an implausible
+    figure, an integrity hold such as inconsistent_figures), fastest first, never ranked: the board lists them
+    apart, each with its reason. Not in kernel_board, so its JSON, CSV, charts and datasets stay as they were."""
+
+    def compute() -> list[KernelRow]:
+        held = _visible_evaluations(held=True).filter(
+            submission__arch=arch, submission__task__slug=task, review_state=Evaluation.ReviewState.HELD
         )
+        rows = _rows_by_task(held, arch=arch).get(task, [])
+        if gpu:
+            rows = [r for r in rows if ranking.gpu_model(r.gpu_name, arch) == gpu]
+        if language:
+            rows = [r for r in rows if r.language == language]
+        return [replace(r, rank=None) for r in sorted(rows, key=ranking.speed_order)]
+
+    return gen.get(("held_kernels", task, arch, gpu, language), compute, scope=KERNELS)
+
+
+def _rows_by_task(evaluations, *, arch: str) -> dict[str, list[KernelRow]]:
+    values = evaluations.values(
+        "id",
+        "submission__task__slug",
+        "submission_id",
+        "submission__name",
+        "submission__user__username",
+        "submission__kind",
+        "submission__language",
+        "submission__source_sha256",
+        "submission__is_synthetic",
+        "arch_status",
+        "arch_full",
+        "speedup",
+        "speedup_ci_low",
+        "speedup_ci_high",
+        "tflops",
+        "peak_fraction",
+        "gpu_name",
+        "finished_at",
+        "review_state",
+        "review_reason",
     )
     by_task: dict[str, list[KernelRow]] = defaultdict(list)
     for v in values:
@@ -211,6 +234,10 @@ def _kernel_rows(*, arch: str) -> dict[str, list[KernelRow]]:
                 language=v["submission__language"],
                 reference_role=reference_role(v["submission__task__slug"], v["submission__name"])
                 if v["submission__kind"] == Submission.Kind.REFERENCE
+                else "",
+                is_synthetic=v["submission__is_synthetic"],
+                held_reason=(v["review_reason"] or "held for an admin's review")
+                if v["review_state"] == Evaluation.ReviewState.HELD
                 else "",
             )
         )
@@ -305,6 +332,7 @@ def _model_rows(*, arch: str, k: int) -> dict[str, list[ModelRow]]:
             "run__gpu_name",
             "run__state",
             "run__language",
+            "run__is_synthetic",
             "task__slug",
             "trajectories",
             "correct",
@@ -335,6 +363,7 @@ def _model_rows(*, arch: str, k: int) -> dict[str, list[ModelRow]]:
                 complete=bool(v["complete"]),
                 run_finished=v["run__state"] not in ModelRun.ACTIVE_STATES,
                 language=v["run__language"],
+                is_synthetic=v["run__is_synthetic"],
             )
         )
     return dict(by_task)

@@ -142,9 +142,10 @@ def kernel_leaderboard(request: HttpRequest) -> HttpResponse:
     context = _filters(gen, query)
     rows = selectors.kernel_board(gen, task=query.task, arch=query.arch, gpu=query.gpu, language=query.language)
     context["show_language"] = True
-    context["verified"], context["sections"] = ranking.board_sections(rows, show_all=show_all)
+    held = selectors.held_kernels(gen, task=query.task, arch=query.arch, gpu=query.gpu, language=query.language)
+    context["verified"], context["sections"] = ranking.board_sections(rows, show_all=show_all, held=held)
     context["show_all"] = show_all
-    context["others_count"] = sum(1 for r in rows if r.group != ranking.RANKED_STATE)
+    context["others_count"] = sum(1 for r in rows if r.group not in (ranking.RANKED_STATE, ranking.HELD_GROUP))
     context["charts"] = _chart_blocks(gen, query, ("distribution",))
     context["query_string"] = _query_string(query, sort="", k="")
     context["show_query_string"] = _query_string(query, sort="", k="", show="all")

@@ -5,6 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from evaluator import peaks
+from evaluator.integrity import consistency_hold
+
 
 def _headline(verdict: dict[str, Any], headline: str | None) -> dict[str, Any] | None:
     """The workload that speaks for the verdict: the task's headline one when evaluated, else the largest."""
@@ -53,11 +56,25 @@ def summarise_verdict(
             latency_ms=perf.get("latency_ms"),
             baseline_latency_ms=perf.get("reference_latency_ms"),
             tflops=perf.get("tflops"),
-            peak_fraction=perf.get("fraction_of_peak"),
+            # One denominator everywhere (evaluator/peaks.py): recomputed from the throughput, never taken from the
+            # verdict, whose older versions divided by the matmul rate measured on the host.
+            peak_fraction=peaks.fraction_of_peak(perf.get("tflops"), env.get("gpu_name")),
         )
         reasons = []
         if out["peak_fraction"] is not None and out["peak_fraction"] > 1.0:
-            reasons.append(f"achieved {out['tflops']:.0f} TFLOP/s is above the GPU's measured peak")
+            reasons.append(f"achieved {out['tflops']:.0f} TFLOP/s is above the GPU's datasheet peak")
+        # Speedup and latencies must describe one measurement (the evaluator holds such a verdict itself since
+        # issue 32; older or imported verdicts are checked here with the same rule).
+        figures = consistency_hold(
+            latency_ms=out["latency_ms"],
+            reference_latency_ms=out["baseline_latency_ms"],
+            speedup=out["speedup"],
+            tflops=None,
+            flops=None,
+        )
+        held_codes = {h.get("code") for h in (verdict.get("integrity") or {}).get("holds") or [] if isinstance(h, dict)}
+        if figures is not None and figures.code not in held_codes:
+            reasons.append(f"integrity ({figures.code}): {figures.message}")
         if out["speedup"] is not None and out["speedup"] > plausible_speedup_max:
             reasons.append(f"speedup {out['speedup']:.2f}x is above the plausibility bound {plausible_speedup_max:g}x")
     else:

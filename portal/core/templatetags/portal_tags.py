@@ -85,6 +85,28 @@ def human_count(value) -> str:
     return ranking.human_count(value)
 
 
+@register.simple_tag
+def status_badge(word: str) -> str:
+    """A row's status in the one vocabulary of ranking.ROW_STATUS ("ranked", "held", "static-only", "synthetic"),
+    as a badge whose title says what the word means. format_html escapes every part."""
+    from django.utils.html import format_html
+
+    from portal.leaderboard.ranking import ROW_STATUS
+
+    return format_html(
+        '<span class="badge status status-{}" title="{}">{}</span>', word, ROW_STATUS.get(word, ""), word
+    )
+
+
+@register.filter
+def datasheet_peak(gpu_name: str) -> str:
+    """The denominator of every "of peak": the GPU's datasheet dense BF16 peak, "989.4 TFLOP/s" (evaluator/peaks.py)."""
+    from evaluator import peaks
+
+    peak = peaks.peak_tflops(gpu_name)
+    return f"{peak:g} TFLOP/s" if peak else "unknown"
+
+
 @register.filter
 def sig(value, digits: int = 3) -> str:
     """A number for reading: `digits` significant digits (1.11, 0.910, 523; 3 unless given), "—" for None. Pages

@@ -2,16 +2,23 @@
 the defaults a realistic volume for the leaderboard benchmark (bench/leaderboard_bench.py). Model runs with
 trajectories, turns, turn evaluations and their metrics, and kernel submissions with evaluations. Every row is
 flagged `is_synthetic` (pages then show a "synthetic demo" banner) and its figures stay physical: TFLOP/s below
-the GPU's dense peak, speedups from a fraction of peak over the library's. Never run it on a production database."""
+the GPU's datasheet peak (evaluator/peaks.py, the one denominator of "of peak"), speedups from a fraction of peak
+over the library's, and the library's rate on a task taken from the committed reference verdicts where there are
+some (docs/verdicts), so that a made-up row's speedup and TFLOP/s agree with the measured reference rows beside it.
+Figures are kept unrounded, like measured ones. Never run it on a production database."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import time
 import uuid
 from datetime import timedelta
+from pathlib import Path
+from statistics import median
 
+from django.conf import settings
 from django.contrib.auth.hashers import make_password
 from django.contrib.auth.models import User
 from django.core.management import call_command
@@ -19,6 +26,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.utils import timezone
 
+from evaluator import peaks
 from evaluator.arches import ARCHES
 from portal.accounts.models import Profile
 from portal.catalog.models import Task
@@ -36,8 +44,8 @@ MODELS = [
     "MiniMaxAI/MiniMax-M2",
 ]
 BATCH = 2000
-# Dense BF16 tensor-core peak (TFLOP/s) of each GPU the seed names: no made-up kernel goes above it.
-PEAK_TFLOPS = {"NVIDIA H100 80GB HBM3": 989.0, "NVIDIA H200": 989.0, "NVIDIA B200": 2250.0}
+# Datasheet dense BF16 peak (TFLOP/s) of each GPU the seed names (evaluator/peaks.py): no made-up kernel goes above it.
+PEAK_TFLOPS = {name: peaks.peak_tflops(name) for name in ("NVIDIA H100 80GB HBM3", "NVIDIA H200", "NVIDIA B200")}
 LIBRARY_FRACTION = (0.45, 0.75)  # the library's share of peak on a task, drawn once per task
 DEMO = {"runs": 16, "trajectories": 2, "turns": 8, "kernels": 600, "users": 8}  # --demo: one small set
 
@@ -46,7 +54,36 @@ def physical_figures(rng: random.Random, library_fraction: float, gpu: str) -> t
     """(speedup, tflops, peak_fraction) of a made-up correct kernel: a share of the GPU's peak between 3% and
     92% (a smooth beta draw, no pile-up at the cap), the speedup being that share over the library's."""
     fraction = 0.03 + 0.89 * rng.betavariate(2.2, 2.8)
-    return round(fraction / library_fraction, 4), round(fraction * PEAK_TFLOPS[gpu], 1), round(fraction, 4)
+    return fraction / library_fraction, fraction * PEAK_TFLOPS[gpu], fraction
+
+
+def measured_library_fractions(verdicts_dir: Path, tasks: list[Task]) -> dict[int, float]:
+    """Task id -> the library's share of the datasheet peak, from the committed reference verdicts (each verdict's
+    headline TFLOP/s over its speedup is the library's rate; the median over a task's verdicts)."""
+    from portal.submissions.summary import summarise_verdict
+
+    try:
+        index = json.loads((verdicts_dir / "index.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    by_slug = {t.slug: t for t in tasks}
+    shares: dict[int, list[float]] = {}
+    for entry in index if isinstance(index, list) else []:
+        task = by_slug.get(str(entry.get("task")))
+        try:
+            verdict = json.loads((verdicts_dir / str(entry.get("verdict"))).read_text())
+        except (OSError, ValueError, TypeError):
+            continue
+        if task is None or not isinstance(verdict, dict):
+            continue
+        headline = task.workloads.filter(is_headline=True).values_list("uuid", flat=True).first()
+        row = summarise_verdict(
+            verdict, headline_workload=str(headline) if headline else None, plausible_speedup_max=1e9
+        )
+        peak = peaks.peak_tflops(row["gpu_name"])
+        if row["tflops"] and row["speedup"] and peak:
+            shares.setdefault(task.id, []).append(row["tflops"] / row["speedup"] / peak)
+    return {task_id: median(values) for task_id, values in shares.items()}
 
 
 class Command(BaseCommand):
@@ -77,6 +114,7 @@ class Command(BaseCommand):
             raise CommandError("no tasks: sync_tasks found none")
         rng = random.Random(opts["seed"])
         library = {task.id: rng.uniform(*LIBRARY_FRACTION) for task in tasks}
+        library.update(measured_library_fractions(Path(settings.REFERENCE_VERDICTS_DIR), tasks))
         started = time.monotonic()
         now = timezone.now()
         prefix = uuid.uuid4().hex[:6]
@@ -299,4 +337,4 @@ def _figures_of(speedup: float | None, library_fraction: float, gpu: str) -> tup
     if speedup is None:
         return None
     fraction = speedup * library_fraction
-    return speedup, round(fraction * PEAK_TFLOPS[gpu], 1), round(fraction, 4)
+    return speedup, fraction * PEAK_TFLOPS[gpu], fraction
