@@ -63,7 +63,7 @@ _FAILURE_PHRASES = {
     "COMPILE_ERROR": "incorrect: did not compile",
     "POLICY_REJECTED": "rejected by the source policy",
     "FOREIGN_KERNEL": "rejected: a kernel not compiled from the submission did the work",
-    "STATIC_ONLY": "compiled only: correctness not checked",
+    "STATIC_ONLY": "static-only: compiled, never measured on a GPU",  # ROW_STATUS["static-only"]
 }
 
 
