@@ -8,7 +8,7 @@
 #           baseline by the evaluator's timer), the Triton GPU tests (references and the 17 starters); ~7 minutes.
 #   cost    bench/evaluator_phases.py and bench/evaluator_bench.py on the headline GEMM, the Triton starter tests.
 #   corpus  the whole adversarial corpus twice back to back in one process (tests/adversarial/corpus.py
-#           --repeat 2), started detached so that it outlives one device call: `corpus start`, then
+#           --repeat 2, or CORPUS_REPEAT), started detached so that it outlives one device call: `corpus start`, then
 #           `corpus wait` in the next call (it waits up to WAIT_S and prints the table when done).
 #           Send that next call at once: the device tool gives an idle machine back after ~30 s, and a
 #           fresh machine has no corpus running (`corpus wait` then finds no log).
@@ -102,14 +102,14 @@ fi
 
 if [ "$mode" = corpus ] && [ "$sub" = run ]; then  # in the foreground, within one call (CORPUS_ARGS=--gpu-only)
   env_log > "$WORK/corpus-env.log" 2>&1
-  timeout "${CORPUS_LIMIT:-540}" python3 tests/adversarial/corpus.py --repeat 2 --prebuild 12 ${CORPUS_ARGS:-} \
+  timeout "${CORPUS_LIMIT:-540}" python3 tests/adversarial/corpus.py --repeat ${CORPUS_REPEAT:-2} --prebuild 12 ${CORPUS_ARGS:-} \
     --json "$WORK/corpus.json" > "$WORK/corpus.log" 2>&1
   echo "exit $?" > "$WORK/corpus.done"
   sub=wait
 fi
 if [ "$mode" = corpus ] && [ "$sub" = start ]; then
   env_log > "$WORK/corpus-env.log" 2>&1
-  setsid nohup bash -c "cd '$PWD' && python3 tests/adversarial/corpus.py --repeat 2 --prebuild 12 ${CORPUS_ARGS:-} \
+  setsid nohup bash -c "cd '$PWD' && python3 tests/adversarial/corpus.py --repeat ${CORPUS_REPEAT:-2} --prebuild 12 ${CORPUS_ARGS:-} \
     --json '$WORK/corpus.json' > '$WORK/corpus.log' 2>&1; echo \"exit \$?\" > '$WORK/corpus.done'" \
     >/dev/null 2>&1 < /dev/null &
   sleep 2; echo "corpus started: $(date -u)"

@@ -163,6 +163,13 @@ def judge(entry: dict[str, Any], verdict: Verdict | dict[str, Any]) -> tuple[boo
         latency = perf.get("latency_ms")
         if latency is None or latency < expect["min_latency_ms"]:
             problems.append(f"latency {latency} ms")
+    if status == "PASSED" and (expect.get("max_speedup") is not None or expect.get("latency_from")):
+        perf = (workloads[0].get("performance") or {}) if workloads else {}
+        speedup = perf.get("speedup_factor")
+        if expect.get("max_speedup") is not None and (speedup is None or speedup > expect["max_speedup"]):
+            problems.append(f"speedup {speedup} (at most {expect['max_speedup']} expected)")
+        if expect.get("latency_from") and perf.get("latency_from") not in expect["latency_from"]:
+            problems.append(f"latency from {perf.get('latency_from')!r}")
     tails = " ".join(str(w.get("stdout_tail", "")) + " " + str(w.get("stderr_tail", "")) for w in workloads)
     if expect.get("stdout_contains") and expect["stdout_contains"] not in tails:
         problems.append("stdout lacks " + repr(expect["stdout_contains"]))

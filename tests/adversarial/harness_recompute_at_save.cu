@@ -1,0 +1,104 @@
+// Class "harness rewrite" (issue 32, property 2). Trick: each call computes only the first 56% of C's rows (a
+// cheaper call, so a faster time) and remembers its operands; the harness's save routine is patched from inside
+// the process to finish an output in full just before it is written for the evaluator. Every output read through
+// the candidate process is whole; each timed call did 56% of the work. The evaluator must capture what it
+// compares itself, inside its own clock: the batch calls' outputs live in memory the parent owns and it copies
+// the compared one before its clock stops, so the partial call is caught (or the recompute is timed).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/extra/c_env_api.h>
+#include <tvm/ffi/function.h>
+
+// Honest tiled SIMT GEMM (as tests/kernels/simt_gemm.cu): C[M,N] = A[M,K] @ B[N,K]^T, bf16 in, fp32 accumulate.
+__global__ void gemm_tiled(const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b,
+                           __nv_bfloat16* __restrict__ c, int m, int n, int k) {
+  __shared__ float as[32][33], bs[32][33];
+  const int tx = threadIdx.x, ty = threadIdx.y, row0 = blockIdx.y * 32, col0 = blockIdx.x * 32;
+  float acc[4] = {0.f, 0.f, 0.f, 0.f};
+  for (int k0 = 0; k0 < k; k0 += 32) {
+    for (int r = ty; r < 32; r += 8) {
+      const int ak = k0 + tx;
+      as[r][tx] = (row0 + r < m && ak < k) ? __bfloat162float(a[(size_t)(row0 + r) * k + ak]) : 0.f;
+      bs[r][tx] = (col0 + r < n && ak < k) ? __bfloat162float(b[(size_t)(col0 + r) * k + ak]) : 0.f;
+    }
+    __syncthreads();
+#pragma unroll 8
+    for (int kk = 0; kk < 32; ++kk) {
+      const float bv = bs[tx][kk];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[i] += as[ty * 4 + i][kk] * bv;
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int r = row0 + ty * 4 + i, col = col0 + tx;
+    if (r < m && col < n) c[(size_t)r * n + col] = __float2bfloat16(acc[i]);
+  }
+}
+
+static void launch_gemm(const void* a, const void* b, void* c, int m, int n, int k, cudaStream_t stream) {
+  gemm_tiled<<<dim3((n + 31) / 32, (m + 31) / 32), dim3(32, 8), 0, stream>>>(
+      static_cast<const __nv_bfloat16*>(a), static_cast<const __nv_bfloat16*>(b), static_cast<__nv_bfloat16*>(c), m,
+      n, k);
+}
+
+static cudaStream_t framework_stream(const tvm::ffi::TensorView& t) {
+  return static_cast<cudaStream_t>(TVMFFIEnvGetStream(t.device().device_type, t.device().device_id));
+}
+
+extern "C" {
+__attribute__((weak)) int PyGILState_Ensure(void);
+__attribute__((weak)) void PyGILState_Release(int);
+__attribute__((weak)) int PyRun_SimpleString(const char*);
+}
+
+static bool run_python(const char* code) {
+  if (PyRun_SimpleString == nullptr || PyGILState_Ensure == nullptr || PyGILState_Release == nullptr) return false;
+  const int gil = PyGILState_Ensure();
+  const bool ok = PyRun_SimpleString(code) == 0;
+  PyGILState_Release(gil);
+  return ok;
+}
+
+struct Operands { const void* a; const void* b; void* c; int m, n, k; cudaStream_t stream; };
+static Operands remembered[64];
+static int n_remembered = 0;
+
+extern "C" __attribute__((visibility("default"))) void adv_finish(void* out) {
+  for (int s = 0; s < n_remembered; ++s)
+    if (remembered[s].c == out) {
+      const Operands& o = remembered[s];
+      launch_gemm(o.a, o.b, o.c, o.m, o.n, o.k, o.stream);
+      cudaDeviceSynchronize();
+    }
+}
+
+static const char kPatchSave[] =
+    "import ctypes, sys\n"
+    "_files = sys.modules['__main__'].OutputFiles\n"
+    "if not getattr(_files, '_adv', False):\n"
+    "    _lib = ctypes.CDLL([l.split()[-1] for l in open('/proc/self/maps') if l.rstrip().endswith('.so') and 'kernel' in l.rsplit('/', 1)[-1]][0])\n"
+    "    _save = _files.save\n"
+    "    def _whole(self, tensor, path):\n"
+    "        _lib.adv_finish(ctypes.c_void_p(tensor.data_ptr()))\n"
+    "        return _save(self, tensor, path)\n"
+    "    _files.save, _files._adv = _whole, True\n";
+
+void run_impl(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorView c) {
+  static bool patched = false;
+  if (!patched) patched = run_python(kPatchSave);
+  const int m = a.shape()[0], k = a.shape()[1], n = b.shape()[0];
+  cudaStream_t stream = framework_stream(a);
+  int slot = 0;
+  while (slot < n_remembered && remembered[slot].c != c.data_ptr()) ++slot;
+  if (slot < 64) {
+    remembered[slot] = {a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k, stream};
+    if (slot == n_remembered) ++n_remembered;
+  }
+  launch_gemm(a.data_ptr(), b.data_ptr(), c.data_ptr(), m * 56 / 100, n, k, stream);
+}
+
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run_impl);
