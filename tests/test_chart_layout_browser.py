@@ -61,7 +61,9 @@ def _data():
     lf.turns(runs["b"], GEMM, [[ok, fail, fail]])
     lf.turns(runs["b"], MHA, [[fail, ("PASSED", "verified", 0.9, 500), fail]])
     # Long model names: the legend entries are as wide as real ones ("meta-llama/Llama-4-Maverick · correct + ...").
-    for name in ("meta-llama/Llama-4-Maverick-17B-128E", "Qwen/Qwen3-Coder-480B-A35B-Instruct"):
+    # Seven models in all: on a phone their legend is taller than the plot it goes under.
+    for name in ("meta-llama/Llama-4-Maverick-17B-128E", "Qwen/Qwen3-Coder-480B-A35B-Instruct", "openai/gpt-oss-120b",
+                 "moonshotai/Kimi-K2-Instruct"):  # fmt: skip
         run = lf.model_run(lf.user(name.split("/")[0].lower()), model=name)
         lf.metrics(run, GEMM, 8, 2, 1, 1, 1.1, 500)
         lf.turns(run, GEMM, [[fail, ok], [ok, fail]])

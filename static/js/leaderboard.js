@@ -33,6 +33,20 @@
     });
   }
 
+  // On a narrow screen the legend wraps to about one entry a line and would be taller than the room plotly gives
+  // it (it then scrolls inside the chart, entries out of sight): the figure grows by a line per entry instead.
+  function fitLegend(data, layout, width) {
+    if (!width || width >= 600 || !layout.height || layout.showlegend === false) {
+      return;
+    }
+    var entries = data.filter(function (trace) { return trace.showlegend !== false; }).length;
+    if (entries > 2) {
+      layout.height += 24 * entries; // a line and the gap between legend groups
+      layout.legend = layout.legend || {};
+      layout.legend.maxheight = 24 * entries + 40; // pixels: every entry in sight
+    }
+  }
+
   function drawCharts() {
     if (typeof window.Plotly === "undefined") {
       return;
@@ -46,6 +60,7 @@
       figure.layout = figure.layout || {};
       titleOutside(element, figure.layout);
       shortenLegend(figure.data || [], element.clientWidth);
+      fitLegend(figure.data || [], figure.layout, element.clientWidth);
       window.Plotly.newPlot(element, figure.data || [], figure.layout || {}, {
         responsive: true,
         displaylogo: false,
