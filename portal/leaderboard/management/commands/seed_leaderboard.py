@@ -103,7 +103,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts):
         from portal.agent.metrics import TrajectoryResult, TurnResult, compute_task_metrics
-        from portal.agent.models import METRIC_KS, ModelRun, RunTaskMetrics, Trajectory, Turn
+        from portal.agent.models import ModelRun, RunTaskMetrics, Trajectory, Turn, metric_ks
 
         if opts["demo"]:
             opts.update(DEMO)
@@ -224,7 +224,7 @@ class Command(BaseCommand):
 
             metrics = []
             for (run, task_id), trajectory_results in results.items():
-                for m in compute_task_metrics(trajectory_results, METRIC_KS):
+                for m in compute_task_metrics(trajectory_results, metric_ks(run.turns)):  # every k, as a real run
                     metrics.append(
                         RunTaskMetrics(
                             run=run,
