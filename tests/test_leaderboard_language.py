@@ -55,9 +55,9 @@ def test_a_model_writing_triton_is_its_own_row_with_its_language(client, runs):
     ]
     assert {r["runs"][0]["language"] for r in rows} == {"cuda", "triton"}  # each run's row says it too
     html = client.get("/leaderboard/", {"task": GEMM}).content.decode()
-    assert "<th>Language</th>" in html and 'id="filter-language"' in html
+    assert '<th class="opt">Language</th>' in html and 'id="filter-language"' in html
     assert html.count('data-language="triton"') == 2 and html.count('data-language="cuda"') == 3
-    assert "<td>Triton</td>" in html and "<td>CUDA</td>" in html
+    assert '<td class="opt">Triton</td>' in html and '<td class="opt">CUDA</td>' in html
     assert EVIL not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
 
 

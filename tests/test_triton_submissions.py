@@ -117,7 +117,8 @@ def test_kernel_board_shows_the_language_and_filters_on_it(client, leaderboard_i
     Submission.objects.filter(id=triton.submission_id).update(language="triton")
     leaderboard_changed()
     html = client.get("/leaderboard/kernels/", {"task": lf.GEMM, "arch": "sm_90a"}).content.decode()
-    assert "<th>Language</th>" in html and "<td>Triton</td>" in html and "<td>CUDA</td>" in html
+    assert '<th class="opt">Language</th>' in html and '<td class="opt">Triton</td>' in html
+    assert '<td class="opt">CUDA</td>' in html
     assert 'id="filter-language"' in html
     only = client.get("/leaderboard/kernels/", {"task": lf.GEMM, "arch": "sm_90a", "language": "triton"})
     page = only.content.decode()
