@@ -527,7 +527,7 @@ def _time(
     if hold is not None:
         run.holds.append(hold)
         use_trusted_latency(perf.performance, run.trusted_ms, flops, request.peak_tflops)
-    elif bound_by_trusted_clock(perf.performance, run.trusted_ms, slack, flops, request.peak_tflops):
+    elif bound_by_trusted_clock(perf.performance, run.trusted_ms, floor, flops, request.peak_tflops):
         run.notes.append(
             f"workload {workload.uuid}: latency raised from the candidate process's {perf.performance.in_process_latency_ms:.4g} ms "
             f"to {perf.performance.latency_ms:.4g} ms, the least the evaluator's own clock ({run.trusted_ms:.4g} ms per call) allows"

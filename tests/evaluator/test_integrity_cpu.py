@@ -134,14 +134,13 @@ def test_the_ranked_latency_is_never_below_what_the_evaluators_own_clock_allows(
     is then raised to the trusted clock's floor and the in-process figure kept as a hint. Mutation caught:
     `bound_by_trusted_clock` not called (the ranked latency was the in-process 80%)."""
     from evaluator.performance import trusted_floor_ms
-    from evaluator.trusted_baseline import host_slack_ms
 
     v = timed("UNDER_REPORT", batches=4)
     w = v.workloads[0]
     assert v.status == OverallStatus.PASSED, w.message
     perf = w.performance
     trusted = v.integrity.trusted_ms_per_call[WORKLOAD]
-    floor = trusted_floor_ms(trusted, host_slack_ms(perf.host_floor_ms))
+    floor = trusted_floor_ms(trusted, perf.host_floor_ms)
     assert perf.in_process_latency_ms is not None and perf.in_process_latency_ms < floor
     assert perf.latency_from in (vm.LATENCY_FROM_TRUSTED_BOUND, vm.LATENCY_FROM_TRUSTED_CLOCK)
     assert perf.latency_ms >= floor * 0.999
