@@ -14,7 +14,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "adversarial"))
 
 import corpus  # noqa: E402
 
-KNOWN_EXPECT = {"status", "reason", "arch", "arch_not", "min_latency_ms", "stdout_contains", "stdout_lacks", "held"}
+KNOWN_EXPECT = {
+    "status",
+    "reason",
+    "arch",
+    "arch_not",
+    "min_latency_ms",
+    "stdout_contains",
+    "stdout_lacks",
+    "held",
+    "max_speedup",
+    "latency_from",
+}
 HOLD_CODES = {"timer_disagreement", "host_time", "profile_mismatch", "l2_persistence"}
 
 
@@ -110,6 +121,21 @@ def test_old_fields_behave_as_before():
     e = entry(status=["INCORRECT_NUMERICAL"], reason=["trial 1"], stdout_contains="PASSED")
     assert corpus.judge(e, verdict("INCORRECT_NUMERICAL", message="trial 1 differs", stdout="PASSED!"))[0]
     assert not corpus.judge(e, verdict("INCORRECT_NUMERICAL", message="trial 1 differs", stdout="x"))[0]
+
+
+def test_max_speedup_and_latency_from_judge_what_ranks():
+    """Issue 32's harness-rewrite class: a speedup inflated by a slowed baseline, a latency ranked on the candidate
+    process's own timer when the trusted clock should have bounded it."""
+    v = verdict()
+    v["workloads"][0]["performance"].update(speedup_factor=1.81, latency_from="candidate process timer")
+    assert not corpus.judge(entry(status=["PASSED"], max_speedup=0.5), v)[0]
+    assert not corpus.judge(entry(status=["PASSED"], latency_from=["trusted clock bound", "trusted clock"]), v)[0]
+    v["workloads"][0]["performance"].update(speedup_factor=0.04, latency_from="trusted clock bound")
+    assert corpus.judge(entry(status=["PASSED"], max_speedup=0.5), v)[0]
+    assert corpus.judge(entry(status=["PASSED"], latency_from=["trusted clock bound", "trusted clock"]), v)[0]
+    # a verdict with no speedup cannot satisfy a bound on it
+    del v["workloads"][0]["performance"]["speedup_factor"]
+    assert not corpus.judge(entry(status=["PASSED"], max_speedup=0.5), v)[0]
 
 
 def test_judge_does_not_modify_the_verdict():
