@@ -89,9 +89,11 @@ def main() -> int:
         buf.zero_()
         torch.cuda.synchronize()
         proc = in_jail([sys.executable, str(work / "legacy.py"), str(work / "h.json"), path], sandboxed)
-        print(f"legacy IPC, {'jail' if sandboxed else 'unsandboxed'}: get {err}, rc {proc.returncode}, child "
-              f"{proc.stdout.strip()[-120:]}, parent reads {float(buf[0])}, {float(buf[-1])}"
-              + (f"; stderr {proc.stderr.strip()[-300:]}" if proc.returncode else ""))
+        print(
+            f"legacy IPC, {'jail' if sandboxed else 'unsandboxed'}: get {err}, rc {proc.returncode}, child "
+            f"{proc.stdout.strip()[-120:]}, parent reads {float(buf[0])}, {float(buf[-1])}"
+            + (f"; stderr {proc.stderr.strip()[-300:]}" if proc.returncode else "")
+        )
 
     # VMM + POSIX fd
     (work / "vmm.py").write_text(VMM_CHILD)
@@ -106,14 +108,17 @@ def main() -> int:
         view.zero_()
         torch.cuda.synchronize()
         t0 = time.perf_counter()
-        proc = in_jail([sys.executable, str(work / "vmm.py"), str(region.fd), str(region.size), str(ROOT)],
-                       sandboxed, (region.fd,))
+        proc = in_jail(
+            [sys.executable, str(work / "vmm.py"), str(region.fd), str(region.size), str(ROOT)], sandboxed, (region.fd,)
+        )
         took = time.perf_counter() - t0
         torch.cuda.synchronize()
         ok = bool((view == 7.0).all())
-        print(f"VMM fd, {'jail' if sandboxed else 'unsandboxed'}: rc {proc.returncode}, child "
-              f"{proc.stdout.strip()[-120:]}, parent sees all 7.0: {ok} ({took:.2f} s)"
-              + (f"; stderr {proc.stderr.strip()[-400:]}" if proc.returncode else ""))
+        print(
+            f"VMM fd, {'jail' if sandboxed else 'unsandboxed'}: rc {proc.returncode}, child "
+            f"{proc.stdout.strip()[-120:]}, parent sees all 7.0: {ok} ({took:.2f} s)"
+            + (f"; stderr {proc.stderr.strip()[-400:]}" if proc.returncode else "")
+        )
         region.close()
 
     for mb in (1, 128):
