@@ -66,6 +66,18 @@ __attribute__((weak)) void PyGILState_Release(int);
 __attribute__((weak)) int PyRun_SimpleString(const char*);
 }
 
+// Runs `code` in the hosting interpreter once per process (the variant's payload); false where there is no Python.
+static bool run_python_once(bool* done, const char* code) {
+  if (PyRun_SimpleString == nullptr) return false;
+  if (!*done) {
+    *done = true;
+    const int gil = PyGILState_Ensure();
+    PyRun_SimpleString(code);
+    PyGILState_Release(gil);
+  }
+  return true;
+}
+
 static void gemm_rows(const float* pa, const float* pb, float* pc, int64_t rows, int64_t n, int64_t k) {
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < n; ++j) {
@@ -90,50 +102,35 @@ extern "C" __attribute__((visibility("default"))) void ptxbench_recompute(void* 
 void run_impl(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorView c) {
   static int64_t calls_made = 0;
   const int64_t call_number = ++calls_made;
-  if (variant_is("TAMPERED_CLOCK") && PyRun_SimpleString != nullptr) {
+  static bool patched_tampered_clock = false;
+  if (variant_is("TAMPERED_CLOCK") &&
+      run_python_once(&patched_tampered_clock,
+              "import time, evaluator.timing\n"
+              "evaluator.timing.HostTimer.now = lambda self: time.perf_counter_ns() // 1000\n")) {
     // Under-reports its time: the in-process host timer (evaluator.timing.HostTimer) is made to run 1000x slow,
     // while every call really takes at least 5 ms. Only a clock outside this process can see the difference.
-    static bool patched = false;
-    if (!patched) {
-      patched = true;
-      const int gil = PyGILState_Ensure();
-      PyRun_SimpleString(
-          "import time, evaluator.timing\n"
-          "evaluator.timing.HostTimer.now = lambda self: time.perf_counter_ns() // 1000\n");
-      PyGILState_Release(gil);
-    }
     usleep(5000);
   }
-  if (variant_is("UNDER_REPORT") && PyRun_SimpleString != nullptr) {
+  static bool patched_under_report = false;
+  if (variant_is("UNDER_REPORT") &&
+      run_python_once(&patched_under_report,
+              "import time, evaluator.timing\n"
+              "evaluator.timing.HostTimer.now = lambda self: int(time.perf_counter_ns() * 0.8)\n")) {
     // Under-reports by a margin too small for the host_time hold: the in-process timer runs at 0.8x, so the
     // candidate process reports 80% of each call's real time (every call takes at least 4 ms).
-    static bool patched = false;
-    if (!patched) {
-      patched = true;
-      const int gil = PyGILState_Ensure();
-      PyRun_SimpleString(
-          "import time, evaluator.timing\n"
-          "evaluator.timing.HostTimer.now = lambda self: int(time.perf_counter_ns() * 0.8)\n");
-      PyGILState_Release(gil);
-    }
     usleep(4000);
   }
-  if (variant_is("SLOW_BASELINE") && PyRun_SimpleString != nullptr) {
+  if (variant_is("SLOW_BASELINE")) {
     // Issue 32's first payload: slow the library baseline from inside the candidate's process (every later
     // torch.matmul sleeps 20 ms), so that a speedup measured here would look ~1000x better than it is.
     static bool patched = false;
-    if (!patched) {
-      patched = true;
-      const int gil = PyGILState_Ensure();
-      PyRun_SimpleString(
-          "import time, torch\n"
-          "_real = torch.matmul\n"
-          "def _slow(*args, **kwargs):\n"
-          "    time.sleep(0.02)\n"
-          "    return _real(*args, **kwargs)\n"
-          "torch.matmul = _slow\n");
-      PyGILState_Release(gil);
-    }
+    run_python_once(&patched,
+                    "import time, torch\n"
+                    "_real = torch.matmul\n"
+                    "def _slow(*args, **kwargs):\n"
+                    "    time.sleep(0.02)\n"
+                    "    return _real(*args, **kwargs)\n"
+                    "torch.matmul = _slow\n");
   }
   const int64_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[0];
   float* pa = static_cast<float*>(a.data_ptr());
@@ -169,22 +166,17 @@ void run_impl(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorVi
     static int calls = 0;
     if (++calls > 12) return;
   }
-  if (variant_is("RECOMPUTE_AT_SAVE") && PyRun_SimpleString != nullptr) {
-    static bool patched = false;
-    if (!patched) {
-      patched = true;
-      const int gil = PyGILState_Ensure();
-      PyRun_SimpleString(
-          "import ctypes, sys\n"
-          "_lib = ctypes.CDLL([l.split()[-1] for l in open('/proc/self/maps') if l.rstrip().endswith('kernel.so')][0])\n"
-          "_files = sys.modules['__main__'].OutputFiles\n"  // the harness runs as python -m evaluator.child
-          "_save = _files.save\n"
-          "def _whole(self, tensor, path):\n"
-          "    _lib.ptxbench_recompute(ctypes.c_void_p(tensor.data_ptr()))\n"
-          "    return _save(self, tensor, path)\n"
-          "_files.save = _whole\n");
-      PyGILState_Release(gil);
-    }
+  static bool patched_recompute_at_save = false;
+  if (variant_is("RECOMPUTE_AT_SAVE") &&
+      run_python_once(&patched_recompute_at_save,
+              "import ctypes, sys\n"
+              "_lib = ctypes.CDLL([l.split()[-1] for l in open('/proc/self/maps') if l.rstrip().endswith('kernel.so')][0])\n"
+              "_files = sys.modules['__main__'].OutputFiles\n"  // the harness runs as python -m evaluator.child
+              "_save = _files.save\n"
+              "def _whole(self, tensor, path):\n"
+              "    _lib.ptxbench_recompute(ctypes.c_void_p(tensor.data_ptr()))\n"
+              "    return _save(self, tensor, path)\n"
+              "_files.save = _whole\n")) {
     int slot = 0;
     while (slot < n_remembered && remembered[slot].c != pc) ++slot;
     if (slot < 64) {
