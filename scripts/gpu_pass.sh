@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One session's GPU pass on an offline H200 (the device tool runs it from the repo root), in six modes:
+# One session's GPU pass on an offline H200 (the device tool runs it from the repo root), in seven modes:
 #   smoke   references, the headline GEMM's phases, four corpus entries: a changed evaluator's first look.
 #   fixit   tests/test_fixit_gpu.py alone (~2 minutes).
 #   checks  every sm_90a reference kernel (CUDA and Triton; verdicts kept), chosen corpus entries, Fixit end to end
@@ -7,6 +7,8 @@
 #   probe   bench/evaluator_phases.py (where one verdict's time goes), scripts/measure_baselines.py (every library
 #           baseline by the evaluator's timer), the Triton GPU tests (references and the 17 starters); ~7 minutes.
 #   cost    bench/evaluator_phases.py and bench/evaluator_bench.py on the headline GEMM, the Triton starter tests.
+#   holds   issue 32's false-hold rate (tests/test_false_holds_gpu.py: every sm_90a reference 5 times through the
+#           portal's GPU path with a CPU load), detached like corpus: `holds start`, then `holds wait` at once.
 #   corpus  the whole adversarial corpus twice back to back in one process (tests/adversarial/corpus.py
 #           --repeat 2, or CORPUS_REPEAT), started detached so that it outlives one device call: `corpus start`, then
 #           `corpus wait` in the next call (it waits up to WAIT_S and prints the table when done).
@@ -98,6 +100,26 @@ if [ "$mode" = cost ]; then  # the headline GEMM's time per verdict, every stage
   step triton-starters "${STARTER_LIMIT:-200}" 12 python3 -m pytest -m gpu -q -p no:cacheprovider -rA -k starter \
     tests/evaluator/test_triton_gpu.py
   finish
+fi
+
+if [ "$mode" = holds ] && [ "$sub" = start ]; then  # issue 32's false-hold rate: tests/test_false_holds_gpu.py, detached
+  env_log > "$WORK/holds-env.log" 2>&1
+  setsid nohup bash -c "cd '$PWD' && FALSE_HOLDS_OUT='$WORK/holds.jsonl' python3 -m pytest -m gpu -q -s -p no:cacheprovider \
+    -rA tests/test_false_holds_gpu.py > '$WORK/holds.log' 2>&1; echo \"exit \$?\" > '$WORK/holds.done'" \
+    >/dev/null 2>&1 < /dev/null &
+  sleep 2; echo "false-hold run started: $(date -u)"
+  exit 0
+fi
+if [ "$mode" = holds ] && [ "$sub" = wait ]; then
+  end=$(( $(date +%s) + ${WAIT_S:-570} ))
+  while [ ! -f "$WORK/holds.done" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 5; done
+  if [ -f "$WORK/holds.done" ]; then
+    cat "$WORK/holds.done"; grep -E "STATIC_ONLY|PASSED|INCORRECT|ERROR|passed|failed" "$WORK/holds.log" | tail -45
+    cp "$WORK/holds.log" "$WORK/holds.jsonl" "$WORK/holds-env.log" "$FINAL/" 2>/dev/null
+  else
+    echo "false-hold run still running: $(grep -c 'Successfully completed' "$WORK/holds.log") evaluations done"
+  fi
+  exit 0
 fi
 
 if [ "$mode" = corpus ] && [ "$sub" = run ]; then  # in the foreground, within one call (CORPUS_ARGS=--gpu-only)
