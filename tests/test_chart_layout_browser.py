@@ -92,3 +92,40 @@ def test_no_chart_text_overlaps_or_is_cut(live_server, width):
                 assert 0 <= legend - xtitle < 60, f"{legend - xtitle:.0f} px between the axis title and the legend"
         assert {n: f for n, f in faults.items() if f} == {}
         assert page.errors == []
+
+
+# Per chart: each model's colours as plotly drew them (legend names "model · measure"; markers and lines).
+_COLOURS = """(root) => {
+  const seen = {};
+  for (const trace of root.data || []) {
+    const model = String(trace.name || '').split(' · ')[0];
+    if (!model || model.startsWith('library')) continue;
+    const colours = [(trace.line || {}).color, (trace.marker || {}).color].filter(c => typeof c === 'string');
+    seen[model] = (seen[model] || []).concat(colours);
+  }
+  return seen;
+}"""
+
+
+def test_a_model_keeps_one_colour_on_every_chart_in_the_browser(live_server):
+    """Issue 29 item 2 as a visitor sees it: every chart on /leaderboard/, as drawn by plotly in Chromium, gives
+    each model one colour, the same on all of them. Mutation caught: colours taken from each chart's series
+    order (one model brown, red, green across charts)."""
+    from portal.leaderboard.views import MODEL_CHARTS
+
+    _data()
+    with chromium_page() as page:
+        page.set_viewport_size({"width": 1400, "height": 900})
+        page.goto(f"{live_server.url}/leaderboard/?arch=sm_90a&k=8")
+        per_model: dict[str, set[str]] = {}
+        charts_seen = 0
+        for name in MODEL_CHARTS:
+            page.wait_for_selector(f"#chart-{name}[data-drawn='1'] .main-svg", timeout=30_000)
+            for model, colours in page.eval_on_selector(f"#chart-{name}", _COLOURS).items():
+                per_model.setdefault(model, set()).update(colours)
+            charts_seen += 1
+        assert charts_seen >= 3
+        coloured = {m: c for m, c in per_model.items() if c}  # traces named by architecture carry no colour of theirs
+        assert len(coloured) >= 3, per_model  # the models of _data() appear
+        assert {m: c for m, c in coloured.items() if len(c) != 1} == {}
+        assert page.errors == []
