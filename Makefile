@@ -50,10 +50,11 @@ demo: deps-run
 	DEBUG=$${DEBUG:-1} $(PY) manage.py migrate --noinput -v 0
 	DEBUG=$${DEBUG:-1} $(PY) manage.py seed_leaderboard --demo
 
-## Set everything up and run the whole CPU test suite (lint, migrations check, pytest with a real Redis).
+## Set everything up and run the whole CPU test suite (lint, type check of evaluator/, migrations check, pytest with a real Redis).
 test: deps-test system-test
 	$(RUFF) check .
 	$(RUFF) format --check .
+	$(PY) -m mypy
 	DEBUG=1 $(PY) manage.py makemigrations --check --dry-run
 	$(PY) -m pytest -m "not gpu" -q $(PYTEST_PARALLEL)
 
@@ -61,6 +62,7 @@ test: deps-test system-test
 test-fast: deps-test system-test
 	$(RUFF) check .
 	$(RUFF) format --check .
+	$(PY) -m mypy
 	DEBUG=1 $(PY) manage.py makemigrations --check --dry-run
 	$(PY) -m pytest -m "not gpu and not slow and not browser" -q $(PYTEST_PARALLEL)
 

@@ -21,6 +21,7 @@ from evaluator import ncu as ncu_mod
 from evaluator.candidate import CandidateSetup, axes_text, candidate_env, child_command, write_job
 from evaluator.integrity import foreign_kernels, matches_submission, same_code
 from evaluator.jail import Jail
+from evaluator.launches import Launch
 from evaluator.sandbox import GroupResult, run_group
 from evaluator.sass import parse_sass
 from evaluator.taskdata import Task, Workload
@@ -33,7 +34,7 @@ REPORT_MAX_BYTES = 1024 * 1024 * 1024  # an Nsight Compute report of one profile
 class ArchOutcome:
     check: ArchCheck
     notes: list[str] = field(default_factory=list)
-    launches: list[tuple[str, tuple[int, ...], tuple[int, ...]]] = field(default_factory=list)  # of the profiled call
+    launches: list[Launch] = field(default_factory=list)  # of the profiled call
     foreign_kernels: list[str] = field(default_factory=list)  # profiled kernels not compiled from the submission
     impostors: list[str] = field(default_factory=list)  # profiled kernels named as the submission's, other code
 

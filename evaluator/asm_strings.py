@@ -152,11 +152,13 @@ def decode_literal(token: str, *, delimited: bool = True) -> str:
             except (KeyError, ValueError):
                 out.append(inner)
         elif e in "01234567":
-            digits = _OCTAL.match(body, i + 1).group(0)
+            octal = _OCTAL.match(body, i + 1)
+            assert octal is not None, "the escape's first character is an octal digit"
+            digits = octal.group(0)
             out.append(unit(int(digits, 8)))
             i += 1 + len(digits)
-        elif e == "x" and _HEX.match(body, i + 2):
-            digits = _HEX.match(body, i + 2).group(0)
+        elif e == "x" and (hex_digits := _HEX.match(body, i + 2)):
+            digits = hex_digits.group(0)
             out.append(unit(int(digits, 16)))
             i += 2 + len(digits)
         elif e in "uU" and (_UCN4 if e == "u" else _UCN8).match(body, i + 2):
@@ -253,6 +255,7 @@ def _tokens(text: str, pattern: re.Pattern[str], pos: int = 0) -> Iterable[tuple
     n = len(text)
     while pos < n:
         m = pattern.match(text, pos)
+        assert m is not None, "the token pattern matches any character"
         kind, start = m.lastgroup or "punct", m.start()
         pos = m.end()
         if kind == "raw":

@@ -32,7 +32,6 @@ from evaluator.integrity import (
     CHECK_FRACTION,
     CHECK_MEMORY_BYTES,
     CheckChooser,
-    Launch,
     consistency_hold,
     defined_twice,
     describe_footprint,
@@ -43,6 +42,7 @@ from evaluator.integrity import (
     trusted_clock_hold,
 )
 from evaluator.jail import Jail
+from evaluator.launches import Launch
 from evaluator.performance import bound_by_trusted_clock, performance_from_timing, use_trusted_latency
 from evaluator.protocol import CandidateError, ChannelViolation
 from evaluator.sandbox import CandidateProcess, ChildDied, ProcessLimitHit, child_env

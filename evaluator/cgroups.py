@@ -95,7 +95,7 @@ class Cgroup:
             with contextlib.suppress(OSError):
                 (self.dirs["unified"] / "cgroup.kill").write_text("1")
         for _ in range(50):
-            pids = set()
+            pids: set[int] = set()
             for path in self.procs_files():
                 with contextlib.suppress(OSError):
                     pids.update(int(p) for p in Path(path).read_text().split())

@@ -17,6 +17,7 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,7 @@ class Session:
         if serving:
             self.timer, self.timer_fallback = make_timer() if self.cuda else (HostTimer(), "")
         self.trial_windows: list[tuple[int, int]] = []
+        self.run: Callable[..., Any]  # the candidate's `run` (or, in the trusted baseline process, the library's)
         if job.get("mode") == protocol.BASELINE_MODE:
             # The trusted baseline process (issue 32): no submission code is loaded. The library baseline is driven
             # through the same timed-call and batch machinery a candidate's run gets, on inputs drawn the same way.
@@ -376,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
             line = commands.readline()
             if not line:
                 raise RuntimeError("the evaluator closed the command channel")
-            return protocol.decode(line)
+            return protocol.decode_command(line)
 
         while True:
             cmd = receive()

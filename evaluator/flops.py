@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 
 def evaluate_flops(expression: str, values: Mapping[str, int | float]) -> float:
@@ -21,7 +21,7 @@ def evaluate_flops(expression: str, values: Mapping[str, int | float]) -> float:
             return float(values[node.id])
         if isinstance(node, ast.BinOp):
             left, right = ev(node.left), ev(node.right)
-            ops = {
+            ops: dict[type[ast.operator], Callable[[], float]] = {
                 ast.Add: lambda: left + right,
                 ast.Sub: lambda: left - right,
                 ast.Mult: lambda: left * right,

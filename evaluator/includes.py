@@ -319,7 +319,7 @@ def redact_output(text: str, roots: Iterable[Path], cwd: Path) -> tuple[str, int
                 kept.append(line)
             continue
         location = _LOCATION.match(line)
-        dropping = bool(location) and not allowed(location.group("path"))
+        dropping = location is not None and not allowed(location.group("path"))
         if not dropping and any(not allowed(p) for p in _ABSOLUTE.findall(line)):
             dropping = True
         if dropping:

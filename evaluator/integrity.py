@@ -19,8 +19,8 @@ import math
 import random
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
+from evaluator.launches import Launch
 from evaluator.verdict import FootprintCheck, KernelFootprint
 from evaluator.verdict import IntegrityHold as Hold
 
@@ -47,15 +47,6 @@ NCU_MARGIN = 0.5
 CHECK_FRACTION = 0.5
 # References of the checked calls are computed before the candidate process starts and held on the device.
 CHECK_MEMORY_BYTES = 4 << 30
-
-
-@dataclass(frozen=True)
-class Launch:
-    """One kernel launch as a profiler or an activity record saw it."""
-
-    name: str  # mangled name
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
 
 
 # --------------------------------------------------------------------------- class 1: which calls are checked

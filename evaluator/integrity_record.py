@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from evaluator.arch_stage import ArchOutcome
 from evaluator.candidate import WorkloadRun
-from evaluator.integrity import Launch, describe_foreign, launch_mismatch, matches_submission, ncu_hold
+from evaluator.integrity import describe_foreign, launch_mismatch, matches_submission, ncu_hold
+from evaluator.launches import Launch
 from evaluator.verdict import ArchStatus, Integrity, Status, Verdict
 
 
@@ -33,7 +34,7 @@ def absorb_workload(record: Integrity, run: WorkloadRun) -> None:
     record.l2_persisting_bytes = max(record.l2_persisting_bytes, run.l2_persisting_bytes)
 
 
-def absorb_profile(v: Verdict, outcome: ArchOutcome, timed_launches: dict[str, list]) -> None:
+def absorb_profile(v: Verdict, outcome: ArchOutcome, timed_launches: dict[str, list[list[Launch]]]) -> None:
     """The profiled call against the timed ones: the same kernels, only the submission's, the same time."""
     check, record = outcome.check, v.integrity
     assert record is not None
@@ -51,8 +52,8 @@ def absorb_profile(v: Verdict, outcome: ArchOutcome, timed_launches: dict[str, l
                 w.status, w.message = Status.FOREIGN_KERNEL, message
         check.status, check.reason = ArchStatus.NOT_REQUESTED, message
         return
-    timed = [[Launch(n, tuple(g), tuple(b)) for n, g, b in call] for call in timed_launches.get(check.workload, [])]
-    profiled = [Launch(n, tuple(g), tuple(b)) for n, g, b in outcome.launches]
+    timed = timed_launches.get(check.workload or "", [])
+    profiled = list(outcome.launches)
     mismatch = launch_mismatch(_named_as_timed(profiled, timed), timed)
     if mismatch is not None:
         record.hold(mismatch)

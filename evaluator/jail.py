@@ -312,7 +312,7 @@ def bwrap_args(
 
 def _outside(dirs: Iterable[str], paths: Iterable[Path]) -> list[Path]:
     """`paths` resolved, without those under `dirs` (already shown) or under another path of the list."""
-    out = []
+    out: list[Path] = []
     for p in sorted({Path(os.path.realpath(p)) for p in paths if os.path.exists(p)}, key=lambda p: len(p.parts)):
         if any(str(p) == d or str(p).startswith(d + "/") for d in dirs) or p == Path("/"):
             continue

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evaluator.arches import FAMILY_OPCODES, get_arch
+from evaluator.launches import Dims, Launch, dims3
 from evaluator.sass import instruction_family, mma_flops_per_issue
 from evaluator.verdict import ArchCheck, ArchStatus, FamilyExecution, SassCounts
 
@@ -157,7 +158,7 @@ def parse_raw_metrics(csv_text: str, metric: str = "gpu__time_duration.sum") -> 
     return result
 
 
-def parse_launches(csv_text: str) -> list[tuple[str, tuple[int, ...], tuple[int, ...]]]:
+def parse_launches(csv_text: str) -> list[Launch]:
     """(kernel name, grid, block) of every profiled kernel, from the raw page's "Grid Size"/"Block Size"."""
     rows = [r for r in _csv_rows(csv_text) if r]
     start = next((i for i, r in enumerate(rows) if {"Kernel Name", "Grid Size", "Block Size"} <= set(r)), None)
@@ -171,15 +172,15 @@ def parse_launches(csv_text: str) -> list[tuple[str, tuple[int, ...], tuple[int,
             raise NcuParseError("truncated raw page row")
         if not row[0].strip():  # the units row
             continue
-        launches.append((row[name], _dims(row[grid]), _dims(row[block])))
+        launches.append(Launch(row[name], _dims(row[grid]), _dims(row[block])))
     return launches
 
 
-def _dims(text: str) -> tuple[int, ...]:
+def _dims(text: str) -> Dims:
     numbers = re.findall(r"\d+", text.replace(",", " , "))
     if len(numbers) != 3:
         raise NcuParseError(f"launch dimensions {text!r} are not (x, y, z)")
-    return tuple(int(n) for n in numbers)
+    return dims3(numbers)
 
 
 def family_execution(kernels: list[SourceKernel]) -> dict[str, tuple[int, int]]:

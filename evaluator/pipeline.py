@@ -37,7 +37,9 @@ from evaluator.envflags import env_flag
 from evaluator.host import check_gpu, prepare_device
 from evaluator.inputs import derive_seed
 from evaluator.integrity_record import absorb_profile, absorb_workload
-from evaluator.jail import Jail, Limits, allow_unsandboxed_from_env, open_jail
+from evaluator.jail import Jail, allow_unsandboxed_from_env, open_jail
+from evaluator.launches import Launch
+from evaluator.limits import Limits
 from evaluator.policy import check_source
 from evaluator.stage_book import StageBook, StageCallback, new_verdict
 from evaluator.taskdata import Task, Workload
@@ -291,7 +293,7 @@ def _gpu_stages(setup: CandidateSetup, arch: str, run_seed: bytes, opts: Options
     t = time.monotonic()
     book.report("correctness", f"{len(chosen)} workload(s), {opts.trials} trials each")
     timing_seconds = 0.0
-    timed_launches: dict[str, list] = {}
+    timed_launches: dict[str, list[list[Launch]]] = {}
     v.integrity = Integrity(candidate_kernels=list(setup.kernels or []))
     for index, workload in enumerate(chosen):
         book.report("correctness", f"workload {index + 1}/{len(chosen)} ({axes_text(workload)})")

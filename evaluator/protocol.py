@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluator import hostile_files
+from evaluator.launches import Launch, dims3
 
 # The job mode of the trusted baseline process: the library baseline timed with no submission code loaded.
 BASELINE_MODE = "baseline"
@@ -82,6 +83,14 @@ def encode(message: dict[str, Any]) -> bytes:
 def decode(line: bytes | str) -> Any:
     """One line as JSON (raises json.JSONDecodeError); the caller checks that it is a dict."""
     return json.loads(line)
+
+
+def decode_command(line: bytes) -> dict[str, Any]:
+    """One command line for the candidate process (from the trusted parent): a JSON object."""
+    message = json.loads(line)
+    if not isinstance(message, dict):
+        raise ValueError("a command that is not a JSON object")
+    return message
 
 
 RESULT_FILE_MAX_BYTES = 16 * 1024 * 1024
@@ -287,8 +296,9 @@ def expect_event(message: dict[str, Any], event: str) -> dict[str, Any]:
     return message
 
 
-def check_trial(message: dict[str, Any], index: int) -> tuple[list[Any], list[str]]:
-    """(output files, names of modified inputs) of the trial event for trial `index`."""
+def check_trial(message: dict[str, Any], index: int) -> tuple[Any, list[str]]:
+    """(output files, names of modified inputs) of the trial event for trial `index`; the files are checked where
+    they are read (correctness.Checker.compare)."""
     if message.get("index") != index:
         raise ChannelViolation(f"expected trial {index + 1}, got a message for trial {message.get('index')!r}")
     modified = message.get("inputs_modified")
@@ -331,7 +341,7 @@ def check_round(message: dict[str, Any], round_: int) -> dict[str, Any]:
     return message
 
 
-def launches_of(raw: Any) -> list[tuple[str, tuple[int, ...], tuple[int, ...]]]:
+def launches_of(raw: Any) -> list[Launch]:
     """One call's launches from the wire, checked: [[name, [gx, gy, gz], [bx, by, bz]], ...]."""
     if not isinstance(raw, list):
         raise ChannelViolation("a call's launches are not a list")
@@ -339,7 +349,10 @@ def launches_of(raw: Any) -> list[tuple[str, tuple[int, ...], tuple[int, ...]]]:
     for item in raw:
         if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str)):
             raise ChannelViolation("a malformed kernel launch record")
-        out.append((item[0], tuple(int(x) for x in item[1]), tuple(int(x) for x in item[2])))
+        try:
+            out.append(Launch(item[0], dims3(item[1]), dims3(item[2])))
+        except (TypeError, ValueError):
+            raise ChannelViolation("a kernel launch record whose grid or block is not three integers") from None
     return out
 
 

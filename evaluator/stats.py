@@ -68,14 +68,14 @@ def bootstrap_speedup(
 def merge_intervals(intervals: Sequence[tuple[int, int]]) -> int:
     """Total length covered by possibly overlapping [start, end) intervals (kernels on several streams)."""
     total = 0
-    cur_start = cur_end = None
+    current: tuple[int, int] | None = None  # the interval being grown: (start, end)
     for start, end in sorted(intervals):
-        if cur_end is None or start > cur_end:
-            if cur_end is not None:
-                total += cur_end - cur_start
-            cur_start, cur_end = start, end
+        if current is None or start > current[1]:
+            if current is not None:
+                total += current[1] - current[0]
+            current = (start, end)
         else:
-            cur_end = max(cur_end, end)
-    if cur_end is not None:
-        total += cur_end - cur_start
+            current = (current[0], max(current[1], end))
+    if current is not None:
+        total += current[1] - current[0]
     return total

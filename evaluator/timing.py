@@ -19,14 +19,12 @@ hosts (device_type "cpu") `HostTimer` stands in: the host clock, no kernels.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from evaluator.launches import Launch
 from evaluator.stats import merge_intervals
-
-# One kernel launch as recorded: (mangled name, (grid x, y, z), (block x, y, z)).
-Launch = tuple[str, tuple[int, int, int], tuple[int, int, int]]
 
 
 @dataclass
@@ -70,7 +68,7 @@ class CuptiTimer:
                 if start is not None and end is not None and end >= start:
                     launch = None
                     if kind == kernel:
-                        launch = (str(getattr(a, "name", "")), _dims(a, "grid"), _dims(a, "block"))
+                        launch = Launch(str(getattr(a, "name", "")), _dims(a, "grid"), _dims(a, "block"))
                         self.footprints.add(
                             (
                                 launch[0],
@@ -144,7 +142,7 @@ def make_timer() -> tuple[CuptiTimer | None, str]:
 
 
 def time_interleaved(
-    calls: dict[str, Callable[[int], Any]],
+    calls: Mapping[str, Callable[[int], Any]],
     *,
     warmup: int,
     iters: int,
@@ -207,4 +205,5 @@ def l2_flusher(device: Any) -> Callable[[], Any]:
 
     l2 = int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 64 * 1024 * 1024)
     buf = torch.empty(2 * l2 // 4 + 1024, dtype=torch.int32, device=device)
-    return buf.zero_
+    flush: Callable[[], Any] = buf.zero_
+    return flush

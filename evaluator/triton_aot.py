@@ -54,7 +54,7 @@ def _install_target(capability: int) -> list[tuple[str, str]]:
     from triton.runtime import driver
     from triton.runtime.jit import JITFunction
 
-    class AheadOfTimeDriver(CudaDriver):
+    class AheadOfTimeDriver(CudaDriver):  # type: ignore[misc]  # Triton's driver classes are untyped
         def __init__(self) -> None:  # no CUDA utilities: nothing here loads or launches
             self.target = GPUTarget("cuda", capability, 32)
 

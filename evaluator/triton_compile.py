@@ -53,7 +53,7 @@ def workload_calls(task: Task, workloads: list[Workload]) -> list[list[dict[str,
     d = task.definition
     calls = []
     for w in workloads:
-        call = []
+        call: list[dict[str, Any]] = []
         for spec in (*d.inputs, *d.outputs):
             if spec.is_scalar:
                 call.append({"scalar": 1 if spec.dtype.startswith(("int", "uint")) else 1.0})

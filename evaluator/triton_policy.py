@@ -270,7 +270,9 @@ class _Checker(ast.NodeVisitor):
         for name in node.names:
             self._binds(name, node)
 
-    visit_Nonlocal = visit_Global
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
+        for name in node.names:
+            self._binds(name, node)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         self._binds(node.name, node)

@@ -40,4 +40,5 @@ def load_triton(source: Path, cache_dir: Path) -> Callable[..., Any]:
     run = getattr(module, "run", None)
     if not callable(run):
         raise TypeError("the Triton file defines no callable run")
-    return run
+    checked: Callable[..., Any] = run
+    return checked

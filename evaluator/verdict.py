@@ -396,7 +396,8 @@ def from_json(text: str) -> Verdict:
 
 
 def from_dict(data: dict[str, Any]) -> Verdict:
-    return _build(Verdict, data)
+    verdict: Verdict = _build(Verdict, data)
+    return verdict
 
 
 def _build(cls: type, data: Any) -> Any:

@@ -7,6 +7,7 @@ import random
 import pytest
 
 from evaluator import integrity as ig
+from evaluator.launches import Launch
 
 
 def test_foreign_kernels_are_names_outside_the_submissions_cubin():
@@ -108,14 +109,14 @@ def test_profiled_call_with_other_launches_is_held_and_not_verified():
     from evaluator.verdict import ArchStatus
 
     v, check = _verdict_with_profile(ArchStatus.VERIFIED)
-    outcome = ArchOutcome(check, launches=[("wgmma_kernel(float *)", (132, 1, 1), (384, 1, 1))])
-    absorb_profile(v, outcome, {"w1": [[["_Z11simt_kernelPf", [1024, 1, 1], [256, 1, 1]]]]})
+    outcome = ArchOutcome(check, launches=[Launch("wgmma_kernel(float *)", (132, 1, 1), (384, 1, 1))])
+    absorb_profile(v, outcome, {"w1": [[Launch("_Z11simt_kernelPf", (1024, 1, 1), (256, 1, 1))]]})
     assert [h.code for h in v.integrity.holds] == ["profile_mismatch"]
     assert check.status == ArchStatus.PROFILE_ERROR and "not verified" in check.reason
 
     v, check = _verdict_with_profile(ArchStatus.VERIFIED)
-    same = ArchOutcome(check, launches=[("wgmma_kernel(float *)", (132, 1, 1), (384, 1, 1))])
-    absorb_profile(v, same, {"w1": [[["_Z12wgmma_kernelPf", [132, 1, 1], [384, 1, 1]]]] * 3})
+    same = ArchOutcome(check, launches=[Launch("wgmma_kernel(float *)", (132, 1, 1), (384, 1, 1))])
+    absorb_profile(v, same, {"w1": [[Launch("_Z12wgmma_kernelPf", (132, 1, 1), (384, 1, 1))]] * 3})
     assert v.integrity.holds == [] and check.status == ArchStatus.VERIFIED
 
 
@@ -183,3 +184,18 @@ def test_the_timing_message_footprints_fail_a_runtime_module_with_the_submission
     assert "20 registers and 0 bytes" in impostor.result.message and "not the submission's" in impostor.result.message
     with pytest.raises(protocol.ChannelViolation):
         protocol.check_timing({**message(32, 8448), "footprints": [[name, "32", 8448]]})
+
+
+def test_launch_records_from_the_wire_are_typed_and_three_dimensional():
+    """Issue 30: one Launch record from CUPTI to the comparison (it was a tuple alias in timing.py and a dataclass
+    in integrity.py, and candidate.py annotated one while storing the other). A record from the candidate process
+    whose grid or block is not three integers is a forged or broken channel, not a launch."""
+    from evaluator.protocol import ChannelViolation, launches_of
+
+    (launch,) = launches_of([["_Z4gemmv", [132, 1, 1], [384, 1, 1]]])
+    assert launch == Launch("_Z4gemmv", (132, 1, 1), (384, 1, 1)) and launch.grid == (132, 1, 1)
+    name, grid, block = launch  # unpacks as before
+    assert (name, grid, block) == ("_Z4gemmv", (132, 1, 1), (384, 1, 1))
+    for bad in ([[1, 2], [1, 1, 1]], [[1, 2, 3, 4], [1, 1, 1]], [["x", 1, 1], [1, 1, 1]], [None, [1, 1, 1]]):
+        with pytest.raises(ChannelViolation):
+            launches_of([["_Z4gemmv", *bad]])
