@@ -345,6 +345,10 @@ def visible_paths(extra: Iterable[Path] = ()) -> list[Path]:
             continue
         if not p.exists() or p == Path("/"):
             continue
+        if p in (Path(SANDBOX_TMP), Path(SANDBOX_SHM), Path("/dev")):
+            # Private in the sandbox: the host's /tmp bound over the private one (a script run from /tmp puts it on
+            # sys.path) would show other evaluations' folders and leave no writable /tmp.
+            continue
         if p == repo or p in repo.parents:
             continue  # the evaluator package is bound on its own
         if any(str(p) == d or str(p).startswith(d + "/") for d in SYSTEM_DIRS):

@@ -135,6 +135,37 @@ def test_no_network_read_only_system_private_tmp(tmp_path):
     assert not Path("/tmp/mine").exists() or Path("/tmp/mine").read_text() != "ok"
 
 
+def test_the_hosts_tmp_on_the_import_path_is_never_bound_over_the_private_one(tmp_path, monkeypatch):
+    """A worker started from a script in /tmp has /tmp on sys.path. The jail bound the host's /tmp read-only over
+    the sandbox's private tmpfs: every compile failed ("No usable temporary directory") and the candidate could list
+    other evaluations' folders there. Mutation caught: /tmp kept in `visible_paths`."""
+    from evaluator.jail import visible_paths
+
+    jail = _jail_or_skip()
+    monkeypatch.setattr(sys, "path", [*sys.path, "/tmp"])
+    out = tmp_path / "out"
+    out.mkdir()
+    assert Path("/tmp") not in visible_paths([out])
+    marker = Path(f"/tmp/ptxbench-host-marker-{uuid.uuid4().hex}")
+    marker.write_text("host")
+    try:
+        run = _inside(
+            jail,
+            f"""
+            import os
+            open("/tmp/mine", "w").write("ok")
+            print("sees host marker", os.path.exists("{marker}"))
+            open("{out}/result", "w").write("ok")
+            """,
+            writable=[out],
+        )
+    finally:
+        marker.unlink()
+    assert run.returncode == 0, run.output
+    assert "sees host marker False" in run.output
+    assert (out / "result").read_text() == "ok"
+
+
 def test_secrets_and_the_rest_of_the_repository_are_not_visible():
     jail = _jail_or_skip()
     run = _inside(
