@@ -20,6 +20,7 @@ The child maps the region (`open_slots`) from the descriptor it inherited; the l
 
 from __future__ import annotations
 
+import fcntl
 import mmap
 import os
 from dataclasses import dataclass
@@ -92,8 +93,11 @@ class SharedOutputs:
                 torch,
                 region,
             )
-        fd = os.memfd_create("ptxbench-outputs", os.MFD_CLOEXEC)
+        fd = os.memfd_create("ptxbench-outputs", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         os.ftruncate(fd, nbytes)
+        # Its size is fixed from here on: a candidate that reached the file (through /proc, unsandboxed) and shrank
+        # it would make this process's reads of the mapping fault (SIGBUS) instead of reading its outputs.
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
         mapped = mmap.mmap(fd, nbytes, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         base = torch.frombuffer(mapped, dtype=torch.uint8)
         return cls(
