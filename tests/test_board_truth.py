@@ -342,13 +342,13 @@ def test_every_export_marks_synthetic_rows_per_row_with_raw_values(client):
 
 def test_one_set_of_status_words_in_the_templates():
     """Catches pages naming a row's status in their own words ("Held for review:", a hand-made static-only
-    badge): every status badge comes from ranking.ROW_STATUS through the status_badge tag."""
+    badge): every status badge comes from verdicts.ROW_STATUS through the status_badge tag."""
     import re
 
     from django.conf import settings
 
     from portal.core.templatetags.portal_tags import status_badge
-    from portal.leaderboard.ranking import ROW_STATUS
+    from portal.core.verdicts import ROW_STATUS
 
     assert set(ROW_STATUS) == {"ranked", "held", "static-only", "synthetic"}
     html = status_badge("held")

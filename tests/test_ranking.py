@@ -8,6 +8,7 @@ import io
 
 import pytest
 
+from portal.core import numbers, verdicts
 from portal.leaderboard import ranking
 from portal.leaderboard.cache import Generation
 from portal.leaderboard.selectors import BoardQuery, kernel_board, model_groups
@@ -107,19 +108,19 @@ def test_held_evaluations_never_rank_in_any_group(client):
     ],
 )
 def test_one_verdict_phrase(status, arch_status, full, arch, phrase, tone):
-    assert ranking.verdict_phrase(status, arch_status, full, arch) == phrase
-    assert ranking.verdict_tone(status, arch_status) == tone
+    assert verdicts.verdict_phrase(status, arch_status, full, arch) == phrase
+    assert verdicts.verdict_tone(status, arch_status) == tone
 
 
 def test_one_vocabulary_for_the_architecture_states():
     # The evaluator's words everywhere: an empty or unknown status reads as not_requested, never "not checked".
-    assert [ranking.arch_badge(s, False) for s in ("", "bogus", "profile_error", "absent")] == [
+    assert [verdicts.arch_badge(s, False) for s in ("", "bogus", "profile_error", "absent")] == [
         "not_requested",
         "not_requested",
         "profile_error",
         "absent",
     ]
-    assert ranking.arch_badge("verified", True) == "verified · full"
+    assert verdicts.arch_badge("verified", True) == "verified · full"
 
 
 def test_submission_page_never_shows_a_green_pass_beside_not_executed(client):
@@ -183,7 +184,7 @@ def test_model_page_and_api_show_one_row_per_model(client):
 
 
 def test_human_count():
-    assert [ranking.human_count(v) for v in (950, 12_345, 1_234_567, 3_400_000_000, None)] == [
+    assert [numbers.human_count(v) for v in (950, 12_345, 1_234_567, 3_400_000_000, None)] == [
         "950",
         "12.3k",
         "1.2M",

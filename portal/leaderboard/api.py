@@ -9,9 +9,8 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from portal.core import serializers
 from portal.core.api import api_endpoint, json_error
-from portal.leaderboard import charts, downloads, evidence, ranking, selectors
+from portal.leaderboard import charts, downloads, evidence, ranking, selectors, serializers
 from portal.leaderboard.cache import Generation
 from portal.leaderboard.selectors import BadQuery, BoardQuery
 from portal.submissions.models import Evaluation

@@ -12,103 +12,19 @@ from datetime import datetime
 from typing import Any
 
 from evaluator.arches import ARCHES
+from portal.core.verdicts import ARCH_STATE_MEANING, ARCH_STATES, ROW_STATUS, arch_badge, arch_state, verdict_phrase
 
 TURN_LIMITS = (1, 4, 8)  # the k a model leaderboard can be read at
 
 
-# --------------------------------------------------------------------------- kernels
+# --------------------------------------------------------------------------- board groups
 
-
-# --------------------------------------------------------------------------- one vocabulary
-
-# The architecture check's states, in board order: the evaluator's own words (evaluator/verdict.py ArchStatus,
-# docs/verdict.md) are the one vocabulary of every page, the API and CSV; "" (no arch check recorded) reads as
-# not_requested. Only `verified` ranks; the others are grouped behind ?show=all in this order.
-ARCH_STATES = ("verified", "token", "not_executed", "absent", "not_requested", "profile_error")
+# The words of a verdict (architecture states, row statuses, the phrase) are portal/core/verdicts.py. Only
+# `verified` ranks; the other states are grouped behind ?show=all in ARCH_STATES order.
 RANKED_STATE = "verified"
 # A correct row held for review (its reason shown) is a board section of its own, after the verified one.
 HELD_GROUP = "held"
 BOARD_GROUPS = (RANKED_STATE, HELD_GROUP, *ARCH_STATES[1:])
-
-# The status of a row people see, in one set of words on every page (badges, section heads, notes), the API and
-# the exports: measured on a GPU and ranked; held, always with its reason; static-only (compiled, never measured:
-# never on a public board or chart, shown to its owner); synthetic (made up by the demo seed, marked on each row).
-ROW_STATUS = {
-    "ranked": "measured on a GPU and ranked",
-    "held": "held for review: measured, but not ranked until the reason beside it is resolved",
-    "static-only": "compiled and checked on the CPU stages only, never measured on a GPU: not on public boards "
-    "or charts (its owner sees it)",
-    "synthetic": "made up by the demo seed (seed_leaderboard), never measured",
-}
-
-# What each state means, for legends and tooltips.
-ARCH_STATE_MEANING = {
-    "verified": "the target instructions executed and did the work",
-    "token": "the target instructions executed but did little of the work",
-    "not_executed": "the target instructions are in the binary but never executed",
-    "absent": "no target instruction in the binary",
-    "not_requested": "the instruction check was not run",
-    "profile_error": "the instruction check could not profile the kernel",
-}
-
-# How the target families read in sentences ("correct, but wgmma/TMA never executed").
-_FAMILY_WORDS = {"gmma": "wgmma", "tma": "TMA", "tcgen05": "tcgen05"}
-
-_FAILURE_PHRASES = {
-    "INCORRECT_NUMERICAL": "incorrect: wrong values",
-    "INCORRECT_SHAPE": "incorrect: wrong output shape",
-    "INCORRECT_DTYPE": "incorrect: wrong output dtype",
-    "RUNTIME_ERROR": "incorrect: runtime error",
-    "TIMEOUT": "incorrect: timed out",
-    "COMPILE_ERROR": "incorrect: did not compile",
-    "POLICY_REJECTED": "rejected by the source policy",
-    "FOREIGN_KERNEL": "rejected: a kernel not compiled from the submission did the work",
-    "STATIC_ONLY": "static-only: compiled, never measured on a GPU",  # ROW_STATUS["static-only"]
-}
-
-
-def arch_state(arch_status: str | None) -> str:
-    """The one-vocabulary word for a recorded arch status (unknown or empty: not_requested)."""
-    return arch_status if arch_status in ARCH_STATES else "not_requested"
-
-
-def arch_badge(arch_status: str | None, arch_full: bool) -> str:
-    """The architecture state as the board's badge: the state word, `· full` when both Hopper paths ran."""
-    state = arch_state(arch_status)
-    return "verified · full" if state == "verified" and arch_full else state
-
-
-def _families(arch: str) -> str:
-    spec = ARCHES.get(arch)
-    names = spec.families if spec else ()
-    return "/".join(_FAMILY_WORDS.get(n, n) for n in names) or "the target instructions"
-
-
-def verdict_phrase(status: str | None, arch_status: str | None, arch_full: bool = False, arch: str = "") -> str:
-    """The one combined phrase for a verdict, used by every page (template filter) and the API
-    (`verdict_phrase`): correctness first, then what the instruction check found."""
-    status = status or ""
-    if not status:
-        return "no verdict yet"
-    if status != "PASSED":
-        return _FAILURE_PHRASES.get(status, f"incorrect: {status.lower()}")
-    state = arch_state(arch_status)
-    families = _families(arch)
-    return {
-        "verified": "correct · verified · full" if arch_full else "correct · verified",
-        "token": f"correct, but {families} did little of the work",
-        "not_executed": f"correct, but {families} never executed",
-        "absent": f"correct, but no {families} in the binary",
-        "not_requested": "correct · instructions not checked",
-        "profile_error": "correct · instructions not checked (profiler error)",
-    }[state]
-
-
-def verdict_tone(status: str | None, arch_status: str | None) -> str:
-    """The badge colour class of a verdict phrase: ok only for correct and verified."""
-    if status != "PASSED":
-        return "bad" if status else ""
-    return "ok" if arch_state(arch_status) == "verified" else "warn"
 
 
 # --------------------------------------------------------------------------- kernels
@@ -529,37 +445,6 @@ def group_label(runs: list[Any]) -> str:
     label ("Llama-4-Maverick #13") names that run; on a row pooling two runs it named only one of them."""
     labels = {r.model for r in runs}
     return runs[0].model if len(labels) == 1 else runs[0].model_id
-
-
-def significant(value: float | int | None, digits: int = 3) -> str:
-    """A number for reading with `digits` significant digits, trailing zeros kept so a column lines up (1.11,
-    0.910, 523, 0.000174); "—" for None. Pages use this; exports carry raw values."""
-    if value is None:
-        return "—"
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return "—"
-    if not math.isfinite(number):
-        return str(number)
-    if number == 0:
-        return "0"
-    decimals = max(0, digits - 1 - math.floor(math.log10(abs(number))))
-    text = f"{number:.{decimals}f}"
-    if decimals == 0 or len(text.replace("-", "").replace(".", "").lstrip("0")) <= digits:
-        return text
-    return f"{number:.{max(0, decimals - 1)}f}"  # 9.996 rounded up to 10.00: one decimal fewer
-
-
-def human_count(value: float | int | None) -> str:
-    """Token counts for people: 950, 12.3k, 1.2M, 3.4B."""
-    if value is None:
-        return "—"
-    for size, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= size:
-            text = f"{value / size:.1f}".rstrip("0").rstrip(".")
-            return f"{text}{suffix}"
-    return str(int(round(value)))
 
 
 # --------------------------------------------------------------------------- sorting

@@ -13,8 +13,7 @@ from django.utils import timezone
 
 from evaluator.arches import ARCHES
 from evaluator.verdict import STAGES
-from portal.core import serializers
-from portal.submissions import queueing
+from portal.submissions import queueing, serializers
 from portal.submissions.models import Evaluation, GpuWorker, Submission
 
 STAGE_LABELS = {

@@ -11,6 +11,9 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
+from portal.core import numbers, verdicts
+from portal.core.numbers import significant
+
 register = template.Library()
 
 # html=False: raw HTML inside Markdown is escaped, never passed through.
@@ -54,47 +57,37 @@ def _verdict_parts(obj) -> tuple[str, str, bool, str]:
 
 @register.filter
 def verdict_phrase(obj) -> str:
-    """The one combined verdict phrase ("correct, but wgmma/TMA never executed"); see ranking.verdict_phrase."""
-    from portal.leaderboard import ranking
-
-    return ranking.verdict_phrase(*_verdict_parts(obj))
+    """The one combined verdict phrase ("correct, but wgmma/TMA never executed"); see verdicts.verdict_phrase."""
+    return verdicts.verdict_phrase(*_verdict_parts(obj))
 
 
 @register.filter
 def verdict_tone(obj) -> str:
     """Badge class for the phrase: ok (correct and verified), warn (correct, not verified), bad (incorrect)."""
-    from portal.leaderboard import ranking
-
     status, arch_status, _, _ = _verdict_parts(obj)
-    return ranking.verdict_tone(status, arch_status)
+    return verdicts.verdict_tone(status, arch_status)
 
 
 @register.filter
 def arch_state(arch_status: str) -> str:
     """The one vocabulary word for an architecture state (an empty status reads as not_requested)."""
-    from portal.leaderboard import ranking
-
-    return ranking.arch_state(arch_status)
+    return verdicts.arch_state(arch_status)
 
 
 @register.filter
 def human_count(value) -> str:
     """1234567 -> 1.2M (token counts)."""
-    from portal.leaderboard import ranking
-
-    return ranking.human_count(value)
+    return numbers.human_count(value)
 
 
 @register.simple_tag
 def status_badge(word: str) -> str:
-    """A row's status in the one vocabulary of ranking.ROW_STATUS ("ranked", "held", "static-only", "synthetic"),
+    """A row's status in the one vocabulary of verdicts.ROW_STATUS ("ranked", "held", "static-only", "synthetic"),
     as a badge whose title says what the word means. format_html escapes every part."""
     from django.utils.html import format_html
 
-    from portal.leaderboard.ranking import ROW_STATUS
-
     return format_html(
-        '<span class="badge status status-{}" title="{}">{}</span>', word, ROW_STATUS.get(word, ""), word
+        '<span class="badge status status-{}" title="{}">{}</span>', word, verdicts.ROW_STATUS.get(word, ""), word
     )
 
 
@@ -111,9 +104,7 @@ def datasheet_peak(gpu_name: str) -> str:
 def sig(value, digits: int = 3) -> str:
     """A number for reading: `digits` significant digits (1.11, 0.910, 523; 3 unless given), "—" for None. Pages
     format with this; exports carry the raw values."""
-    from portal.leaderboard import ranking
-
-    return ranking.significant(value, int(digits))
+    return significant(value, int(digits))
 
 
 @register.filter
@@ -121,8 +112,6 @@ def error_vs_tolerance(workload) -> str:
     """A workload's error in words, against its tolerance. On a passing workload the element-wise maximum relative
     error is noise (an element near zero makes it 15258.8 on a kernel within every bound): it is left out there and
     the norm error is given against its bound; a failing one shows how many elements were outside tolerance."""
-    from portal.leaderboard.ranking import significant
-
     c = (workload or {}).get("correctness") if isinstance(workload, dict) else None
     if not isinstance(c, dict) or not c:
         return "—"

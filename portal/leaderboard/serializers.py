@@ -1,0 +1,166 @@
+"""The board resources' JSON shapes: a kernel board entry (`kernel_entry`, also each CSV line), a model run's row
+on a board (`run_entry`) and a model board entry (`model_entry`), built from ranking.py's rows with the shared
+measurement fields and timestamps of portal/core/serializers.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evaluator import peaks
+from portal.core.serializers import MEASUREMENT_FIELDS, iso, measurement
+from portal.leaderboard import ranking
+
+KERNEL_FIELDS = (
+    "rank",
+    "reference",
+    "reference_role",
+    "name",
+    "submitter",
+    "language",
+    "group",
+    *MEASUREMENT_FIELDS,
+    "peak_tflops",
+    "badge",
+    "finished_at",
+    "evaluation_id",
+    "submission_id",
+    "source_sha256",
+    "held_reason",
+    "is_synthetic",
+)
+
+
+def kernel_entry(row: ranking.KernelRow) -> dict[str, Any]:
+    """One kernel board row (JSON row and CSV line)."""
+    return {
+        "rank": row.rank,
+        "reference": row.is_reference,
+        "reference_role": row.reference_role or None,  # "expert" or "negative_control" for reference rows
+        "name": row.name,
+        "submitter": row.submitter,
+        "language": row.language,
+        "group": row.group,
+        **measurement(row, arch=row.arch),
+        "peak_tflops": peaks.peak_tflops(row.gpu_name),  # the denominator of peak_fraction (evaluator/peaks.py)
+        "badge": row.badge,
+        "finished_at": iso(row.finished_at),
+        "evaluation_id": row.evaluation_id,
+        "submission_id": row.submission_id,
+        "source_sha256": row.source_sha256,
+        "held_reason": row.held_reason or None,  # group "held": why the row is not ranked
+        "is_synthetic": row.is_synthetic,  # made up by seed_leaderboard, never measured
+    }
+
+
+RUN_FIELDS = (
+    "run_id",
+    "model",
+    "model_id",
+    "submitted_by",
+    "created_at",
+    "gpu_name",
+    "language",
+    "k",
+    "trajectories",
+    "correct",
+    "correct_arch",
+    "correct_rate",
+    "correct_arch_rate",
+    "speedup",
+    "tokens",
+    "complete",
+    "is_synthetic",
+)
+
+
+def run_entry(row: ranking.ModelRow | ranking.SummaryRow) -> dict[str, Any]:
+    """A model run's numbers on a board (one task, or across tasks): pooled counts, their rates, its speedup
+    (best on the task; across tasks the geometric mean of the solved tasks' best)."""
+    record = {
+        "run_id": row.run_id,
+        "model": row.model,
+        "model_id": row.model_id,
+        "submitted_by": row.submitted_by,
+        "created_at": iso(row.created_at),
+        "gpu_name": row.gpu_name,
+        "language": row.language,
+        "k": row.k,
+        "trajectories": row.trajectories,
+        "correct": row.correct,
+        "correct_arch": row.correct_arch,
+        "correct_rate": ranking.rate(row.correct, row.trajectories),
+        "correct_arch_rate": ranking.rate(row.correct_arch, row.trajectories),
+        "speedup": row.speedup,
+        "tokens": row.tokens,
+        "complete": row.complete,
+        "is_synthetic": row.is_synthetic,
+    }
+    if isinstance(row, ranking.SummaryRow):
+        record.update(
+            tasks=row.tasks,
+            tasks_solved=row.tasks_solved,
+            mean_correct=row.mean_correct,
+            mean_correct_arch=row.mean_correct_arch,
+            geomean_speedup=row.speedup,  # deprecated alias of speedup
+        )
+    else:
+        record.update(task=row.task, best_speedup=row.speedup)  # best_speedup: deprecated alias of speedup
+    return record
+
+
+MODEL_FIELDS = (
+    "model",
+    "model_id",
+    "gpu_model",
+    "language",
+    "k",
+    "runs_count",
+    "trajectories",
+    "correct",
+    "correct_arch",
+    "correct_rate",
+    "correct_arch_rate",
+    "correct_arch_rate_mean",
+    "correct_arch_rate_ci_low",
+    "correct_arch_rate_ci_high",
+    "speedup",
+    "speedup_ci_low",
+    "speedup_ci_high",
+    "speedup_n",
+    "tokens",
+    "complete",
+    "latest_run_id",
+    "is_synthetic",
+)
+
+
+def model_entry(group: ranking.ModelGroup, *, with_runs: bool = True) -> dict[str, Any]:
+    """One model board row: a model on one GPU model in one kernel language, its runs folded (the runs listed
+    under `runs`)."""
+    record = {
+        "model": group.model,
+        "model_id": group.model_id,
+        "gpu_model": group.gpu,
+        "language": group.language,
+        "k": group.k,
+        "runs_count": group.n_runs,
+        "trajectories": group.trajectories,
+        "correct": group.correct,
+        "correct_arch": group.correct_arch,
+        "correct_rate": group.correct_rate,
+        "correct_arch_rate": group.arch_rate,
+        "correct_arch_rate_mean": group.arch_rate_mean,
+        "correct_arch_rate_ci_low": group.arch_rate_ci_low,
+        "correct_arch_rate_ci_high": group.arch_rate_ci_high,
+        "speedup": group.speedup,
+        "speedup_ci_low": group.speedup_ci_low,
+        "speedup_ci_high": group.speedup_ci_high,
+        "speedup_n": group.speedup_n,
+        "tokens": group.tokens,
+        "complete": group.complete,
+        "latest_run_id": group.run_id,
+        "is_synthetic": group.is_synthetic,  # some of its runs were made up by seed_leaderboard
+    }
+    if with_runs:
+        record["runs"] = [run_entry(r) for r in group.runs]
+    return record
