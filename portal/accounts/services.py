@@ -95,7 +95,7 @@ def user_is_banned(user: User) -> bool:
 @transaction.atomic
 def user_ban(*, user: User, reason: str) -> None:
     """Ban a user: no login, no submissions, sessions ended, tokens revoked; their evidence stays but leaves
-    public tables and pages (portal/core/visibility.py)."""
+    public tables and pages (docs/visibility.md)."""
     profile, _ = Profile.objects.get_or_create(user=user)
     profile.is_banned = True
     profile.banned_reason = reason

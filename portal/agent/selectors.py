@@ -8,8 +8,8 @@ from typing import Any
 from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce, Greatest
 
+from portal.agent import visibility
 from portal.agent.models import ModelRun, RunTaskMetrics, Trajectory, Turn
-from portal.core import visibility
 
 
 def _count_of(queryset, field: str, run: str = "run"):
@@ -131,3 +131,8 @@ def run_document(run: ModelRun) -> dict[str, Any]:
         ],
         "trajectories": trajectories,
     }
+
+
+def has_synthetic_runs() -> bool:
+    """Whether any model run was made up by `seed_leaderboard` (the "synthetic demo" banner)."""
+    return ModelRun.objects.filter(is_synthetic=True).exists()

@@ -6,8 +6,8 @@ What may go in is decided by the rules every page asks, never restated here:
   the ranked check passed), keeping only measured rows (a speedup), then checked once more against
   `visibility.public_submissions`. STATIC_ONLY never reaches a board.
 - `held`: public evaluations held for review, of submissions `visibility.public_submissions` lets the public see.
-- `turns`: the turns of `visibility.public_runs`, minus unmeasured runs (`unmeasured_run_ids`, a STATIC_ONLY turn)
-  and turns whose submission an admin hid.
+- `turns`: the turns of `portal.agent.visibility.public_runs`, minus unmeasured runs (`unmeasured_run_ids`, a
+  STATIC_ONLY turn) and turns whose submission an admin hid.
 Synthetic rows (`seed_leaderboard` demo data) are kept only with `synthetic` true."""
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ from django.db.models import QuerySet
 from django.http import Http404
 
 from evaluator.arches import ARCHES
-from portal.core import serializers, visibility
+from portal.core import serializers
 from portal.datasets.models import ResultsSnapshot
 from portal.leaderboard import selectors as board
 from portal.leaderboard.cache import Generation
+from portal.submissions import visibility
 from portal.submissions.models import Evaluation, Submission
 
 BATCH = 2000
@@ -126,8 +127,9 @@ def held_rows() -> list[dict[str, Any]]:
 
 def turn_rows() -> list[dict[str, Any]]:
     from portal.agent.models import ModelRun, Turn
+    from portal.agent.visibility import public_runs
 
-    runs = visibility.public_runs(ModelRun.objects.all()).exclude(id__in=board.unmeasured_run_ids())
+    runs = public_runs(ModelRun.objects.all()).exclude(id__in=board.unmeasured_run_ids())
     turns = (
         Turn.objects.filter(state=Turn.State.DONE, trajectory__run__in=runs.values("id"))
         .exclude(evaluation__submission__is_hidden=True)

@@ -1,7 +1,7 @@
 """Reads for Fixit: the stored trajectories that may become rows, and the datasets.
 
 What may be used at all is decided here, in `usable_turns`, and nowhere else: turns of public runs (not hidden,
-not by a banned user, per `portal.core.visibility`) whose evaluation is a public one (never a ranked check with
+not by a banned user, per `portal.agent.visibility`) whose evaluation is a public one (never a ranked check with
 its secret seed and hidden workloads), finished with a verdict, not held or rejected in review, of a submission
 that is not hidden; never synthetic demo rows. Turns that never reached the evaluator count only when they had no kernel (NO_KERNEL)."""
 
@@ -14,8 +14,8 @@ from pathlib import Path
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
+from portal.agent import visibility
 from portal.agent.models import ModelRun, Trajectory, Turn
-from portal.core import visibility
 from portal.fixit.models import Dataset, DatasetFile, RepairExplanation
 from portal.fixit.pairs import NO_KERNEL, PairFilter, TrajectoryRecord, TurnRecord
 from portal.fixit.storage import dataset_folder

@@ -8,8 +8,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from portal.agent import selectors as agent_selectors
+from portal.agent import visibility
 from portal.agent.services import RunRefused, RunRequest
-from portal.core import visibility
 from portal.core.api import api_endpoint, json_error, json_refusal, read_json
 from portal.fixit import reasoning, repairs, selectors, services
 from portal.fixit.forms import DatasetBuildForm

@@ -12,11 +12,12 @@ from typing import Any
 import plotly.graph_objects as go
 from django.http import Http404
 
-from portal.core import serializers, visibility
+from portal.core import serializers
 from portal.leaderboard import charts, ranking, selectors
 from portal.leaderboard.cache import Generation
 from portal.leaderboard.ranking import ModelRow
 from portal.leaderboard.selectors import BadQuery, BoardQuery
+from portal.submissions import visibility
 from portal.submissions.models import Evaluation
 
 KINDS = ("models", "kernels")

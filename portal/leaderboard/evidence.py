@@ -1,4 +1,4 @@
-"""Builders for the evidence downloads (who may see what: portal/core/visibility.py): artifacts checked against
+"""Builders for the evidence downloads (who may see what: docs/visibility.md): artifacts checked against
 their sha256, zip bundles per submission or model run, trajectories as JSON, traces as JSONL."""
 
 from __future__ import annotations

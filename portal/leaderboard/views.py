@@ -11,11 +11,11 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
 from evaluator.arches import ARCHES
-from portal.core import visibility
 from portal.leaderboard import charts, evidence, ranking, sass_view, selectors
 from portal.leaderboard.cache import STALE_RENDER_SECONDS, Generation
 from portal.leaderboard.downloads import ChecksumMismatch, attachment
 from portal.leaderboard.selectors import BadQuery, BoardQuery
+from portal.submissions import visibility
 from portal.submissions.models import Submission
 
 log = logging.getLogger(__name__)
@@ -220,7 +220,9 @@ def submission_bundle(request: HttpRequest, submission_id: int) -> HttpResponse:
 def run_bundle(request: HttpRequest, run_id: int) -> HttpResponse:
     if not selectors.models_available():
         raise Http404("model runs are not enabled on this portal")
-    run = visibility.visible_run(request.user, run_id)
+    from portal.agent.visibility import visible_run
+
+    run = visible_run(request.user, run_id)
     try:
         data = evidence.run_bundle(run)
     except ChecksumMismatch as exc:
@@ -232,6 +234,8 @@ def run_bundle(request: HttpRequest, run_id: int) -> HttpResponse:
 def run_trajectories(request: HttpRequest, run_id: int) -> HttpResponse:
     if not selectors.models_available():
         raise Http404("model runs are not enabled on this portal")
-    run = visibility.visible_run(request.user, run_id)
+    from portal.agent.visibility import visible_run
+
+    run = visible_run(request.user, run_id)
     data = evidence.trajectories_json(run)
     return attachment(data, filename=f"run-{run.id}-trajectories.json", content_type="application/json")

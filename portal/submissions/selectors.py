@@ -211,3 +211,8 @@ def worker_capabilities() -> list[ArchCapability]:
             )
         )
     return out
+
+
+def has_synthetic_submissions() -> bool:
+    """Whether any submission was made up by `seed_leaderboard` (the "synthetic demo" banner)."""
+    return Submission.objects.filter(is_synthetic=True).exists()

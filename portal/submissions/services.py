@@ -19,8 +19,7 @@ from django.utils import timezone
 from evaluator.arches import get_arch
 from portal.accounts.services import user_is_banned
 from portal.catalog.models import Task
-from portal.core import visibility
-from portal.submissions import artifacts, queueing, quotas
+from portal.submissions import artifacts, queueing, quotas, visibility
 from portal.submissions.models import Evaluation, Submission
 from portal.submissions.summary import summarise_verdict
 

@@ -10,9 +10,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from portal.catalog.models import Task
-from portal.core import schema, visibility
+from portal.core import schema
 from portal.core.api import api_endpoint, check_text, json_error, json_refusal, read_json
-from portal.submissions import selectors
+from portal.submissions import selectors, visibility
 from portal.submissions.compile_log import first_error_lines
 from portal.submissions.forms import LANGUAGE_BY_SUFFIX, SubmissionForm
 from portal.submissions.models import Submission
