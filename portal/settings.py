@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "portal.agent",
     "portal.fixit",
     "portal.datasets",
+    "portal.ops",  # commands across apps (`reconcile`); the top floor (docs/architecture.md, "Import direction")
 ]
 
 MIDDLEWARE = [

@@ -23,7 +23,7 @@ from rq import Queue, SimpleWorker
 from rq.job import Job, JobStatus
 
 from portal.catalog.models import Task
-from portal.core.management.commands import reconcile as reconcile_command
+from portal.ops.management.commands import reconcile as reconcile_command
 from portal.submissions import queueing, services
 from portal.submissions.models import Evaluation, Submission
 from tests.support.factories import GEMM, make_token, make_user, starter_source, sync_catalog

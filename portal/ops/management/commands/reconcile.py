@@ -1,5 +1,5 @@
 """Repair evaluations and model runs left behind by crashes (dead workers, a restarted Redis). Safe to run any time.
-It lives in `core` because it calls both `submissions` and `agent`, and `submissions` must not import `agent`."""
+It lives in `ops`, the floor above every app, because it calls `submissions`, `agent` and `fixit`."""
 
 from __future__ import annotations
 
