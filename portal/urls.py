@@ -2,10 +2,11 @@ from django.contrib import admin
 from django.urls import include, path
 
 from portal.accounts import views as accounts_views
+from portal.catalog import views as catalog_views
 from portal.core import views as core_views
 
 urlpatterns = [
-    path("", core_views.home, name="home"),
+    path("", catalog_views.home, name="home"),
     path("healthz", core_views.healthz, name="healthz"),
     path("api/", core_views.api_docs, name="api_docs"),
     path("", include("portal.catalog.urls")),

@@ -8,13 +8,14 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from portal.accounts.api_auth import api_endpoint
 from portal.agent import budget, selectors, services
 from portal.agent.forms import RunForm
 from portal.agent.models import Turn
 from portal.agent.services import RunRefused, RunRequest
 from portal.agent.trajectories import trajectory_export
 from portal.core import schema
-from portal.core.api import api_endpoint, json_error, json_refusal, read_json
+from portal.core.api import json_error, json_refusal, read_json
 
 
 def run_list(request: HttpRequest) -> HttpResponse:

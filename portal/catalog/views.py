@@ -4,7 +4,16 @@ from django.shortcuts import render
 from evaluator.arches import ARCHES
 from evaluator.triton_policy import run_signature as triton_run_signature
 from portal.catalog import selectors
-from portal.leaderboard import task_highlights
+from portal.catalog.task_panels import task_panels_context
+
+
+def home(request: HttpRequest) -> HttpResponse:
+    """The front page: the architectures, how many tasks, the knowledge packs."""
+    return render(
+        request,
+        "home.html",
+        {"arches": ARCHES.values(), "task_count": selectors.task_list().count(), "packs": selectors.pack_list()},
+    )
 
 
 def task_list(request: HttpRequest) -> HttpResponse:
@@ -12,8 +21,8 @@ def task_list(request: HttpRequest) -> HttpResponse:
 
 
 def task_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    """The task, and where to go from it: submit (pre-filled), its leaderboard, the current best kernel per
-    architecture and the library's latency per GPU."""
+    """The task, and where to go from it: submit (pre-filled), its leaderboard, and what other apps show of it
+    (`task_panels`: the current best kernel per architecture and the library's latency per GPU)."""
     task = selectors.task_detail(slug)
     order = list(ARCHES)  # Hopper first, as everywhere
     targets = sorted((t for t in task.targets.all() if t.arch in ARCHES), key=lambda t: order.index(t.arch))
@@ -26,11 +35,10 @@ def task_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "arches": ARCHES,
             "targets": targets,
             "first_arch": arches[0] if arches else "sm_90a",
-            "best": task_highlights.best_kernels(task.slug, arches),
-            "library": task_highlights.library_latencies(task.slug),
             "triton_signature": triton_run_signature(
                 [*(task.definition.get("inputs") or {}), *(task.definition.get("outputs") or {})]
             ),
+            **task_panels_context(task, arches),
         },
     )
 

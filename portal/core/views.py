@@ -3,17 +3,6 @@ from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
-from evaluator.arches import ARCHES
-from portal.catalog import selectors as catalog
-
-
-def home(request: HttpRequest) -> HttpResponse:
-    return render(
-        request,
-        "home.html",
-        {"arches": ARCHES.values(), "task_count": catalog.task_list().count(), "packs": catalog.pack_list()},
-    )
-
 
 def healthz(request: HttpRequest) -> JsonResponse:
     """Liveness for load balancers: the process answers and the database is reachable."""

@@ -10,7 +10,7 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonRe
 from django.shortcuts import render
 from django.urls import reverse
 
-from portal.core.api import api_endpoint
+from portal.accounts.api_auth import api_endpoint
 from portal.datasets import selectors, services
 from portal.datasets.models import ResultsSnapshot
 from portal.datasets.schemas import CONFIGS

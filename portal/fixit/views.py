@@ -7,10 +7,11 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonRe
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from portal.accounts.api_auth import api_endpoint
 from portal.agent import selectors as agent_selectors
 from portal.agent import visibility
 from portal.agent.services import RunRefused, RunRequest
-from portal.core.api import api_endpoint, json_error, json_refusal, read_json
+from portal.core.api import json_error, json_refusal, read_json
 from portal.fixit import reasoning, repairs, selectors, services
 from portal.fixit.forms import DatasetBuildForm
 from portal.fixit.services import DatasetRefused

@@ -9,7 +9,8 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from portal.core.api import api_endpoint, json_error
+from portal.accounts.api_auth import api_endpoint
+from portal.core.api import json_error
 from portal.leaderboard import charts, downloads, evidence, ranking, selectors, serializers
 from portal.leaderboard.cache import Generation
 from portal.leaderboard.selectors import BadQuery, BoardQuery

@@ -7,6 +7,8 @@ class LeaderboardConfig(AppConfig):
     verbose_name = "Leaderboards, charts and downloads"
 
     def ready(self) -> None:
-        from portal.leaderboard import signals
+        from portal.catalog.task_panels import register_task_panel
+        from portal.leaderboard import signals, task_highlights
 
         signals.connect()
+        register_task_panel(self.label, task_highlights.task_panel)

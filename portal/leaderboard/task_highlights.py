@@ -1,5 +1,6 @@
 """Reads for a task's page: the current best kernel per architecture (the first ranked row of that task's
-kernel board, whatever order ranking.py gives it) and the library's measured latency per GPU model."""
+kernel board, whatever order ranking.py gives it) and the library's measured latency per GPU model. The catalog's
+task page shows them through the panel `task_panel`, registered in LeaderboardConfig.ready()."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import statistics
 from dataclasses import dataclass
 
 from evaluator.arches import ARCHES
+from portal.catalog.models import Task
 from portal.leaderboard import ranking, selectors
 from portal.leaderboard.cache import Generation
 from portal.submissions.models import Evaluation
@@ -58,3 +60,8 @@ def library_latencies(task_slug: str) -> list[LibraryLatency]:
         LibraryLatency(arch, gpu, statistics.median(samples), len(samples))
         for (arch, gpu), samples in sorted(groups.items())
     ]
+
+
+def task_panel(task: Task, arches: list[str]) -> dict[str, list]:
+    """The task page's `best` and `library` (portal/catalog/task_panels.py)."""
+    return {"best": best_kernels(task.slug, arches), "library": library_latencies(task.slug)}

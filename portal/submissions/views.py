@@ -9,9 +9,10 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from portal.accounts.api_auth import api_endpoint
 from portal.catalog.models import Task
 from portal.core import schema
-from portal.core.api import api_endpoint, check_text, json_error, json_refusal, read_json
+from portal.core.api import check_text, json_error, json_refusal, read_json
 from portal.submissions import selectors, visibility
 from portal.submissions.compile_log import first_error_lines
 from portal.submissions.forms import LANGUAGE_BY_SUFFIX, SubmissionForm
