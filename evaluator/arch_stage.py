@@ -58,8 +58,11 @@ def run_arch_stage(
     timeout_s: float,
     allow_unsandboxed_profile: bool,
     report: Callable[[str, str], None],
+    non_tensor_peak: float | None = None,
 ) -> ArchStageResult:
-    """The arch stage after correctness (and timing): skipped, answered by the static SASS, or profiled."""
+    """The arch stage after correctness (and timing): skipped, answered by the static SASS, or profiled.
+
+    `non_tensor_peak`: the GPU's fastest rate without tensor cores (evaluator.peaks), for `tensor_evidence`."""
     if sass is None or sass.target_count == 0:
         return ArchStageResult(StageState.PASSED, "absent: decided from static SASS")
     if not correctness_passed:
@@ -80,8 +83,13 @@ def run_arch_stage(
     check = outcome.check
     check.workload = workload.uuid
     result = next(w for w in evaluated if w.uuid == workload.uuid)
-    median = result.performance.candidate.median_ms if result.performance and result.performance.candidate else None
-    ncu_mod.compare_timers(check, median)
+    perf = result.performance
+    median = perf.candidate.median_ms if perf and perf.candidate else None
+    ncu_mod.compare_timers(check, median, ranked_latency_ms=perf.latency_ms if perf else None)
+    ncu_mod.tensor_evidence(check, perf.tflops if perf else None, non_tensor_peak)
+    note = ncu_mod.tensor_evidence_note(check)
+    if note is not None:
+        outcome.notes.append(note)
     check.seconds = round(time.monotonic() - t, 3)
     state = StageState.PASSED if check.status == ArchStatus.VERIFIED else StageState.FAILED
     message = f"{check.status.value}: {check.reason}"

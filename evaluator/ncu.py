@@ -277,13 +277,48 @@ def decide_arch(
     return check
 
 
-def compare_timers(check: ArchCheck, cupti_median_ms: float | None, margin: float = TIMER_MARGIN) -> None:
-    """Record the CUPTI median beside ncu's time and flag a disagreement beyond `margin`."""
+def compare_timers(
+    check: ArchCheck,
+    cupti_median_ms: float | None,
+    margin: float = TIMER_MARGIN,
+    *,
+    ranked_latency_ms: float | None = None,
+) -> None:
+    """Record the CUPTI median beside ncu's time and flag a disagreement beyond `margin`; and ncu's time against
+    the ranked latency, which the trusted clock bounds (`trusted_ratio`, held by integrity.ncu_hold)."""
     check.cupti_median_ms = cupti_median_ms
     check.timer_margin = margin
     if cupti_median_ms and check.ncu_gpu_time_ms:
         check.timer_ratio = check.ncu_gpu_time_ms / cupti_median_ms
         check.timer_disagreement = abs(check.timer_ratio - 1.0) > margin
+    check.ranked_latency_ms = ranked_latency_ms
+    if ranked_latency_ms and check.ncu_gpu_time_ms:
+        check.trusted_ratio = check.ncu_gpu_time_ms / ranked_latency_ms
+
+
+def tensor_evidence(check: ArchCheck, timed_tflops: float | None, non_tensor_peak: float | None) -> None:
+    """Whether the timed calls' own rate shows tensor cores at work, whatever the profiled call showed.
+
+    The profiler is visible from inside the candidate process (its injection library is mapped there), so a
+    kernel can run its target instructions only when profiled. The timed rate comes from the ranked latency,
+    which the trusted clock bounds: above the GPU's fastest rate without tensor cores, the timed calls used them."""
+    check.timed_tflops = timed_tflops
+    check.non_tensor_peak_tflops = non_tensor_peak
+    if timed_tflops is None or non_tensor_peak is None:
+        check.timed_beyond_non_tensor = None
+        return
+    check.timed_beyond_non_tensor = timed_tflops > non_tensor_peak
+
+
+def tensor_evidence_note(check: ArchCheck) -> str | None:
+    """The verdict's note for a verified check whose timed rate does not show tensor cores by itself."""
+    if check.status != ArchStatus.VERIFIED or check.timed_beyond_non_tensor is not False:
+        return None
+    return (
+        f"arch: the target instructions were seen in the profiled call; the timed calls ran at "
+        f"{check.timed_tflops:.4g} TFLOP/s, within the {check.non_tensor_peak_tflops:.4g} TFLOP/s that code "
+        "without tensor cores reaches on this GPU, so their use in the timed calls rests on the profiled call alone"
+    )
 
 
 # --------------------------------------------------------------------------- running ncu (thin)

@@ -26,14 +26,36 @@ DENSE_BF16_TFLOPS: tuple[tuple[tuple[str, ...], float], ...] = (
 )
 
 
-def peak_tflops(gpu_name: str | None) -> float | None:
-    """The datasheet dense BF16 peak of the GPU a device name names ("NVIDIA H200" -> 989.4); None when the
-    name names no GPU in the table (then no "of peak" is given). Whole words only: "GH200" is no H200."""
+# The fastest rate code reaches WITHOUT tensor cores (packed FP16/BF16 FMA, twice the FP32 rate), from NVIDIA's
+# H100 whitepaper (SXM5: 133.8; PCIe: 102.4; NVL: 120) and the H200 datasheets (the H200 has the H100's SMs and
+# clocks). A timed rate above it can only come from tensor cores (issue 32, property 3; see `tensor_evidence`).
+NON_TENSOR_SOURCE = "NVIDIA whitepaper peak FP16/BF16 without tensor cores (2x FP32)"
+NON_TENSOR_TFLOPS: tuple[tuple[tuple[str, ...], float], ...] = (
+    (("H100", "PCIE"), 102.4),
+    (("H100", "NVL"), 120.0),
+    (("H200", "NVL"), 120.0),
+    (("H100",), 133.8),
+    (("H200",), 133.8),
+)
+
+
+def _lookup(table: tuple[tuple[tuple[str, ...], float], ...], gpu_name: str | None) -> float | None:
     words = {w.upper() for w in re.split(r"[^A-Za-z0-9]+", gpu_name or "") if w}
-    for needed, tflops in DENSE_BF16_TFLOPS:
+    for needed, tflops in table:
         if all(n in words for n in needed):
             return tflops
     return None
+
+
+def non_tensor_peak_tflops(gpu_name: str | None) -> float | None:
+    """The fastest non-tensor-core rate of the named GPU; None when it is not in the table (B200: not stated)."""
+    return _lookup(NON_TENSOR_TFLOPS, gpu_name)
+
+
+def peak_tflops(gpu_name: str | None) -> float | None:
+    """The datasheet dense BF16 peak of the GPU a device name names ("NVIDIA H200" -> 989.4); None when the
+    name names no GPU in the table (then no "of peak" is given). Whole words only: "GH200" is no H200."""
+    return _lookup(DENSE_BF16_TFLOPS, gpu_name)
 
 
 def fraction_of_peak(tflops: float | None, gpu_name: str | None) -> float | None:

@@ -222,6 +222,16 @@ class ArchCheck:
     timer_ratio: float | None = None  # ncu / cupti
     timer_disagreement: bool = False  # |ratio - 1| above the documented margin
     timer_margin: float | None = None
+    # The profiled call against the trusted side's figure for the timed calls (issue 32, properties 3 and 4): the
+    # ranked latency (never below the evaluator's own clock bound) and the rate it gives.
+    ranked_latency_ms: float | None = None
+    trusted_ratio: float | None = None  # ncu / ranked latency; held beyond integrity.NCU_MARGIN
+    timed_tflops: float | None = None
+    non_tensor_peak_tflops: float | None = None  # evaluator.peaks: the GPU's fastest rate without tensor cores
+    # True: the timed calls ran faster than any code without tensor cores can on this GPU, so they used them;
+    # False: the timed rate is within reach of code without tensor cores, so only the profiled call shows the
+    # target instructions (see docs/threat-model.md); None: no rate or no table entry.
+    timed_beyond_non_tensor: bool | None = None
     profiled_kernels: list[str] = field(default_factory=list)
     command: list[str] = field(default_factory=list)
     seconds: float = 0.0

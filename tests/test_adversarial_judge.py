@@ -25,6 +25,8 @@ KNOWN_EXPECT = {
     "held",
     "max_speedup",
     "latency_from",
+    "caught_or_disclosed",
+    "held_when_passed",
 }
 HOLD_CODES = {"timer_disagreement", "host_time", "profile_mismatch", "l2_persistence"}
 
@@ -138,6 +140,33 @@ def test_max_speedup_and_latency_from_judge_what_ranks():
     assert not corpus.judge(entry(status=["PASSED"], max_speedup=0.5), v)[0]
 
 
+def test_caught_or_disclosed_accepts_a_hold_a_lesser_status_or_a_disclosed_rate_and_nothing_else():
+    """Issue 32, property 3: target instructions only under the profiler, with launches identical to the timed ones."""
+    e = entry(status=["PASSED"], caught_or_disclosed=["timer_disagreement"])
+    silent = verdict(arch="verified", integrity=holds())
+    silent["arch_check"].update(timed_beyond_non_tensor=None, timed_tflops=23.0)
+    ok, found = corpus.judge(e, silent)
+    assert not ok and "not disclosed" in found
+    assert corpus.judge(e, verdict(arch="verified", integrity=holds("timer_disagreement")))[0]
+    assert corpus.judge(e, verdict(arch="token", integrity=holds()))[0]
+    disclosed = verdict(arch="verified", integrity=holds())
+    disclosed["arch_check"].update(timed_beyond_non_tensor=False, timed_tflops=23.0)
+    assert corpus.judge(e, disclosed)[0]
+    above = verdict(arch="verified", integrity=holds())
+    above["arch_check"].update(timed_beyond_non_tensor=True, timed_tflops=700.0)
+    assert not corpus.judge(e, above)[0]  # a fast path when timed is a real tensor-core kernel, not this trick
+    # a failing status is judged by `status` alone
+    assert not corpus.judge(e, verdict("INCORRECT_NUMERICAL", integrity=holds()))[0]
+
+
+def test_held_when_passed_binds_only_a_passing_verdict():
+    e = entry(status=["PASSED", "FOREIGN_KERNEL"], reason=["cublas"], held_when_passed=["timer_disagreement"])
+    assert not corpus.judge(e, verdict(integrity=holds()))[0]
+    assert corpus.judge(e, verdict(integrity=holds("timer_disagreement")))[0]
+    assert corpus.judge(e, verdict("FOREIGN_KERNEL", message="cublas kernel ran", integrity=holds()))[0]
+    assert not corpus.judge(e, verdict("FOREIGN_KERNEL", message="something else", integrity=holds()))[0]
+
+
 def test_judge_does_not_modify_the_verdict():
     v = verdict(integrity=holds("host_time"))
     before = copy.deepcopy(v)
@@ -153,6 +182,8 @@ def test_manifest_entries_are_consistent():
         assert (corpus.HERE / e["file"]).is_file(), e["file"]
         assert set(e["expect"]) <= KNOWN_EXPECT, e["name"]
         assert set(e["expect"].get("held", [])) <= HOLD_CODES, e["name"]
+        assert set(e["expect"].get("caught_or_disclosed", [])) <= HOLD_CODES, e["name"]
+        assert set(e["expect"].get("held_when_passed", [])) <= HOLD_CODES, e["name"]
         assert e["on"] in data["tasks"]
         if e.get("secrets"):
             assert e["expect"].get("stdout_lacks"), e["name"]

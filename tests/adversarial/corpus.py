@@ -179,6 +179,10 @@ def judge(entry: dict[str, Any], verdict: Verdict | dict[str, Any]) -> tuple[boo
             problems.append(f"the candidate's output contains {secret!r}")
     if "held" in expect:
         problems.extend(_held_problems(expect["held"], v.get("integrity")))
+    if expect.get("held_when_passed") and status == "PASSED":
+        problems.extend(_held_problems(expect["held_when_passed"], v.get("integrity")))
+    if expect.get("caught_or_disclosed") and status == "PASSED":
+        problems.extend(_caught_or_disclosed(expect["caught_or_disclosed"], v))
     return not problems, "; ".join(problems) or reason[:160]
 
 
@@ -192,6 +196,20 @@ def _held_problems(wanted: list[str], integrity: Any) -> list[str]:
     if not any(code in codes for code in wanted):
         return [f"not held for {'/'.join(wanted)} (holds: {', '.join(codes) or 'none'})"]
     return []
+
+
+def _caught_or_disclosed(codes: list[str], v: dict[str, Any]) -> list[str]:
+    """A profiled-only path: held for one of `codes`, or not verified, or verified with the timed rate disclosed
+    as within reach of code without tensor cores (`arch_check.timed_beyond_non_tensor` false)."""
+    if not _held_problems(codes, v.get("integrity")):
+        return []
+    check = v.get("arch_check") or {}
+    if check.get("status") != "verified" or check.get("timed_beyond_non_tensor") is False:
+        return []
+    return [
+        f"verified, not held for {'/'.join(codes)}, and the timed rate ({check.get('timed_tflops')} TFLOP/s) "
+        "was not disclosed as within reach of code without tensor cores"
+    ]
 
 
 def _as_dict(verdict: Verdict) -> dict[str, Any]:

@@ -43,6 +43,16 @@ def test_ncu_disagreement_by_a_factor_holds_and_small_drift_does_not():
     assert hold is not None and hold.code == ig.TIMER_DISAGREEMENT and "100.00x" in hold.message
 
 
+def test_ncu_margin_covers_every_honest_ratio_measured_and_holds_a_third_either_way():
+    # Honest ncu/timed ratios in the committed H200 verdicts ran from 0.902 to 1.008.
+    for honest in (0.902, 0.929, 0.99, 1.008):
+        assert ig.ncu_hold(reported_ms=1.0, ncu_ms=honest) is None
+    # A profiled path a third faster (another kernel when not profiled: a library laundered only when timed)
+    # or a third slower (extra target instructions only under the profiler) than the timed calls.
+    assert ig.ncu_hold(reported_ms=1.0, ncu_ms=0.70) is not None
+    assert ig.ncu_hold(reported_ms=1.0, ncu_ms=1.30) is not None
+
+
 def test_profiled_launches_must_match_every_timed_call():
     a = ig.Launch("_Z4wgmmav", (132, 1, 1), (384, 1, 1))
     b = ig.Launch("_Z4simtv", (1024, 1, 1), (256, 1, 1))
@@ -118,6 +128,29 @@ def test_profiled_call_with_other_launches_is_held_and_not_verified():
     same = ArchOutcome(check, launches=[Launch("wgmma_kernel(float *)", (132, 1, 1), (384, 1, 1))])
     absorb_profile(v, same, {"w1": [[Launch("_Z12wgmma_kernelPf", (132, 1, 1), (384, 1, 1))]] * 3})
     assert v.integrity.holds == [] and check.status == ArchStatus.VERIFIED
+
+
+def test_the_profiled_time_is_held_against_the_ranked_latency_not_the_candidates_own_timer():
+    """Issue 32, property 4: launch records blinded in the candidate process (harness_cupti_blind): its own timer
+    says 0.004 ms and agrees with nothing; the trusted clock bounds the ranked latency at cuBLAS's 0.80 ms; the
+    profiled call is the submission's SIMT GEMM at 12.9 ms."""
+    from evaluator.arch_stage import ArchOutcome
+    from evaluator.integrity_record import absorb_profile
+    from evaluator.ncu import compare_timers
+    from evaluator.verdict import ArchStatus
+
+    v, check = _verdict_with_profile(ArchStatus.VERIFIED)
+    check.ncu_gpu_time_ms = 12.9
+    compare_timers(check, 0.004, ranked_latency_ms=0.80)
+    absorb_profile(v, ArchOutcome(check), {})
+    assert [h.code for h in v.integrity.holds] == ["timer_disagreement"]
+    assert "0.8 ms of the timed calls" in v.integrity.holds[0].message
+    # The same profiled time with a ranked latency it describes: no hold, however the in-process timer read.
+    v, check = _verdict_with_profile(ArchStatus.VERIFIED)
+    check.ncu_gpu_time_ms = 0.82
+    compare_timers(check, 0.004, ranked_latency_ms=0.80)
+    absorb_profile(v, ArchOutcome(check), {})
+    assert v.integrity.holds == []
 
 
 def test_a_foreign_kernel_in_the_profiled_call_fails_its_workload():

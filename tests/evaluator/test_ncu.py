@@ -16,6 +16,8 @@ from evaluator.ncu import (
     parse_raw_metrics,
     parse_source_page,
     tensor_core_flops,
+    tensor_evidence,
+    tensor_evidence_note,
 )
 from evaluator.sass import count_families
 from evaluator.verdict import ArchStatus
@@ -171,6 +173,32 @@ def test_timer_comparison_flags_disagreement():
     assert check.timer_disagreement is True
 
 
+def test_timer_comparison_uses_the_ranked_latency_for_the_trusted_ratio():
+    check = decide_arch(arch="sm_90a", sass=HOPPER_SASS, kernels=parse_source_page(SAMPLE), task_flops=HGMMA_FLOPS)
+    check.ncu_gpu_time_ms = 0.8
+    # The candidate's timer says 0.1 ms; the ranked latency (bounded by the trusted clock) is 0.8 ms.
+    compare_timers(check, 0.1, ranked_latency_ms=0.8)
+    assert check.timer_ratio == pytest.approx(8.0) and check.trusted_ratio == pytest.approx(1.0)
+    compare_timers(check, 0.8, ranked_latency_ms=None)
+    assert check.ranked_latency_ms is None
+
+
+def test_tensor_evidence_from_the_timed_rate():
+    check = decide_arch(arch="sm_90a", sass=HOPPER_SASS, kernels=parse_source_page(SAMPLE), task_flops=HGMMA_FLOPS)
+    check.status = ArchStatus.VERIFIED
+    tensor_evidence(check, 700.0, 133.8)
+    assert check.timed_beyond_non_tensor is True and tensor_evidence_note(check) is None
+    tensor_evidence(check, 30.0, 133.8)  # a SIMT-speed kernel that showed wgmma only when profiled
+    assert check.timed_beyond_non_tensor is False
+    note = tensor_evidence_note(check)
+    assert note is not None and "30 TFLOP/s" in note and "133.8" in note
+    tensor_evidence(check, 30.0, None)  # a GPU without a table entry: no claim either way
+    assert check.timed_beyond_non_tensor is None and tensor_evidence_note(check) is None
+    check.status = ArchStatus.TOKEN
+    tensor_evidence(check, 30.0, 133.8)
+    assert tensor_evidence_note(check) is None  # nothing to qualify: not verified
+
+
 def test_ncu_error_reasons():
     assert "ERR_NVGPUCTRPERM" in ncu_error_reason("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission")
     assert "no kernel" in ncu_error_reason("==WARNING== No kernels were profiled.")
@@ -286,3 +314,15 @@ def test_read_report_returns_each_page_of_its_own_import(tmp_path):
     fake.chmod(0o755)
     source, raw = read_report(str(fake), tmp_path / "r.ncu-rep")
     assert (source, raw) == ("page source\n", "page raw\n")
+
+
+def test_non_tensor_peaks_name_whole_gpus_and_stay_below_tensor_peaks():
+    from evaluator import peaks
+
+    assert peaks.non_tensor_peak_tflops("NVIDIA H200") == 133.8
+    assert peaks.non_tensor_peak_tflops("NVIDIA H100 PCIe") == 102.4
+    assert peaks.non_tensor_peak_tflops("NVIDIA GH200 480GB") is None  # whole words: GH200 is not an H200
+    assert peaks.non_tensor_peak_tflops("NVIDIA B200") is None  # not stated: no claim
+    for words, rate in peaks.NON_TENSOR_TFLOPS:
+        tensor = peaks.peak_tflops(" ".join(words))
+        assert tensor is not None and rate < tensor / 5
