@@ -8,12 +8,10 @@ class AgentConfig(AppConfig):
 
     def ready(self) -> None:
         # Connects the evaluation_finished receiver that moves a trajectory to its next step.
-        from portal.agent import (
-            receivers,  # noqa: F401
-            visibility,
-        )
+        from portal.agent import receivers  # noqa: F401
         from portal.agent.selectors import has_synthetic_runs
+        from portal.agent.visibility import register_hiding_rules
         from portal.core.context_processors import register_synthetic_rows
 
-        visibility.register()  # a turn's submission is hidden with its run
+        register_hiding_rules()  # a turn's submission is hidden with its run
         register_synthetic_rows(self.label, has_synthetic_runs)

@@ -1,7 +1,8 @@
 """The visibility rule (docs/visibility.md) for model runs and everything under them: a run hidden by an admin, or
 a banned user's, is not visible, nor are its trajectories, exports and bundles, nor its turns' submissions and their
-evaluations and evidence (the rule `register` adds to the submissions' own, `portal/submissions/visibility.py`).
-Staff see everything; the owner, while not banned, still sees their own hidden runs. Lists use `public_runs`."""
+evaluations and evidence (the hiding rule `register_hiding_rules` adds to the submissions' own rule in
+`portal/submissions/visibility.py`). Staff see everything; the owner, while not banned, still sees their own
+hidden runs. Lists use `public_runs`."""
 
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def _submissions_under_hidden_runs() -> Q:
     return Q(kind=Submission.Kind.AGENT) & Q(under_hidden_run)
 
 
-def register() -> None:
+def register_hiding_rules() -> None:
     """Hide a turn's submission with its run (AgentConfig.ready())."""
     register_hiding_rule(
         Submission, HidingRule("under a hidden model run", _under_hidden_run, _submissions_under_hidden_runs)
