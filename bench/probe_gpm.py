@@ -67,7 +67,9 @@ def main() -> int:
 
     pynvml.nvmlInit()
     h = pynvml.nvmlDeviceGetHandleByIndex(0)
-    print("gpu", pynvml.nvmlDeviceGetName(h), pynvml.nvmlDeviceGetUUID(h), "driver", pynvml.nvmlSystemGetDriverVersion())
+    print(
+        "gpu", pynvml.nvmlDeviceGetName(h), pynvml.nvmlDeviceGetUUID(h), "driver", pynvml.nvmlSystemGetDriverVersion()
+    )
     try:
         support = pynvml.nvmlGpmQueryDeviceSupport(h)
         print("gpm supported", bool(support.isSupportedDevice))
@@ -113,18 +115,31 @@ def main() -> int:
                 pynvml.nvmlGpmSampleGet(h, s2)
                 m = metrics(s1, s2)
                 per_call_tensor = m["hmma"] / 100 * window / calls
-                rows.append({"work": name, "calls": calls, "rep": rep, "window_ms": round(window, 4), **m,
-                             "hmma_ms_per_call": round(per_call_tensor, 5)})
-    print(f"{'work':16} {'calls':>5} {'win ms':>9} {'gfx':>6} {'sm':>6} {'tens':>6} {'hmma':>6} {'fp32':>6} "
-          f"{'dram':>6} {'hmma ms/call':>12}")
+                rows.append(
+                    {
+                        "work": name,
+                        "calls": calls,
+                        "rep": rep,
+                        "window_ms": round(window, 4),
+                        **m,
+                        "hmma_ms_per_call": round(per_call_tensor, 5),
+                    }
+                )
+    print(
+        f"{'work':16} {'calls':>5} {'win ms':>9} {'gfx':>6} {'sm':>6} {'tens':>6} {'hmma':>6} {'fp32':>6} "
+        f"{'dram':>6} {'hmma ms/call':>12}"
+    )
     for r in rows:
-        print(f"{r['work']:16} {r['calls']:5} {r['window_ms']:9.3f} {r['graphics']:6.1f} {r['sm']:6.1f} "
-              f"{r['tensor']:6.1f} {r['hmma']:6.1f} {r['fp32']:6.1f} {r['dram']:6.1f} {r['hmma_ms_per_call']:12.5f}")
+        print(
+            f"{r['work']:16} {r['calls']:5} {r['window_ms']:9.3f} {r['graphics']:6.1f} {r['sm']:6.1f} "
+            f"{r['tensor']:6.1f} {r['hmma']:6.1f} {r['fp32']:6.1f} {r['dram']:6.1f} {r['hmma_ms_per_call']:12.5f}"
+        )
 
     # Another process does the work; this one samples (no CUDA in the sampler's critical path).
     for calls in (4, 32):
-        p = subprocess.Popen([sys.executable, "-c", CHILD, str(calls)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             text=True)
+        p = subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(calls)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
         assert p.stdout is not None and p.stdin is not None
         p.stdout.readline()
         pynvml.nvmlGpmSampleGet(h, s1)
@@ -136,8 +151,14 @@ def main() -> int:
         pynvml.nvmlGpmSampleGet(h, s2)
         p.wait()
         m = metrics(s1, s2)
-        print("cross-process", calls, "calls", f"window {window:.2f} ms (child {float(done[1]):.2f})", json.dumps(m),
-              f"hmma ms/call {m['hmma'] / 100 * window / calls:.4f}")
+        print(
+            "cross-process",
+            calls,
+            "calls",
+            f"window {window:.2f} ms (child {float(done[1]):.2f})",
+            json.dumps(m),
+            f"hmma ms/call {m['hmma'] / 100 * window / calls:.4f}",
+        )
     ncu = shutil.which("ncu")
     if ncu:
         out = subprocess.run([ncu, "--query-metrics", "--chip", "gh100"], capture_output=True, text=True).stdout

@@ -37,6 +37,12 @@ class ArchOutcome:
     launches: list[Launch] = field(default_factory=list)  # of the profiled call
     foreign_kernels: list[str] = field(default_factory=list)  # profiled kernels not compiled from the submission
     impostors: list[str] = field(default_factory=list)  # profiled kernels named as the submission's, other code
+    # Why the profiled call gave nothing to read, if it did not; `failure_by_candidate` when the candidate's side
+    # of the sandbox could have caused it (its call failed or ran no kernel of its own, the report was refused,
+    # the run timed out), as opposed to the host (no ncu, no counter permission).
+    failure: str | None = None
+    failure_by_candidate: bool = False
+    cross_check_only: bool = False  # no target instruction in the SASS: profiled only to cross-check the timing
 
 
 @dataclass
@@ -59,11 +65,16 @@ def run_arch_stage(
     allow_unsandboxed_profile: bool,
     report: Callable[[str, str], None],
     non_tensor_peak: float | None = None,
+    timed: bool = False,
 ) -> ArchStageResult:
     """The arch stage after correctness (and timing): skipped, answered by the static SASS, or profiled.
 
-    `non_tensor_peak`: the GPU's fastest rate without tensor cores (evaluator.peaks), for `tensor_evidence`."""
-    if sass is None or sass.target_count == 0:
+    `non_tensor_peak`: the GPU's fastest rate without tensor cores (evaluator.peaks), for `tensor_evidence`.
+    `timed`: the workloads were timed on a GPU. Then a kernel with no target instruction is profiled too: the
+    status stays `absent`, but the profiled call's time and kernels cross-check the timed figures (issue 32: the
+    kernel records of the timed calls come from the candidate's own process, and can be switched off there)."""
+    absent = sass is None or sass.target_count == 0
+    if sass is None or (absent and not timed):
         return ArchStageResult(StageState.PASSED, "absent: decided from static SASS")
     if not correctness_passed:
         check = ArchCheck(ArchStatus.NOT_REQUESTED, reason="correctness did not pass; not profiled")
@@ -80,8 +91,11 @@ def run_arch_stage(
         timeout_s=timeout_s,
         allow_unsandboxed_profile=allow_unsandboxed_profile,
     )
+    outcome.cross_check_only = absent
     check = outcome.check
     check.workload = workload.uuid
+    if absent:
+        check.reason += "; profiled only to cross-check the timed figures"
     result = next(w for w in evaluated if w.uuid == workload.uuid)
     perf = result.performance
     median = perf.candidate.median_ms if perf and perf.candidate else None
@@ -91,7 +105,7 @@ def run_arch_stage(
     if note is not None:
         outcome.notes.append(note)
     check.seconds = round(time.monotonic() - t, 3)
-    state = StageState.PASSED if check.status == ArchStatus.VERIFIED else StageState.FAILED
+    state = StageState.PASSED if check.status in (ArchStatus.VERIFIED, ArchStatus.ABSENT) else StageState.FAILED
     message = f"{check.status.value}: {check.reason}"
     report("arch", message)
     return ArchStageResult(state, message, check.seconds, outcome)
@@ -120,14 +134,15 @@ def profile_workload(
     outcome = ArchOutcome(ArchCheck(ArchStatus.NOT_REQUESTED))
     ncu = ncu_mod.find_ncu()
 
-    def error(reason: str, cmd: list[str] | None = None) -> ArchOutcome:
+    def error(reason: str, cmd: list[str] | None = None, *, by_candidate: bool = True) -> ArchOutcome:
         outcome.check = ncu_mod.decide_arch(arch=arch, sass=sass, kernels=None, task_flops=flops, error=reason)
+        outcome.failure, outcome.failure_by_candidate = reason, by_candidate
         if cmd is not None:
             outcome.check.command = cmd
         return outcome
 
     if ncu is None:
-        return error("Nsight Compute (ncu) is not installed on this host")
+        return error("Nsight Compute (ncu) is not installed on this host", by_candidate=False)
     workdir = setup.workdir
     profile_dir = workdir / "profile"  # the one folder the profiled process may write (report, events)
     profile_dir.mkdir(exist_ok=True)
@@ -182,7 +197,7 @@ def profile_workload(
         return error(f"the Nsight Compute run exceeded {timeout_s:g} s and was killed", cmd)
     reason = _failure_reason(run, result_path, report)
     if reason is not None:
-        return error(reason, cmd)
+        return error(reason, cmd, by_candidate="ERR_NVGPUCTRPERM" not in run.output)
     # The report lies in a folder the profiled candidate could write: Nsight Compute reads a checked copy in a
     # folder of the trusted side's own (evaluator/hostile_files.py).
     try:

@@ -30,7 +30,15 @@ HOST_TIME = "host_time"
 PROFILE_MISMATCH = "profile_mismatch"
 L2_PERSISTENCE = "l2_persistence"
 INCONSISTENT_FIGURES = "inconsistent_figures"
-HOLD_CODES: tuple[str, ...] = (TIMER_DISAGREEMENT, HOST_TIME, PROFILE_MISMATCH, L2_PERSISTENCE, INCONSISTENT_FIGURES)
+PROFILE_FAILED = "profile_failed"
+HOLD_CODES: tuple[str, ...] = (
+    TIMER_DISAGREEMENT,
+    HOST_TIME,
+    PROFILE_MISMATCH,
+    L2_PERSISTENCE,
+    INCONSISTENT_FIGURES,
+    PROFILE_FAILED,
+)
 # A ranked row's speedup must be the trusted baseline over its latency, and its TFLOP/s the task's FLOPs over the
 # same latency, to this relative tolerance (they are computed from one latency; a gap means a figure was changed).
 CONSISTENCY_TOLERANCE = 0.01
@@ -223,19 +231,36 @@ def trusted_clock_hold(
     )
 
 
-def ncu_hold(*, reported_ms: float | None, ncu_ms: float | None, margin: float = NCU_MARGIN) -> Hold | None:
+def ncu_hold(
+    *, reported_ms: float | None, ncu_ms: float | None, margin: float = NCU_MARGIN, slower_only: bool = False
+) -> Hold | None:
     """Hold when Nsight Compute's time of the profiled call and the timed calls' ranked latency disagree beyond
-    `margin`: the profiled code is not the timed code, or the timing was tampered with."""
+    `margin`: the profiled code is not the timed code, or the timing was tampered with.
+
+    `slower_only`: hold only when the profiled call is the slower one (the timed calls ran faster than the
+    submission's own code can: work laundered through kernels the candidate's records did not show). Used for
+    kernels profiled only to cross-check the timing, whose timed calls may include copies and fills that Nsight
+    Compute, which times kernels, does not count."""
     if not reported_ms or not ncu_ms:
         return None
     ratio = ncu_ms / reported_ms
-    if abs(ratio - 1.0) <= margin:
+    if ratio - 1.0 <= margin and (slower_only or 1.0 - ratio <= margin):
         return None
     return Hold(
         TIMER_DISAGREEMENT,
         f"Nsight Compute timed the profiled call at {ncu_ms:.4g} ms, {ratio:.2f}x the {reported_ms:.4g} ms of the "
         f"timed calls (allowed: within {margin:.0%}): the profiled call does not describe the timed ones, or the "
         "timing cannot be trusted; the result is held",
+    )
+
+
+def profile_failed_hold(reason: str) -> Hold:
+    """The profiled call, which cross-checks the timed figures, gave nothing to read for a reason on the
+    candidate's side of the sandbox: without it the ranked latency rests on records from the candidate's process."""
+    return Hold(
+        PROFILE_FAILED,
+        f"the profiled call that cross-checks the timed figures gave nothing to read ({reason[:300]}); the timing "
+        "could not be checked against Nsight Compute and the result is held",
     )
 
 

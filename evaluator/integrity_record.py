@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from evaluator.arch_stage import ArchOutcome
 from evaluator.candidate import WorkloadRun
-from evaluator.integrity import describe_foreign, launch_mismatch, matches_submission, ncu_hold
+from evaluator.integrity import (
+    describe_foreign,
+    launch_mismatch,
+    matches_submission,
+    ncu_hold,
+    profile_failed_hold,
+)
 from evaluator.launches import Launch
 from evaluator.verdict import ArchStatus, Integrity, Status, Verdict
 
@@ -38,6 +44,13 @@ def absorb_profile(v: Verdict, outcome: ArchOutcome, timed_launches: dict[str, l
     """The profiled call against the timed ones: the same kernels, only the submission's, the same time."""
     check, record = outcome.check, v.integrity
     assert record is not None
+    if outcome.failure is not None:
+        was_timed = any(w.performance is not None for w in v.workloads)
+        if outcome.failure_by_candidate and was_timed:
+            record.hold(profile_failed_hold(outcome.failure))
+        elif was_timed:
+            record.notes.append(f"the timed figures were not cross-checked by Nsight Compute: {outcome.failure}")
+        return
     if outcome.foreign_kernels or outcome.impostors:
         record.foreign_kernels.extend(k for k in outcome.foreign_kernels if k not in record.foreign_kernels)
         record.foreign_kernels.extend(f"{k} (not the submission's code)" for k in outcome.impostors)
@@ -54,7 +67,7 @@ def absorb_profile(v: Verdict, outcome: ArchOutcome, timed_launches: dict[str, l
         return
     timed = timed_launches.get(check.workload or "", [])
     profiled = list(outcome.launches)
-    mismatch = launch_mismatch(_named_as_timed(profiled, timed), timed)
+    mismatch = None if outcome.cross_check_only else launch_mismatch(_named_as_timed(profiled, timed), timed)
     if mismatch is not None:
         record.hold(mismatch)
         if check.status == ArchStatus.VERIFIED:
@@ -62,7 +75,13 @@ def absorb_profile(v: Verdict, outcome: ArchOutcome, timed_launches: dict[str, l
             check.reason = f"not verified: {mismatch.message}"
     # Against the ranked latency, which the trusted clock bounds (a rewritten in-process timer cannot move it);
     # the in-process median alone was the yardstick before issue 32.
-    record.hold(ncu_hold(reported_ms=check.ranked_latency_ms or check.cupti_median_ms, ncu_ms=check.ncu_gpu_time_ms))
+    record.hold(
+        ncu_hold(
+            reported_ms=check.ranked_latency_ms or check.cupti_median_ms,
+            ncu_ms=check.ncu_gpu_time_ms,
+            slower_only=outcome.cross_check_only,
+        )
+    )
 
 
 def _named_as_timed(profiled: list[Launch], timed: list[list[Launch]]) -> list[Launch]:

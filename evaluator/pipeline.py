@@ -358,6 +358,7 @@ def _gpu_stages(setup: CandidateSetup, arch: str, run_seed: bytes, opts: Options
             else opts.allow_unsandboxed_profile,
             report=book.report,
             non_tensor_peak=peaks.non_tensor_peak_tflops(v.environment.gpu_name),
+            timed=timing and opts.device_type == "cuda",
         )
         rec = book.record("arch")
         rec.state, rec.message, rec.seconds = arch_result.state, arch_result.message, arch_result.seconds

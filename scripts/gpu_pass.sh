@@ -9,6 +9,7 @@
 #   cost    bench/evaluator_phases.py and bench/evaluator_bench.py on the headline GEMM, the Triton starter tests.
 #   holds   issue 32's false-hold rate (tests/test_false_holds_gpu.py: every sm_90a reference 5 times through the
 #           portal's GPU path with a CPU load), detached like corpus: `holds start`, then `holds wait` at once.
+#           All seven references take ~40 min: FALSE_HOLDS_ONLY=task/solution,... runs a part per session.
 #   corpus  the whole adversarial corpus twice back to back in one process (tests/adversarial/corpus.py
 #           --repeat 2, or CORPUS_REPEAT), started detached so that it outlives one device call: `corpus start`, then
 #           `corpus wait` in the next call (it waits up to WAIT_S and prints the table when done).
@@ -118,6 +119,7 @@ if [ "$mode" = holds ] && [ "$sub" = wait ]; then
     cp "$WORK/holds.log" "$WORK/holds.jsonl" "$WORK/holds-env.log" "$FINAL/" 2>/dev/null
   else
     echo "false-hold run still running: $(grep -c 'Successfully completed' "$WORK/holds.log") evaluations done"
+    cp "$WORK/holds.jsonl" "$WORK/holds-env.log" "$FINAL/" 2>/dev/null  # the rounds finished so far
   fi
   exit 0
 fi

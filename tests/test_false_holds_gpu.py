@@ -37,6 +37,10 @@ from tests.support.agent_support import LOOP_SETTINGS, drain  # noqa: E402
 from tests.support.factories import REPO, make_user, sync_catalog  # noqa: E402
 
 REPEATS = int(os.environ.get("FALSE_HOLDS_REPEATS", "5"))
+# Kernel labels (task/solution, as printed) to run, comma-separated; empty: all. Through the portal an evaluation
+# takes 35 s (GEMM) to 115 s (attention) on the H200, so 5 rounds of all seven (~40 min) do not fit one session's
+# device time: the measurement is split across sessions by kernel, and the rows appended to FALSE_HOLDS_OUT.
+ONLY = {x for x in os.environ.get("FALSE_HOLDS_ONLY", "").split(",") if x}
 
 
 def _spin(stop: multiprocessing.Event) -> None:  # type: ignore[valid-type]
@@ -72,8 +76,9 @@ def test_no_reference_kernel_is_held_on_a_busy_host(settings):
     settings.MAX_ACTIVE_EVALUATIONS = 10_000
     sync_catalog()
     user = make_user("holds")
-    solutions = find_solutions(REPO / "tasks", "sm_90a")
-    assert solutions, "no sm_90a reference kernels found"
+    solutions = [s for s in find_solutions(REPO / "tasks", "sm_90a") if not ONLY or s.label in ONLY]
+    assert solutions, f"no sm_90a reference kernels found (FALSE_HOLDS_ONLY={sorted(ONLY)})"
+    out = os.environ.get("FALSE_HOLDS_OUT")
     stop = multiprocessing.Event()
     load = [multiprocessing.Process(target=_spin, args=(stop,), daemon=True) for _ in range(max(1, os.cpu_count() - 2))]
     for p in load:
@@ -97,13 +102,13 @@ def test_no_reference_kernel_is_held_on_a_busy_host(settings):
             drain()
             for evaluation_id, label in labels.items():
                 rows.append(_row(Evaluation.objects.get(id=evaluation_id), label))
+                if out:  # each round as it ends: a run cut short by the device's time still leaves its rows
+                    with Path(out).open("a") as fh:
+                        fh.write(json.dumps(rows[-1]) + "\n")
     finally:
         stop.set()
         for p in load:
             p.join(timeout=10)
-    out = os.environ.get("FALSE_HOLDS_OUT")
-    if out:
-        Path(out).write_text("".join(json.dumps(r) + "\n" for r in rows))
     for r in rows:
         print(
             f"{r['kernel']:<48} {r['status']:<20} {r['review_state'] or '-':<8} {','.join(r['holds']) or '-':<24} "

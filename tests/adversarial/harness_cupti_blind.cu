@@ -5,9 +5,10 @@
 // the real grid and block but k = 0 (so the launch records match the profiled call's), switch kernel records off,
 // let cuBLAS compute C, and switch them back on. Under the profiler (seen from its injection variables and
 // libraries) it runs its own SIMT GEMM honestly. The in-process timer then sees a few microseconds per call.
-// Expected: caught: the trusted clock bounds the latency (it is cuBLAS's time, not the submission's), and Nsight
-// Compute's time of the profiled call (the SIMT GEMM, ~13 ms) disagrees with it (held `timer_disagreement`); or
-// FOREIGN_KERNEL where CUPTI still records cuBLAS.
+// Seen on the H200 (2026-12-03) before the fix: PASSED, no hold, ranked at 0.043 ms (the trusted clock bound over
+// cuBLAS's calls) for a SIMT kernel of 0.79 ms, because a kernel without target instructions was never profiled.
+// Expected: caught: Nsight Compute's time of the profiled call (the SIMT GEMM) disagrees with the ranked latency
+// (held `timer_disagreement`); or FOREIGN_KERNEL where CUPTI still records cuBLAS.
 #include <elf.h>
 #include <cstdint>
 #include <cstdio>

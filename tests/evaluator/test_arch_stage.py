@@ -13,7 +13,7 @@ from evaluator.verdict import ArchStatus, Correctness, SassCounts, StageState, S
 TINY = load_task(Path(__file__).resolve().parent / "tasks" / "tiny_gemm")
 
 
-def _stage(tmp_path, sass, passed, reports):
+def _stage(tmp_path, sass, passed, reports, timed=False):
     setup = CandidateSetup(TINY, list(TINY.workloads), tmp_path / "kernel.so", tmp_path, tmp_path / "x", None)
     evaluated = [
         WorkloadResult(w.uuid, dict(w.axes), Status.PASSED if passed else Status.INCORRECT_NUMERICAL, "", Correctness())
@@ -29,6 +29,7 @@ def _stage(tmp_path, sass, passed, reports):
         timeout_s=5,
         allow_unsandboxed_profile=False,
         report=lambda stage, message: reports.append((stage, message)),
+        timed=timed,
     )
 
 
@@ -59,3 +60,16 @@ def test_no_nsight_compute_is_a_profile_error(tmp_path, monkeypatch):
     assert result.state == StageState.FAILED and check.workload in {w.uuid for w in TINY.workloads}
     assert reports[0][0] == "arch" and reports[-1] == ("arch", result.message)
     assert not (tmp_path / "profile").exists()  # nothing was started
+
+
+def test_a_timed_kernel_without_target_instructions_is_still_profiled_to_cross_check_the_timing(tmp_path, monkeypatch):
+    """Issue 32: the timed calls' kernel records come from the candidate's process (harness_cupti_blind switched
+    them off around a cuBLAS call, and its SIMT kernel ranked at cuBLAS's speed with no profile to contradict
+    it). The status stays `absent`; the profile is taken for its time and kernels."""
+    monkeypatch.setattr(ncu_mod, "find_ncu", lambda: None)
+    result = _stage(tmp_path, _sass(0), True, [], timed=True)
+    assert result.outcome is not None and result.state == StageState.PASSED
+    check = result.outcome.check
+    assert check.status == ArchStatus.ABSENT and "cross-check" in check.reason
+    assert result.outcome.cross_check_only and "not installed" in result.outcome.failure
+    assert result.outcome.failure_by_candidate is False  # the host lacks ncu: a note, not a hold

@@ -153,6 +153,54 @@ def test_the_profiled_time_is_held_against_the_ranked_latency_not_the_candidates
     assert v.integrity.holds == []
 
 
+def _timed(v):
+    from evaluator.verdict import Performance
+
+    v.workloads[0].performance = Performance(latency_ms=0.8)
+    return v
+
+
+def test_a_profile_that_failed_on_the_candidates_side_holds_a_timed_result_and_a_host_failure_notes_it():
+    from evaluator.arch_stage import ArchOutcome
+    from evaluator.integrity_record import absorb_profile
+    from evaluator.verdict import ArchStatus
+
+    v, check = _verdict_with_profile(ArchStatus.ABSENT)
+    _timed(v)
+    absorb_profile(v, ArchOutcome(check, failure="no kernel of the submission ran", failure_by_candidate=True), {})
+    assert [h.code for h in v.integrity.holds] == ["profile_failed"]
+    assert "no kernel of the submission ran" in v.integrity.holds[0].message
+    v, check = _verdict_with_profile(ArchStatus.ABSENT)
+    _timed(v)
+    absorb_profile(v, ArchOutcome(check, failure="ncu is not installed", failure_by_candidate=False), {})
+    assert v.integrity.holds == [] and "not cross-checked" in v.integrity.notes[0]
+    v, check = _verdict_with_profile(ArchStatus.ABSENT)  # nothing timed: nothing to cross-check
+    absorb_profile(v, ArchOutcome(check, failure="no kernel of the submission ran", failure_by_candidate=True), {})
+    assert v.integrity.holds == [] and v.integrity.notes == []
+
+
+def test_a_kernel_profiled_only_for_the_cross_check_is_held_only_when_the_timed_calls_were_faster():
+    from evaluator.arch_stage import ArchOutcome
+    from evaluator.integrity_record import absorb_profile
+    from evaluator.ncu import compare_timers
+    from evaluator.verdict import ArchStatus
+
+    def absorbed(ncu_ms, ranked_ms, launches):
+        v, check = _verdict_with_profile(ArchStatus.ABSENT)
+        check.ncu_gpu_time_ms = ncu_ms
+        compare_timers(check, ranked_ms, ranked_latency_ms=ranked_ms)
+        simt = [Launch("_Z4simtv", (1024, 1, 1), (256, 1, 1))]
+        absorb_profile(v, ArchOutcome(check, launches=simt, cross_check_only=True), {"w1": [launches]})
+        return [h.code for h in v.integrity.holds]
+
+    # harness_cupti_blind: its SIMT kernel profiled at 0.78 ms; the timed calls (cuBLAS, records off) 0.043 ms.
+    assert absorbed(0.78, 0.043, []) == ["timer_disagreement"]
+    # An honest kernel whose timed calls also copy or fill (Nsight Compute times kernels only): not held, and its
+    # launch records (a copy engine, a graph) are not compared.
+    assert absorbed(0.5, 0.8, [Launch("_Z5otherv", (1, 1, 1), (32, 1, 1))]) == []
+    assert absorbed(0.82, 0.8, []) == []
+
+
 def test_a_foreign_kernel_in_the_profiled_call_fails_its_workload():
     from evaluator.arch_stage import ArchOutcome
     from evaluator.integrity_record import absorb_profile
