@@ -1,6 +1,6 @@
 """The visibility, quota, fairness, API-error, ban and throttle tests against a private PostgreSQL cluster
 (bench/reliability_stack.PrivatePostgres: Debian's PostgreSQL 15, a throwaway cluster on loopback); the result of
-a run is kept in docs/security-raw/.
+a run is kept in docs/runs/security/.
 
     .venv/bin/python bench/pg_security_run.py
 """

@@ -49,7 +49,7 @@ CLOCK_MARGIN = 1.5
 HOST_SLACK_MS = 0.05
 # Nsight Compute's gpu__time_duration of the profiled call against the ranked latency, which the trusted clock
 # bounds (issue 32). Honest calls measured 0.90-1.008 of it on the H200 (every reference kernel's committed
-# verdicts, docs/integrity-raw/); a profiled path faster or slower than the timed one by more than this is held,
+# verdicts, docs/runs/integrity/); a profiled path faster or slower than the timed one by more than this is held,
 # which also bounds what a kernel gains by running other code only when it is not profiled.
 NCU_MARGIN = 0.25
 # Share of timed calls whose output the trusted side compares with the reference, chosen after each call returned:
@@ -148,7 +148,7 @@ RESERVED_SHARED_BYTES = 1024
 
 
 # A launch record never shows fewer than 16 registers per thread: on the H200, kernels compiled with 8 and 13
-# registers launched with 16, while 30, 32 and 168 launched as compiled (docs/integrity-raw/h200-2026-12-01b/).
+# registers launched with 16, while 30, 32 and 168 launched as compiled (docs/runs/integrity/h200-2026-12-01b/).
 MIN_LAUNCH_REGISTERS = 16
 
 

@@ -75,9 +75,9 @@ def performance_from_timing(
 # (messages, launches, the capture), which the trusted baseline process measures on the same host just before:
 # its `host_floor_ms`. So the ranked latency is at least (trusted - host floor - BOUND_EXTRA_MS) /
 # TRUSTED_BOUND_MARGIN. Measured on the H200: the seven reference kernels' in-process medians sit 1.01x-1.13x
-# below the parent's clock, all above this bound (docs/integrity-raw/h200-2026-12-02h); a timer rewritten to read
+# below the parent's clock, all above this bound (docs/runs/integrity/h200-2026-12-02h); a timer rewritten to read
 # 0.8x on a small GEMM workload (0.64 ms reported, 0.99 ms by the parent's clock, host floor 0.15 ms) is below it
-# (docs/integrity-raw/h200-2026-12-03, harness_timer_scaled). A payload that makes the in-process figure lie gains
+# (docs/runs/integrity/h200-2026-12-03, harness_timer_scaled). A payload that makes the in-process figure lie gains
 # at most the margin plus BOUND_EXTRA_MS; an honest kernel that costs the host more per call than the library does
 # (more launches on a tiny workload) is ranked at the slower figure, never held for it.
 TRUSTED_BOUND_MARGIN = 1.05

@@ -12,7 +12,7 @@ candidate does before that copy is timed, whatever it does after cannot change w
 which call is compared, so every call of the batch must be right when the copy is taken.
 
 The copy costs the parent 0.018 ms for 1 MB and 0.078 ms for 128 MB on the H200
-(docs/integrity-raw/h200-2026-12-03/probe_cuda_ipc.log); the trusted baseline process is timed through the same
+(docs/runs/integrity/h200-2026-12-03/probe_cuda_ipc.log); the trusted baseline process is timed through the same
 capture, so its host floor (the clock check's slack) includes it.
 
 The child maps the region (`open_slots`) from the descriptor it inherited; the layout comes in the job file.

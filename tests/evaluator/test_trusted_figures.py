@@ -50,7 +50,7 @@ def test_a_busy_host_does_not_hold_a_small_honest_kernel_but_hidden_work_still_i
 
 
 def test_the_in_process_latency_ranks_only_within_the_trusted_clocks_margin():
-    """Issue 32, property 4, on figures measured on the H200 (docs/integrity-raw/h200-2026-12-02h and -03): honest
+    """Issue 32, property 4, on figures measured on the H200 (docs/runs/integrity/h200-2026-12-02h and -03): honest
     kernels keep their in-process median; a lower in-process figure is raised to the trusted floor. Mutation
     caught: the bound's allowance set to the trusted-clock hold's slack (3 host floors), which let the 0.8x timer of
     harness_timer_scaled rank on the H200."""
@@ -73,7 +73,7 @@ def test_the_in_process_latency_ranks_only_within_the_trusted_clocks_margin():
         assert perf.latency_ms == reported and perf.latency_from == LATENCY_FROM_CANDIDATE_TIMER
         assert perf.in_process_latency_ms == reported
 
-    # The corpus entry harness_timer_scaled on the H200 (docs/integrity-raw/h200-2026-12-03): the timer read 0.8x,
+    # The corpus entry harness_timer_scaled on the H200 (docs/runs/integrity/h200-2026-12-03): the timer read 0.8x,
     # 0.635 ms in process, 0.994 ms by the parent's clock, host floor 0.151 ms.
     perf = Performance(latency_ms=0.635, reference_latency_ms=0.028, speedup_factor=0.028 / 0.635, tflops=100.0)
     assert bound_by_trusted_clock(perf, 0.994, 0.151, flops=1e9, peak=1000.0)
