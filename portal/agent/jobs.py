@@ -22,16 +22,18 @@ def _reveal_api_key(run: ModelRun) -> str:
 
 
 def turn_call_model(turn_id: int) -> str:
+    """The model step; returns (to RQ) the line it logged."""
     user_id = Turn.objects.filter(id=turn_id).values_list("trajectory__run__user_id", flat=True).first()
     outcome = services.turn_model_step(turn_id=turn_id, reveal_api_key=_reveal_api_key)
     log.info("turn %s model step: %s", turn_id, outcome)
-    if user_id is not None and not outcome.startswith("waiting"):
+    if user_id is not None and not outcome.parked:
         # This step's place in the user's share is free: their next waiting step joins the back of the queue.
         scheduling.model_steps_wake(user_id=user_id)
-    return outcome
+    return str(outcome)
 
 
 def turn_after_evaluation(turn_id: int) -> str:
+    """The verdict step; returns (to RQ) the line it logged."""
     outcome = services.turn_verdict_step(turn_id=turn_id)
     log.info("turn %s verdict step: %s", turn_id, outcome)
-    return outcome
+    return str(outcome)

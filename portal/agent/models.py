@@ -151,11 +151,22 @@ class Turn(models.Model):
         DONE = "done", "Done"
         FAILED = "failed", "Failed"
 
-    # Statuses for turns that never reached the evaluator (verdict statuses are used otherwise).
+    class Outcome(models.TextChoices):
+        """How a finished turn ended: with the evaluator's verdict (`verdict_status`), or one of the agent's own
+        ends. Apart from `state` (where the turn is in the loop: portal/agent/states.py)."""
+
+        NONE = "", "Not finished"
+        VERDICT = "verdict", "Scored by the evaluator"
+        NO_KERNEL = "no_kernel", "No kernel in the reply, or the kernel was refused"
+        MODEL_ERROR = "model_error", "Model endpoint error"
+        EVALUATION_FAILED = "evaluation_failed", "Evaluation infrastructure failed"
+        OVER_BUDGET = "over_budget", "The reply came, but the run's evaluation budget was used up"
+
+    # The published status (`status`) of turns that ended without a verdict (states.published_status).
     STATUS_NO_KERNEL = "NO_KERNEL"
     STATUS_MODEL_ERROR = "MODEL_ERROR"
     STATUS_EVALUATION_FAILED = "EVALUATION_FAILED"
-    STATUS_OVER_BUDGET = "OVER_BUDGET"  # the reply came, but the run's evaluation budget was used up
+    STATUS_OVER_BUDGET = "OVER_BUDGET"
 
     trajectory = models.ForeignKey(Trajectory, on_delete=models.CASCADE, related_name="turns")
     index = models.PositiveSmallIntegerField()  # 0-based
@@ -165,6 +176,10 @@ class Turn(models.Model):
     finish_reason = models.CharField(max_length=32, blank=True)
     kernel = models.TextField(blank=True)  # extracted source; empty when the reply had none
     evaluation = models.ForeignKey(Evaluation, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    outcome = models.CharField(max_length=24, choices=Outcome.choices, default="", blank=True)
+    verdict_status = models.CharField(max_length=32, blank=True)  # the evaluator's status; only with a verdict
+    # What pages, the API, the boards and Fixit read: `verdict_status`, or the outcome's STATUS_* name when the turn
+    # had no verdict. Written only with `outcome` and `verdict_status` (states.turn_end); never branch on it here.
     status = models.CharField(max_length=32, blank=True)
     arch_status = models.CharField(max_length=32, blank=True)
     speedup = models.FloatField(null=True, blank=True)

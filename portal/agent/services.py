@@ -4,7 +4,8 @@ finish runs, and repair what a crash left behind.
 The loop is a chain of small RQ jobs on the `agent` queue (call the model → submit the kernel → the GPU
 worker scores it → the evaluation_finished signal queues the verdict step → the next turn's model call), so
 no worker waits while a model thinks or a GPU runs. Each step moves a turn forward with a conditional
-update, so running a step twice does its work once; a stored reply (`replied_at`) is never requested again.
+update (`states.transition`, from the tables in portal/agent/states.py), so running a step twice does its work
+once; a stored reply (`replied_at`) is never requested again. A step answers with a typed `states.StepOutcome`.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ from django.utils import timezone
 from evaluator.arches import ARCHES
 from evaluator.triton_policy import run_signature as triton_run_signature
 from portal.accounts.services import user_is_banned
-from portal.agent import crypto, metrics, prompts, queueing, scheduling
+from portal.agent import crypto, metrics, prompts, queueing, scheduling, states
 from portal.agent.client import EndpointConfig, ModelCallError, ModelReply, chat_completion
 from portal.agent.extract import extract_kernel
 from portal.agent.feedback import NO_KERNEL, TRUNCATED, infrastructure_feedback, verdict_feedback
 from portal.agent.models import ModelRun, RunTaskMetrics, Trajectory, Turn, metric_ks
 from portal.agent.ssrf import Allowlist, EndpointRefused, check_endpoint_url
+from portal.agent.states import RUN, TRAJECTORY, TURN, Step, StepOutcome
 from portal.catalog.models import KnowledgePack, Task
 from portal.submissions import quotas
 from portal.submissions.models import Evaluation, Submission
@@ -36,18 +38,9 @@ from portal.submissions.services import SubmissionRefused, submission_create
 log = logging.getLogger(__name__)
 
 
-class RunRefused(Exception):
-    """The run request is invalid or over a limit. `status` is the HTTP status an API answers with."""
-
-    def __init__(self, message: str, status: int = 400, *, retry_after: int | None = None, resets_at=None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
-        self.retry_after = retry_after  # seconds, for a 429: the API's Retry-After
-        self.resets_at = resets_at
-
-    def body(self) -> dict:
-        return quotas.quota_error_body(self.message, self.retry_after, self.resets_at)
+class RunRefused(SubmissionRefused):
+    """A run request that is invalid or over a limit: the one refusal type of submissions (message, HTTP
+    `status`, `retry_after`, `resets_at`, `body()`), named for the callers that start runs."""
 
 
 @dataclass(frozen=True)
@@ -253,13 +246,14 @@ def _params(definition: dict) -> list[str]:
 
 def run_cancel(*, run: ModelRun, reason: str = "cancelled by its owner") -> bool:
     with transaction.atomic():
-        updated = ModelRun.objects.filter(id=run.id, state__in=ModelRun.ACTIVE_STATES).update(
-            state=ModelRun.State.CANCELLED, error=reason[:2000], finished_at=timezone.now()
-        )
-        if not updated:
+        if not states.transition(
+            RUN, run.id, ModelRun.State.CANCELLED, error=reason[:2000], finished_at=timezone.now()
+        ):
             return False
-        Trajectory.objects.filter(run=run, state=Trajectory.State.RUNNING).update(
-            state=Trajectory.State.CANCELLED,
+        states.transition(
+            TRAJECTORY,
+            Trajectory.objects.filter(run=run),
+            Trajectory.State.CANCELLED,
             stop_reason=Trajectory.StopReason.CANCELLED,
             stop_message=reason[:2000],
             finished_at=timezone.now(),
@@ -330,31 +324,30 @@ def endpoint_config(run: ModelRun, api_key: str) -> EndpointConfig:
     )
 
 
-def turn_model_step(*, turn_id: int, reveal_api_key, call=chat_completion) -> str:
+def turn_model_step(*, turn_id: int, reveal_api_key, call=chat_completion) -> StepOutcome:
     """Call the model for a turn (unless its reply is already stored), then submit the kernel it wrote.
-    `reveal_api_key(run)` gives the plain key; only the agent job passes one. Returns what happened; an outcome
-    starting with "waiting" means the step is parked in the database (portal/agent/scheduling.py)."""
+    `reveal_api_key(run)` gives the plain key; only the agent job passes one. Returns what happened; a `parked`
+    outcome (Step.WAITING) means the step waits in the database (portal/agent/scheduling.py)."""
     turn = Turn.objects.select_related("trajectory__run", "trajectory__task").filter(id=turn_id).first()
     if turn is None or turn.state != Turn.State.CALLING_MODEL:
-        return "nothing to do"
+        return StepOutcome(Step.NOTHING_TO_DO)
     trajectory, run = turn.trajectory, turn.trajectory.run
     if run.state not in ModelRun.ACTIVE_STATES or trajectory.state != Trajectory.State.RUNNING:
-        return "run or trajectory no longer running"
+        return StepOutcome(Step.STOPPED)
     if turn.waiting_reason:
-        return "waiting: not woken yet"  # a stale job of a parked step; its wake-up queues a new one
-    ModelRun.objects.filter(id=run.id, state=ModelRun.State.QUEUED).update(
-        state=ModelRun.State.RUNNING, started_at=timezone.now()
-    )
+        # A stale job of a parked step; its wake-up queues a new one.
+        return StepOutcome(Step.WAITING, "not woken yet")
+    states.transition(RUN, run.id, ModelRun.State.RUNNING, from_=[ModelRun.State.QUEUED], started_at=timezone.now())
     if turn.replied_at is None:
         # Budgets before the call, so no model is asked for a kernel nobody may evaluate.
         if _run_budget_used_up(run):
             _trajectory_out_of_budget(turn, unstarted=True)
-            return "run budget used up"
+            return StepOutcome(Step.RUN_BUDGET_USED_UP)
         try:
             quotas.evaluation_quota_check(run.user)
         except quotas.QuotaExceeded as exc:
             scheduling.turn_wait(turn, exc.message)
-            return f"waiting: {exc.message}"
+            return StepOutcome(Step.WAITING, exc.message)
         now = timezone.now()
         claimed = (
             Turn.objects.filter(id=turn.id, state=Turn.State.CALLING_MODEL, replied_at__isnull=True)
@@ -362,17 +355,17 @@ def turn_model_step(*, turn_id: int, reveal_api_key, call=chat_completion) -> st
             .update(lease_until=now + timedelta(seconds=_lease_seconds(run)), step_attempts=F("step_attempts") + 1)
         )
         if not claimed:
-            return "another worker holds this model call"
+            return StepOutcome(Step.CALL_HELD_ELSEWHERE)
         turn.refresh_from_db()
         if turn.step_attempts > settings.AGENT_STEP_MAX_ATTEMPTS:
             _turn_fail(
                 turn,
-                status=Turn.STATUS_MODEL_ERROR,
+                outcome=Turn.Outcome.MODEL_ERROR,
                 reason=f"the model-call step was started {turn.step_attempts - 1} times without finishing "
                 "(its workers died or crashed); giving up",
                 stop_reason=Trajectory.StopReason.STEP_CRASHED,
             )
-            return "step crashed too often"
+            return StepOutcome(Step.STEP_CRASHED)
         try:
             messages = list(trajectory.messages)
             reply = call(
@@ -385,20 +378,20 @@ def turn_model_step(*, turn_id: int, reveal_api_key, call=chat_completion) -> st
             )
         except crypto.ApiKeyUnreadable as exc:
             _turn_fail(
-                turn, status=Turn.STATUS_MODEL_ERROR, reason=str(exc), stop_reason=Trajectory.StopReason.MODEL_ERROR
+                turn, outcome=Turn.Outcome.MODEL_ERROR, reason=str(exc), stop_reason=Trajectory.StopReason.MODEL_ERROR
             )
-            return "api key unreadable"
+            return StepOutcome(Step.API_KEY_UNREADABLE)
         except ModelCallError as exc:
             _turn_fail(
                 turn,
-                status=Turn.STATUS_MODEL_ERROR,
+                outcome=Turn.Outcome.MODEL_ERROR,
                 reason=exc.message,
                 stop_reason=Trajectory.StopReason.MODEL_ERROR,
                 attempts=exc.attempts,
             )
-            return "model error"
+            return StepOutcome(Step.MODEL_ERROR)
         if not _turn_store_reply(turn, reply):
-            return "reply already stored by another worker"
+            return StepOutcome(Step.REPLY_STORED_ELSEWHERE)
     return _turn_submit(turn_id)
 
 
@@ -420,11 +413,14 @@ def _trajectory_out_of_budget(turn: Turn, *, unstarted: bool) -> None:
     message = f"the run's evaluation budget ({budget} evaluations) is used up"
     with transaction.atomic():
         if unstarted:
+            # Not a move of the turn's machine: the turn never began, so it is removed.
             Turn.objects.filter(id=turn.id, state=Turn.State.CALLING_MODEL, replied_at__isnull=True).delete()
         else:
-            Turn.objects.filter(id=turn.id, state=Turn.State.CALLING_MODEL).update(
-                state=Turn.State.DONE,
-                status=Turn.STATUS_OVER_BUDGET,
+            states.turn_end(
+                turn,
+                Turn.State.DONE,
+                outcome=Turn.Outcome.OVER_BUDGET,
+                from_=[Turn.State.CALLING_MODEL],
                 error=message,
                 lease_until=None,
                 finished_at=timezone.now(),
@@ -448,17 +444,17 @@ def _turn_store_reply(turn: Turn, reply: ModelReply) -> bool:
     return bool(stored)
 
 
-def _turn_submit(turn_id: int) -> str:
+def _turn_submit(turn_id: int) -> StepOutcome:
     """Extract the kernel from the stored reply and queue its evaluation (or answer that there is none)."""
     with transaction.atomic():
         turn = Turn.objects.select_for_update().select_related("trajectory__run", "trajectory__task").get(id=turn_id)
         if turn.state != Turn.State.CALLING_MODEL or turn.replied_at is None:
-            return "already submitted"
+            return StepOutcome(Step.ALREADY_SUBMITTED)
         # The run's row is the lock that keeps its trajectories from overrunning its budget together.
         run = ModelRun.objects.select_for_update().get(id=turn.trajectory.run_id)
         if _run_budget_used_up(run):
             _trajectory_out_of_budget(turn, unstarted=False)
-            return "run budget used up"
+            return StepOutcome(Step.RUN_BUDGET_USED_UP)
         trajectory = Trajectory.objects.select_for_update().select_related("run", "task").get(id=turn.trajectory_id)
         run = trajectory.run
         # The reply joins the conversation here, once: a turn's reply is the conversation's (index+1)-th
@@ -468,11 +464,14 @@ def _turn_submit(turn_id: int) -> str:
             trajectory.save(update_fields=["messages"])
         extraction = extract_kernel(turn.reply, language=run.language)
         if not extraction.kernel:
-            turn.status = Turn.STATUS_NO_KERNEL
-            turn.feedback = TRUNCATED if extraction.truncated else NO_KERNEL
-            _turn_finish(turn)
-            _advance(turn)
-            return "no kernel in the reply"
+            if _turn_finish(
+                turn,
+                from_=[Turn.State.CALLING_MODEL],
+                outcome=Turn.Outcome.NO_KERNEL,
+                feedback=TRUNCATED if extraction.truncated else NO_KERNEL,
+            ):
+                _advance(turn)
+            return StepOutcome(Step.NO_KERNEL)
         try:
             result = submission_create(
                 user=run.user,
@@ -488,42 +487,68 @@ def _turn_submit(turn_id: int) -> str:
             if exc.status == 429:
                 # The user's evaluation budget is spent: the reply stays stored and the turn waits its turn.
                 scheduling.turn_wait(turn, exc.message)
-                return f"waiting: {exc.message}"
-            turn.kernel = extraction.kernel
+                return StepOutcome(Step.WAITING, exc.message)
             if exc.status == 403:
-                turn.state = Turn.State.FAILED
-                turn.status = Turn.STATUS_EVALUATION_FAILED
-                turn.error = f"the kernel could not be submitted: {exc.message}"
-                turn.finished_at = timezone.now()
-                turn.save()
-                _trajectory_stop(trajectory, Trajectory.StopReason.EVALUATION_FAILED, turn.error, failed=True)
-                return "submission refused"
-            turn.status = Turn.STATUS_NO_KERNEL
-            turn.feedback = (
-                f"The kernel was not evaluated: {exc.message}. Please fix it and answer with the complete file."
-            )
-            _turn_finish(turn)
-            _advance(turn)
-            return "submission refused"
-        turn.kernel = extraction.kernel
-        turn.evaluation = result.evaluation
-        turn.state = Turn.State.EVALUATING
-        turn.save(update_fields=["kernel", "evaluation", "state"])
-    return f"submitted as evaluation {result.evaluation.id}"
+                error = f"the kernel could not be submitted: {exc.message}"
+                states.turn_end(
+                    turn,
+                    Turn.State.FAILED,
+                    from_=[Turn.State.CALLING_MODEL],
+                    outcome=Turn.Outcome.EVALUATION_FAILED,
+                    kernel=extraction.kernel,
+                    error=error,
+                    lease_until=None,
+                    finished_at=timezone.now(),
+                )
+                _trajectory_stop(trajectory, Trajectory.StopReason.EVALUATION_FAILED, error, failed=True)
+                return StepOutcome(Step.SUBMISSION_REFUSED, exc.message)
+            if _turn_finish(
+                turn,
+                from_=[Turn.State.CALLING_MODEL],
+                outcome=Turn.Outcome.NO_KERNEL,
+                kernel=extraction.kernel,
+                feedback=(
+                    f"The kernel was not evaluated: {exc.message}. Please fix it and answer with the complete file."
+                ),
+            ):
+                _advance(turn)
+            return StepOutcome(Step.SUBMISSION_REFUSED, exc.message)
+        states.transition(
+            TURN,
+            turn,
+            Turn.State.EVALUATING,
+            from_=[Turn.State.CALLING_MODEL],
+            kernel=extraction.kernel,
+            evaluation=result.evaluation,
+        )
+    return StepOutcome(Step.SUBMITTED, str(result.evaluation.id))
 
 
-def _turn_finish(turn: Turn) -> None:
-    turn.state = Turn.State.DONE
-    turn.finished_at = timezone.now()
-    turn.lease_until = None
-    turn.save()
+def _turn_finish(turn: Turn, *, from_: list[str], outcome: str, verdict_status: str = "", **fields) -> bool:
+    """End a turn normally (DONE), inside the step's transaction that holds its row. False when another step
+    moved it first (then nothing more is done for it)."""
+    moved = states.turn_end(
+        turn,
+        Turn.State.DONE,
+        from_=from_,
+        outcome=outcome,
+        verdict_status=verdict_status,
+        lease_until=None,
+        finished_at=timezone.now(),
+        **fields,
+    )
+    if not moved:
+        log.warning("turn %s was no longer %s: another step finished it", turn.id, " or ".join(from_))
+    return bool(moved)
 
 
 @transaction.atomic
-def _turn_fail(turn: Turn, *, status: str, reason: str, stop_reason: str, attempts: int = 0) -> None:
-    updated = Turn.objects.filter(id=turn.id, state=Turn.State.CALLING_MODEL).update(
-        state=Turn.State.FAILED,
-        status=status,
+def _turn_fail(turn: Turn, *, outcome: str, reason: str, stop_reason: str, attempts: int = 0) -> None:
+    updated = states.turn_end(
+        turn,
+        Turn.State.FAILED,
+        from_=[Turn.State.CALLING_MODEL],
+        outcome=outcome,
         error=reason[:4000],
         model_attempts=F("model_attempts") + attempts,
         lease_until=None,
@@ -538,7 +563,7 @@ def _turn_fail(turn: Turn, *, status: str, reason: str, stop_reason: str, attemp
 # --------------------------------------------------------------------------- step 2: after the evaluation
 
 
-def turn_verdict_step(*, turn_id: int) -> str:
+def turn_verdict_step(*, turn_id: int) -> StepOutcome:
     """Record the evaluation of a turn, answer with feedback, and start the next turn or stop."""
     with transaction.atomic():
         # Only the turn's row: PostgreSQL cannot lock the nullable side of the outer join to its evaluation.
@@ -549,32 +574,41 @@ def turn_verdict_step(*, turn_id: int) -> str:
             .first()
         )
         if turn is None or turn.state != Turn.State.EVALUATING:
-            return "nothing to do"
+            return StepOutcome(Step.NOTHING_TO_DO)
         evaluation = turn.evaluation
         run = turn.trajectory.run
         if evaluation is None:
-            turn.status = Turn.STATUS_EVALUATION_FAILED
-            turn.error = "the evaluation of this turn was deleted"
-            turn.feedback = infrastructure_feedback(turn.error)
+            error = "the evaluation of this turn was deleted"
+            ending = {
+                "outcome": Turn.Outcome.EVALUATION_FAILED,
+                "error": error,
+                "feedback": infrastructure_feedback(error),
+            }
         elif evaluation.state in Evaluation.ACTIVE_STATES:
-            return "evaluation still running"
+            return StepOutcome(Step.EVALUATION_RUNNING)
         elif evaluation.state == Evaluation.State.DONE and evaluation.verdict:
-            turn.status = evaluation.status
-            turn.arch_status = evaluation.arch_status
-            turn.speedup = evaluation.speedup
-            turn.feedback = verdict_feedback(
-                evaluation.verdict, speedup=evaluation.speedup, target_speedup=run.target_speedup
-            )
+            ending = {
+                "outcome": Turn.Outcome.VERDICT,
+                "verdict_status": evaluation.status,
+                "arch_status": evaluation.arch_status,
+                "speedup": evaluation.speedup,
+                "feedback": verdict_feedback(
+                    evaluation.verdict, speedup=evaluation.speedup, target_speedup=run.target_speedup
+                ),
+            }
             if evaluation.gpu_name and not run.gpu_name:
                 ModelRun.objects.filter(id=run.id, gpu_name="").update(gpu_name=evaluation.gpu_name)
         else:
             reason = evaluation.infra_error or f"the evaluation ended {evaluation.state}"
-            turn.status = Turn.STATUS_EVALUATION_FAILED
-            turn.error = reason[:4000]
-            turn.feedback = infrastructure_feedback(reason)
-        _turn_finish(turn)
+            ending = {
+                "outcome": Turn.Outcome.EVALUATION_FAILED,
+                "error": reason[:4000],
+                "feedback": infrastructure_feedback(reason),
+            }
+        if not _turn_finish(turn, from_=[Turn.State.EVALUATING], **ending):
+            return StepOutcome(Step.NOTHING_TO_DO)
         _advance(turn)
-    return turn.status
+    return StepOutcome(Step.RECORDED, turn.status)
 
 
 def _advance(turn: Turn) -> None:
@@ -586,11 +620,15 @@ def _advance(turn: Turn) -> None:
     if trajectory.state != Trajectory.State.RUNNING:
         metrics_refresh(run=run, task=trajectory.task)
         return
-    if turn.status == Turn.STATUS_EVALUATION_FAILED:
+    if turn.outcome == Turn.Outcome.EVALUATION_FAILED:
         _trajectory_stop(
             trajectory, Trajectory.StopReason.EVALUATION_FAILED, f"turn {turn.index}: {turn.error}", failed=True
         )
-    elif turn.status == metrics.CORRECT_STATUS and turn.speedup is not None and turn.speedup >= run.target_speedup:
+    elif (
+        turn.verdict_status == metrics.CORRECT_STATUS
+        and turn.speedup is not None
+        and turn.speedup >= run.target_speedup
+    ):
         _trajectory_stop(
             trajectory,
             Trajectory.StopReason.TARGET_REACHED,
@@ -612,27 +650,25 @@ def _trajectory_stop(trajectory: Trajectory, reason: str, message: str, *, faile
     state = Trajectory.State.FAILED if failed else Trajectory.State.DONE
     if reason == Trajectory.StopReason.CANCELLED:
         state = Trajectory.State.CANCELLED
-    updated = Trajectory.objects.filter(id=trajectory.id, state=Trajectory.State.RUNNING).update(
-        state=state, stop_reason=reason, stop_message=message[:4000], finished_at=timezone.now()
+    states.transition(
+        TRAJECTORY, trajectory, state, stop_reason=reason, stop_message=message[:4000], finished_at=timezone.now()
     )
-    if updated:
-        trajectory.state, trajectory.stop_reason, trajectory.stop_message = state, reason, message[:4000]
     metrics_refresh(run=trajectory.run, task=trajectory.task)
     run_finish_if_complete(run_id=trajectory.run_id)
 
 
 def run_finish_if_complete(*, run_id: int) -> bool:
-    if Trajectory.objects.filter(run_id=run_id, state=Trajectory.State.RUNNING).exists():
+    if Trajectory.objects.filter(run_id=run_id, state__in=TRAJECTORY.active).exists():
         return False
     trajectories = Trajectory.objects.filter(run_id=run_id)
     normal = trajectories.filter(state=Trajectory.State.DONE).exists()
-    fields = {"state": ModelRun.State.DONE if normal else ModelRun.State.FAILED, "finished_at": timezone.now()}
+    fields = {"finished_at": timezone.now()}
     if not normal:
         first = trajectories.exclude(stop_message="").order_by("id").first()
         fields["error"] = (
             f"every trajectory ended in an error; the first: {first.stop_message}" if first else "no trajectories"
         )[:4000]
-    return bool(ModelRun.objects.filter(id=run_id, state__in=ModelRun.ACTIVE_STATES).update(**fields))
+    return bool(states.transition(RUN, run_id, ModelRun.State.DONE if normal else ModelRun.State.FAILED, **fields))
 
 
 # --------------------------------------------------------------------------- metrics
@@ -651,7 +687,7 @@ def metrics_refresh(*, run: ModelRun, task: Task) -> list[RunTaskMetrics]:
                 tokens=t.total_tokens,
             )
             for t in trajectory.turns.all()
-            if t.state in (Turn.State.DONE, Turn.State.FAILED)
+            if t.state in TURN.terminal
         ]
         results.append(metrics.TrajectoryResult(turns=turns, finished=trajectory.is_finished))
     ks = metric_ks(run.turns)
