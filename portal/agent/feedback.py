@@ -1,4 +1,4 @@
-"""Pure: the user message a model gets after each turn, built from the evaluator's verdict document.
+"""Pure: the user message a model gets after each turn, built from the evaluator's verdict (typed records).
 
 It says, in this order: the overall status; policy findings; compile errors with the compiler's own lines;
 per workload the status with error figures or speed and latencies; the static and dynamic instruction
@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import re
 from typing import Any
+
+from evaluator.verdict import ArchStatus, OverallStatus, Status, Verdict, WorkloadResult
+from portal.core.verdict_record import parse_verdict
 
 COMPILE_LINES = 60
 COMPILE_CHARS = 6000
@@ -52,80 +55,89 @@ def compiler_excerpt(output: str) -> str:
     return text
 
 
-def _workload_line(w: dict[str, Any]) -> str:
-    axes = ", ".join(f"{k}={v}" for k, v in (w.get("axes") or {}).items()) or w.get("uuid", "?")
-    status = w.get("status", "?")
+_INCORRECT = (Status.INCORRECT_SHAPE, Status.INCORRECT_DTYPE, Status.INCORRECT_NUMERICAL)
+_NOT_MEASURED = (ArchStatus.NOT_REQUESTED, ArchStatus.PROFILE_ERROR, "")
+_NOTHING_RAN = (OverallStatus.COMPILE_ERROR, OverallStatus.POLICY_REJECTED)
+
+
+def _workload_line(w: WorkloadResult) -> str:
+    axes = ", ".join(f"{k}={v}" for k, v in (w.axes or {}).items()) or w.uuid or "?"
+    status = w.status
     line = f"- {axes}: {status}"
-    perf = w.get("performance") or {}
-    corr = w.get("correctness") or {}
-    if status == "PASSED":
-        if perf.get("speedup_factor") is not None:
+    perf = w.performance
+    corr = w.correctness
+    if status == Status.PASSED:
+        if perf is not None and perf.speedup_factor is not None:
             line += (
-                f", {_fmt(perf.get('speedup_factor'), '.2f')}x vs {perf.get('baseline') or 'the library baseline'}"
-                f" ({_fmt(perf.get('latency_ms'))} ms vs {_fmt(perf.get('reference_latency_ms'))} ms)"
+                f", {_fmt(perf.speedup_factor, '.2f')}x vs {perf.baseline or 'the library baseline'}"
+                f" ({_fmt(perf.latency_ms)} ms vs {_fmt(perf.reference_latency_ms)} ms)"
             )
-    elif status.startswith("INCORRECT") and corr:
+    elif status in _INCORRECT and corr is not None:
         line += (
-            f": max abs error {_fmt(corr.get('max_absolute_error'), '.4g')}, max rel error "
-            f"{_fmt(corr.get('max_relative_error'), '.4g')}, {corr.get('failing_elements', 0)} of "
-            f"{corr.get('total_elements', 0)} elements outside tolerance"
+            f": max abs error {_fmt(corr.max_absolute_error, '.4g')}, max rel error "
+            f"{_fmt(corr.max_relative_error, '.4g')}, {corr.failing_elements} of "
+            f"{corr.total_elements} elements outside tolerance"
         )
-        if corr.get("nan_count") or corr.get("inf_count"):
-            line += f", {corr.get('nan_count', 0)} NaN, {corr.get('inf_count', 0)} Inf"
-        if corr.get("inputs_modified"):
-            line += f"; inputs modified: {', '.join(corr['inputs_modified'])}"
-    if w.get("message") and status not in ("PASSED", "COMPILE_ERROR"):
-        line += f" — {str(w['message'])[:500]}"
-    if status == "RUNTIME_ERROR" and w.get("stderr_tail"):
-        line += "\n  stderr: " + str(w["stderr_tail"])[-800:].replace("\n", "\n  ")
+        if corr.nan_count or corr.inf_count:
+            line += f", {corr.nan_count} NaN, {corr.inf_count} Inf"
+        if corr.inputs_modified:
+            line += f"; inputs modified: {', '.join(corr.inputs_modified)}"
+    if w.message and status not in (Status.PASSED, Status.COMPILE_ERROR):
+        line += f" — {str(w.message)[:500]}"
+    if status == Status.RUNTIME_ERROR and w.stderr_tail:
+        line += "\n  stderr: " + str(w.stderr_tail)[-800:].replace("\n", "\n  ")
     return line
 
 
-def instruction_report(verdict: dict[str, Any]) -> list[str]:
-    arch = verdict.get("arch_check") or {}
-    sass = verdict.get("sass") or {}
-    targets = list(sass.get("target_families") or arch.get("families") or [])
-    static = sass.get("families") or {}
-    dynamic = arch.get("families") or {}
-    status = arch.get("status", "")
+def instruction_report(verdict: Verdict) -> list[str]:
+    arch = verdict.arch_check
+    sass = verdict.sass
+    dynamic = (arch.families if arch else None) or {}
+    targets = list((sass.target_families if sass else None) or dynamic or [])
+    static = (sass.families if sass else None) or {}
+    status = arch.status if arch else ""
     lines: list[str] = []
     for family in targets:
         name = SHORT_NAMES.get(family, family)
-        count = static.get(family, (dynamic.get(family) or {}).get("static", 0)) or 0
+        run = dynamic.get(family)
+        count = static.get(family, run.static if run is not None else 0) or 0
         if not count:
             lines.append(f"- no {name} found: the SASS has no {FAMILY_NAMES.get(family, family)} instruction")
             continue
-        run = dynamic.get(family)
-        if run is None or status in ("not_requested", "profile_error", ""):
+        if run is None or status in _NOT_MEASURED:
             lines.append(f"- {name} present: {count} instructions in the SASS (execution not measured)")
-        elif not run.get("predicated_on"):
+        elif not run.predicated_on:
             lines.append(f"- {name} present ({count} in the SASS) but never executed on the profiled workload")
         else:
             lines.append(
-                f"- {name} present ({count} in the SASS) and executed: {run.get('predicated_on')} "
+                f"- {name} present ({count} in the SASS) and executed: {run.predicated_on} "
                 "predicated-on thread instructions"
             )
-    if status == "token":
-        share = arch.get("tensor_core_share")
+    if status == ArchStatus.TOKEN:
+        share = arch.tensor_core_share
         lines.append(
             f"- the tensor cores did only {_fmt(share * 100 if share is not None else None, '.1f')}% of the task's "
             "FLOPs: the target instructions are used as a token, not to do the work"
         )
-    if status == "verified":
+    if status == ArchStatus.VERIFIED:
         lines.append("- architecture check: verified (the target instructions do the work)")
-    elif arch.get("reason"):
-        lines.append(f"- architecture check: {status}: {arch['reason']}")
+    elif arch and arch.reason:
+        lines.append(f"- architecture check: {status}: {arch.reason}")
     return lines
 
 
 def closing_line(status: str, arch_status: str, speedup: float | None, target: float) -> str:
-    if status == "PASSED":
+    if status == OverallStatus.PASSED:
         if speedup is not None and speedup >= target:
             return f"Target reached: correct, {speedup:.2f}x vs the library (target {target:g}x)."
         speed = f"{speedup:.2f}x" if speedup is not None else "an unmeasured speed"
-        note = "" if arch_status == "verified" else " Make sure the architecture's target instructions do the work."
+        note = (
+            ""
+            if arch_status == ArchStatus.VERIFIED
+            else " Make sure the architecture's target instructions do the work."
+        )
         return f"Correct, at {speed} vs the library (target {target:g}x): keep optimizing.{note}"
-    if status == "STATIC_ONLY":
+    if status == OverallStatus.STATIC_ONLY:
         return (
             "It compiles; correctness and speed were not measured on this evaluator host. "
             "Keep the kernel correct and make the target instructions do the work."
@@ -133,35 +145,37 @@ def closing_line(status: str, arch_status: str, speedup: float | None, target: f
     return "Please fix the kernel and answer with the complete file."
 
 
-def verdict_feedback(verdict: dict[str, Any], *, speedup: float | None, target_speedup: float) -> str:
-    status = str(verdict.get("status", "?"))
+def verdict_feedback(verdict: Verdict | dict[str, Any] | None, *, speedup: float | None, target_speedup: float) -> str:
+    """The feedback for a verdict: the typed record, or a stored document (read through parse_verdict)."""
+    record = parse_verdict(verdict)
+    if record is None:
+        return "\n".join(["Evaluation result: ?.", closing_line("?", "", speedup, target_speedup)])
+    status = record.status.value
     parts: list[str] = [f"Evaluation result: {status}."]
-    policy = verdict.get("policy") or []
-    if policy:
+    if record.policy:
         parts.append("Policy findings (the source was rejected before compiling):")
-        for finding in policy[:20]:
-            where = f" (line {finding['line']})" if finding.get("line") else ""
-            text = f": `{finding['text']}`" if finding.get("text") else ""
-            parts.append(f"- {finding.get('rule', '?')}{where}: {finding.get('message', '')}{text}")
-    compile_result = verdict.get("compile") or {}
-    if compile_result and not compile_result.get("ok", True):
-        if compile_result.get("timed_out"):
+        for finding in record.policy[:20]:
+            where = f" (line {finding.line})" if finding.line else ""
+            text = f": `{finding.text}`" if finding.text else ""
+            parts.append(f"- {finding.rule or '?'}{where}: {finding.message}{text}")
+    compiled = record.compile
+    if compiled is not None and not compiled.ok:
+        if compiled.timed_out:
             parts.append("Compilation ran past the time limit and was stopped.")
-        parts.append("Compiler output:\n```\n" + compiler_excerpt(compile_result.get("output", "")) + "\n```")
-    workloads = verdict.get("workloads") or []
-    if workloads and status not in ("COMPILE_ERROR", "POLICY_REJECTED"):
+        parts.append("Compiler output:\n```\n" + compiler_excerpt(compiled.output or "") + "\n```")
+    if record.workloads and status not in _NOTHING_RAN:
         parts.append("Workloads:")
-        parts.extend(_workload_line(w) for w in workloads)
-    if status not in ("COMPILE_ERROR", "POLICY_REJECTED"):
-        report = instruction_report(verdict)
+        parts.extend(_workload_line(w) for w in record.workloads)
+    if status not in _NOTHING_RAN:
+        report = instruction_report(record)
         if report:
-            parts.append(f"Instructions for {verdict.get('arch', 'the target architecture')}:")
+            parts.append(f"Instructions for {record.arch or 'the target architecture'}:")
             parts.extend(report)
-    holds = [h for h in (verdict.get("integrity") or {}).get("holds") or [] if isinstance(h, dict)]
+    holds = record.integrity.holds if record.integrity else []
     if holds:
         parts.append("Held for review (not ranked), because the evaluator's own measurements disagreed:")
-        parts.extend(f"- {h.get('code', 'hold')}: {str(h.get('message', ''))[:500]}" for h in holds)
-    arch_status = str((verdict.get("arch_check") or {}).get("status", ""))
+        parts.extend(f"- {h.code or 'hold'}: {str(h.message or '')[:500]}" for h in holds)
+    arch_status = record.arch_check.status.value if record.arch_check else ""
     parts.append(closing_line(status, arch_status, speedup, target_speedup))
     return "\n".join(parts)
 

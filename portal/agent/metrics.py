@@ -6,8 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-CORRECT_STATUS = "PASSED"  # STATIC_ONLY (CPU stages only) and every failure status are "not known correct"
-VERIFIED_ARCH_STATUS = "verified"
+from evaluator.verdict import ArchStatus, OverallStatus
+
+CORRECT_STATUS = (
+    OverallStatus.PASSED.value
+)  # STATIC_ONLY (CPU stages only) and every failure status are "not known correct"
+VERIFIED_ARCH_STATUS = ArchStatus.VERIFIED.value
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,22 @@ live in `portal/leaderboard/ranking.py`."""
 from __future__ import annotations
 
 from evaluator.arches import ARCHES
+from evaluator.verdict import ArchStatus, OverallStatus
 
 # The architecture check's states, in board order: the evaluator's own words (evaluator/verdict.py ArchStatus,
 # docs/verdict.md) are the one vocabulary of every page, the API and CSV; "" (no arch check recorded) reads as
 # not_requested. Only `verified` ranks; the others are grouped behind ?show=all in this order.
-ARCH_STATES = ("verified", "token", "not_executed", "absent", "not_requested", "profile_error")
+ARCH_STATES = tuple(
+    s.value
+    for s in (
+        ArchStatus.VERIFIED,
+        ArchStatus.TOKEN,
+        ArchStatus.NOT_EXECUTED,
+        ArchStatus.ABSENT,
+        ArchStatus.NOT_REQUESTED,
+        ArchStatus.PROFILE_ERROR,
+    )
+)
 
 # The status of a row people see, in one set of words on every page (badges, section heads, notes), the API and
 # the exports: measured on a GPU and ranked; held, always with its reason; static-only (compiled, never measured:
@@ -57,7 +68,7 @@ def arch_state(arch_status: str | None) -> str:
 def arch_badge(arch_status: str | None, arch_full: bool) -> str:
     """The architecture state as the board's badge: the state word, `· full` when both Hopper paths ran."""
     state = arch_state(arch_status)
-    return "verified · full" if state == "verified" and arch_full else state
+    return "verified · full" if state == ArchStatus.VERIFIED and arch_full else state
 
 
 def _families(arch: str) -> str:
@@ -72,7 +83,7 @@ def verdict_phrase(status: str | None, arch_status: str | None, arch_full: bool 
     status = status or ""
     if not status:
         return "no verdict yet"
-    if status != "PASSED":
+    if status != OverallStatus.PASSED:
         return _FAILURE_PHRASES.get(status, f"incorrect: {status.lower()}")
     state = arch_state(arch_status)
     families = _families(arch)
@@ -88,6 +99,6 @@ def verdict_phrase(status: str | None, arch_status: str | None, arch_full: bool 
 
 def verdict_tone(status: str | None, arch_status: str | None) -> str:
     """The badge colour class of a verdict phrase: ok only for correct and verified."""
-    if status != "PASSED":
+    if status != OverallStatus.PASSED:
         return "bad" if status else ""
-    return "ok" if arch_state(arch_status) == "verified" else "warn"
+    return "ok" if arch_state(arch_status) == ArchStatus.VERIFIED else "warn"

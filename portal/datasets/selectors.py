@@ -21,6 +21,7 @@ from django.db.models import QuerySet
 from django.http import Http404
 
 from evaluator.arches import ARCHES
+from evaluator.verdict import OverallStatus
 from portal.core import serializers
 from portal.datasets.models import ResultsSnapshot
 from portal.leaderboard import selectors as board
@@ -102,7 +103,7 @@ def ranked_rows() -> list[dict[str, Any]]:
         str(e.id): e
         for e in _evaluations([p[0] for p in placed])
         if e.state == Evaluation.State.DONE
-        and e.status == "PASSED"
+        and e.status == OverallStatus.PASSED
         and e.purpose == Evaluation.Purpose.PUBLIC
         and e.review_state not in withheld
     }

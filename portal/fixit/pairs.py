@@ -12,19 +12,26 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-PASSED = "PASSED"
-VERIFIED = "verified"
+from evaluator.verdict import ArchStatus, OverallStatus
+
+PASSED = OverallStatus.PASSED.value
+VERIFIED = ArchStatus.VERIFIED.value
 NO_KERNEL = "NO_KERNEL"  # the turn's reply had no kernel (PTXBench's not_executed, e.g. out of tokens)
 # Turn statuses a repair may start from. Infrastructure outcomes (MODEL_ERROR, EVALUATION_FAILED) and
 # STATIC_ONLY (nothing known about correctness) are not failures of the kernel and never start a pair.
 FAILURE_STATUSES = (
-    "COMPILE_ERROR",
-    "INCORRECT_SHAPE",
-    "INCORRECT_DTYPE",
-    "INCORRECT_NUMERICAL",
-    "RUNTIME_ERROR",
-    "TIMEOUT",
-    "POLICY_REJECTED",
+    *(
+        s.value
+        for s in (
+            OverallStatus.COMPILE_ERROR,
+            OverallStatus.INCORRECT_SHAPE,
+            OverallStatus.INCORRECT_DTYPE,
+            OverallStatus.INCORRECT_NUMERICAL,
+            OverallStatus.RUNTIME_ERROR,
+            OverallStatus.TIMEOUT,
+            OverallStatus.POLICY_REJECTED,
+        )
+    ),
     NO_KERNEL,
 )
 

@@ -5,6 +5,7 @@ helper below so a single visibility module can replace them."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -12,7 +13,9 @@ from typing import Any
 import plotly.graph_objects as go
 from django.http import Http404
 
+from evaluator.verdict import Verdict
 from portal.core import serializers
+from portal.core.verdict_record import parse_verdict
 from portal.leaderboard import charts, ranking, selectors
 from portal.leaderboard.cache import Generation
 from portal.leaderboard.ranking import ModelRow
@@ -238,30 +241,30 @@ def _side_by_side(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"name": k, "a": a.get(k), "b": b.get(k)} for k in keys]
 
 
-def _workloads(verdict: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+def _workloads(verdict: Verdict | None) -> dict[str, dict[str, Any]]:
     out = {}
-    for w in (verdict or {}).get("workloads") or []:
-        if isinstance(w, dict) and w.get("uuid"):
-            perf = w.get("performance") or {}
-            out[str(w["uuid"])] = {
-                "axes": w.get("axes") or {},
-                "status": w.get("status"),
-                "latency_ms": perf.get("latency_ms"),
-                "reference_latency_ms": perf.get("reference_latency_ms"),
-                "speedup": perf.get("speedup_factor"),
+    for w in verdict.workloads if verdict else []:
+        if w.uuid:
+            perf = w.performance
+            out[str(w.uuid)] = {
+                "axes": w.axes or {},
+                "status": w.status.value,
+                "latency_ms": perf.latency_ms if perf else None,
+                "reference_latency_ms": perf.reference_latency_ms if perf else None,
+                "speedup": perf.speedup_factor if perf else None,
             }
     return out
 
 
-def _families(verdict: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
-    families = ((verdict or {}).get("arch_check") or {}).get("families") or {}
-    return {str(name): fam for name, fam in families.items() if isinstance(fam, dict)}
+def _families(verdict: Verdict | None) -> dict[str, dict[str, Any]]:
+    families = (verdict.arch_check.families if verdict and verdict.arch_check else None) or {}
+    return {str(name): dataclasses.asdict(fam) for name, fam in families.items()}
 
 
-def _opcodes(verdict: dict[str, Any] | None) -> dict[str, int]:
-    sass = (verdict or {}).get("sass") or {}
-    counts = dict(sass.get("opcodes") or {})
-    for name, n in (sass.get("families") or {}).items():
+def _opcodes(verdict: Verdict | None) -> dict[str, int]:
+    sass = verdict.sass if verdict else None
+    counts = dict((sass.opcodes if sass else None) or {})
+    for name, n in ((sass.families if sass else None) or {}).items():
         counts.setdefault(f"family {name}", n)
     return {str(k): v for k, v in counts.items() if isinstance(v, int)}
 
@@ -292,16 +295,17 @@ def compare_kernels(viewer, a: str, b: str) -> dict[str, Any]:
     first, second = _visible_evaluation(viewer, a), _visible_evaluation(viewer, b)
     if (first.submission.task_id, first.submission.arch) != (second.submission.task_id, second.submission.arch):
         raise BadQuery("the two kernels are not on the same task and architecture")
-    wa, wb = _workloads(first.verdict), _workloads(second.verdict)
+    va, vb = parse_verdict(first.verdict), parse_verdict(second.verdict)
+    wa, wb = _workloads(va), _workloads(vb)
     workloads = [
         {"uuid": key, "axes": (wa.get(key) or wb.get(key) or {}).get("axes"), "a": wa.get(key), "b": wb.get(key)}
         for key in list(wa) + [k for k in wb if k not in wa]
     ]
-    fa, fb = _families(first.verdict), _families(second.verdict)
+    fa, fb = _families(va), _families(vb)
     families = [
         {"family": name, "a": fa.get(name), "b": fb.get(name)} for name in list(fa) + [n for n in fb if n not in fa]
     ]
-    oa, ob = _opcodes(first.verdict), _opcodes(second.verdict)
+    oa, ob = _opcodes(va), _opcodes(vb)
     opcodes = sorted(
         ({"opcode": op, "a": oa.get(op, 0), "b": ob.get(op, 0)} for op in set(oa) | set(ob)),
         key=lambda r: (-(r["a"] + r["b"]), r["opcode"]),

@@ -4,6 +4,7 @@ FlashInfer Trace JSONL. Pure builders over bytes and rows; the views only fetch 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import io
 import json
@@ -13,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.http import HttpResponse
+
+from evaluator.verdict import Verdict
 
 MANIFEST_NAME = "MANIFEST.json"
 
@@ -70,8 +73,10 @@ def build_bundle(files: Iterable[BundleFile], *, meta: dict[str, Any]) -> bytes:
     return buffer.getvalue()
 
 
-def environment_of(verdict: dict[str, Any] | None) -> dict[str, Any]:
-    return dict((verdict or {}).get("environment") or {})
+def environment_of(verdict: Verdict | None) -> dict[str, Any]:
+    """The verdict's environment record as plain data (empty without one)."""
+    env = verdict.environment if verdict is not None else None
+    return dataclasses.asdict(env) if env is not None else {}
 
 
 # --------------------------------------------------------------------------- tables
@@ -101,55 +106,55 @@ def trace_lines(
     *,
     definition: str,
     solution: str,
-    verdict: dict[str, Any] | None,
+    verdict: Verdict | None,
     workloads: dict[str, dict[str, Any]],
     is_synthetic: bool = False,
 ) -> list[dict[str, Any]]:
     """One FlashInfer Trace record per workload result of a verdict. `workloads` maps workload uuid to its
     catalog entry ({"axes", "inputs"}), since verdicts keep only the axes. `is_synthetic` (a made-up row of the
     demo seed) is on every record, as in every other export."""
-    if not verdict:
+    if verdict is None:
         return []
-    env = verdict.get("environment") or {}
+    env = verdict.environment
     libs = {
-        name: env.get(key)
+        name: getattr(env, key)
         for name, key in (("cuda", "cuda_runtime"), ("torch", "torch_version"), ("nvcc", "nvcc_version"))
-        if env.get(key)
+        if env is not None and getattr(env, key)
     }
-    libs.update({"driver": env.get("driver_version")} if env.get("driver_version") else {})
-    environment = {"hardware": env.get("gpu_name") or "", "libs": libs}
+    libs.update({"driver": env.driver_version} if env is not None and env.driver_version else {})
+    environment = {"hardware": (env.gpu_name if env is not None else None) or "", "libs": libs}
     lines = []
-    for result in verdict.get("workloads") or []:
-        known = workloads.get(str(result.get("uuid"))) or {}
-        correctness = result.get("correctness") or {}
-        performance = result.get("performance") or {}
+    for result in verdict.workloads or []:
+        known = workloads.get(str(result.uuid)) or {}
+        correctness = result.correctness
+        performance = result.performance
         lines.append(
             {
                 "definition": definition,
                 "workload": {
-                    "uuid": result.get("uuid"),
-                    "axes": result.get("axes") or known.get("axes") or {},
+                    "uuid": result.uuid,
+                    "axes": result.axes or known.get("axes") or {},
                     "inputs": known.get("inputs") or {},
                 },
                 "solution": solution,
                 "is_synthetic": is_synthetic,
                 "evaluation": {
-                    "status": result.get("status"),
-                    "log": (result.get("message") or "")[:2000],
+                    "status": result.status.value,
+                    "log": (result.message or "")[:2000],
                     "environment": environment,
-                    "timestamp": verdict.get("created_at"),
+                    "timestamp": verdict.created_at,
                     "correctness": {
-                        "max_absolute_error": correctness.get("max_absolute_error"),
-                        "max_relative_error": correctness.get("max_relative_error"),
+                        "max_absolute_error": correctness.max_absolute_error,
+                        "max_relative_error": correctness.max_relative_error,
                     }
-                    if correctness
+                    if correctness is not None
                     else None,
                     "performance": {
-                        "latency_ms": performance.get("latency_ms"),
-                        "reference_latency_ms": performance.get("reference_latency_ms"),
-                        "speedup_factor": performance.get("speedup_factor"),
+                        "latency_ms": performance.latency_ms,
+                        "reference_latency_ms": performance.reference_latency_ms,
+                        "speedup_factor": performance.speedup_factor,
                     }
-                    if performance
+                    if performance is not None
                     else None,
                 },
             }

@@ -12,6 +12,7 @@ from typing import Any
 from django.db.models import Model
 
 from portal.core import serializers
+from portal.core.verdict_record import parse_verdict
 from portal.leaderboard.downloads import BundleFile, build_bundle, checked, environment_of, to_jsonl, trace_lines
 from portal.submissions import artifacts as artifact_store
 from portal.submissions.models import Artifact, Evaluation, Submission, kernel_file_name
@@ -43,7 +44,7 @@ def traces_jsonl(evaluations: list[Evaluation]) -> bytes:
             trace_lines(
                 definition=submission.task.slug,
                 solution=solution_name(submission),
-                verdict=evaluation.verdict,
+                verdict=parse_verdict(evaluation.verdict),
                 workloads=catalogs[submission.task_id],
                 is_synthetic=submission.is_synthetic,
             )
@@ -72,7 +73,7 @@ def _evaluation_meta(evaluation: Evaluation) -> dict[str, Any]:
         "review_state": evaluation.review_state,
         "finished_at": evaluation.finished_at,
         "evaluator_version": evaluation.evaluator_version,
-        "environment": environment_of(evaluation.verdict),
+        "environment": environment_of(parse_verdict(evaluation.verdict)),
     }
 
 
@@ -104,7 +105,7 @@ def submission_bundle(submission: Submission) -> bytes:
             "is_synthetic": submission.is_synthetic,
         },
         "evaluations": [_evaluation_meta(e) for e in evaluations],
-        "environment": environment_of(finished[-1].verdict) if finished else {},
+        "environment": environment_of(parse_verdict(finished[-1].verdict)) if finished else {},
     }
     return build_bundle(files, meta=meta)
 
@@ -182,7 +183,7 @@ def run_bundle(run) -> bytes:
                 continue
             prefix = f"{trajectory.task.slug}/trajectory-{trajectory.index}/turn-{turn.index}"
             files.extend(_evaluation_files(evaluation, prefix))
-            environment = environment or environment_of(evaluation.verdict)
+            environment = environment or environment_of(parse_verdict(evaluation.verdict))
     meta = {
         "kind": "model_run",
         "run": {

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from evaluator.arches import ARCHES
+from evaluator.verdict import ArchStatus, OverallStatus
 from portal.core.verdicts import ARCH_STATE_MEANING, ARCH_STATES, ROW_STATUS, arch_badge, arch_state, verdict_phrase
 
 TURN_LIMITS = (1, 4, 8)  # the k a model leaderboard can be read at
@@ -21,7 +22,7 @@ TURN_LIMITS = (1, 4, 8)  # the k a model leaderboard can be read at
 
 # The words of a verdict (architecture states, row statuses, the phrase) are portal/core/verdicts.py. Only
 # `verified` ranks; the other states are grouped behind ?show=all in ARCH_STATES order.
-RANKED_STATE = "verified"
+RANKED_STATE = ArchStatus.VERIFIED.value
 # A correct row held for review (its reason shown) is a board section of its own, after the verified one.
 HELD_GROUP = "held"
 BOARD_GROUPS = (RANKED_STATE, HELD_GROUP, *ARCH_STATES[1:])
@@ -53,7 +54,7 @@ class KernelRow:
     finished_at: datetime | None
     rank: int | None = None  # competition rank among verified user kernels; None for references and the rest
     arch: str = ""
-    status: str = "PASSED"  # only correct evaluations reach a board
+    status: str = OverallStatus.PASSED.value  # only correct evaluations reach a board
     language: str = "cuda"  # the submission's kernel language ("cuda", "triton")
     # A reference row's role (evaluator/solutions.py ROLES): "expert", or "negative_control" for a kernel written to
     # fail the instruction check, never labelled or plotted as an expert reference; "" for everyone else's kernels.

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db.models import Exists, OuterRef, Q
 
 from evaluator.arches import ARCHES
+from evaluator.verdict import OverallStatus
 from portal.catalog.models import Task
 from portal.leaderboard import ranking
 from portal.leaderboard.cache import KERNELS, MODELS, Generation
@@ -147,7 +148,7 @@ def _visible_evaluations(*, held: bool = False):
             submission=OuterRef("submission"),
             purpose=Evaluation.Purpose.HIDDEN,
             state=Evaluation.State.DONE,
-            status="PASSED",
+            status=OverallStatus.PASSED.value,
         )
     )
     return (
@@ -155,7 +156,7 @@ def _visible_evaluations(*, held: bool = False):
             Q(submission__kind=Submission.Kind.REFERENCE)
             | (Q(submission__kind=Submission.Kind.KERNEL) & Q(ranked_check_passed)),
             state=Evaluation.State.DONE,
-            status="PASSED",
+            status=OverallStatus.PASSED.value,
             purpose=Evaluation.Purpose.PUBLIC,
             submission__is_hidden=False,
         )
@@ -305,7 +306,7 @@ def _summaries(gen: Generation, *, arch: str, k: int, gpu: str, language: str = 
 # A model run any of whose kernels was scored on the CPU stages only (STATIC_ONLY: compiled, never run on a GPU)
 # is unmeasured: whether its kernels are correct, and how fast, is unknown. It is never on a public board, chart,
 # comparison or export; its own run page still shows it (docs/visibility.md).
-UNMEASURED_STATUS = "STATIC_ONLY"
+UNMEASURED_STATUS = OverallStatus.STATIC_ONLY.value
 
 
 def unmeasured_run_ids():

@@ -17,7 +17,9 @@ from django.utils import timezone
 from evaluator.arches import ARCHES
 from evaluator.ncu import NcuParseError, parse_source_page
 from evaluator.solutions import read_solution
+from evaluator.verdict import Verdict
 from portal.catalog.models import Task
+from portal.core.verdict_record import parse_verdict
 from portal.leaderboard.cache import leaderboard_changed
 from portal.leaderboard.sass_view import sass_from_ncu_rows
 from portal.submissions import artifacts
@@ -120,15 +122,18 @@ def _import_one(entry: IndexEntry, *, directory: Path, tasks_dir: Path, limit: f
         raise ValueError(f"kernel source {kernel_path} is missing")
     verdict_bytes = verdict_path.read_bytes()
     try:
-        verdict = json.loads(verdict_bytes)
+        document = json.loads(verdict_bytes)
     except ValueError as exc:
         raise ValueError(f"{entry.verdict} is not JSON ({exc})") from None
+    verdict = parse_verdict(document)
+    if verdict is None:
+        raise ValueError(f"{entry.verdict} is not a verdict the evaluator writes (evaluator/verdict.py)")
     source_bytes = kernel_path.read_bytes()
     source = source_bytes.decode("utf-8")
     digest = hashlib.sha256(source_bytes).hexdigest()
     _check_verdict_matches(verdict, entry=entry, digest=digest, kernel_file=kernel_file)
-    if (verdict.get("language") or "cuda") != language:
-        raise ValueError(f"the verdict is for a {verdict.get('language')} kernel, the solution is {language}")
+    if (verdict.language or "cuda") != language:
+        raise ValueError(f"the verdict is for a {verdict.language} kernel, the solution is {language}")
 
     submission = Submission.objects.filter(
         kind=Submission.Kind.REFERENCE, task=task, arch=entry.arch, source_sha256=digest, name=entry.solution
@@ -149,7 +154,7 @@ def _import_one(entry: IndexEntry, *, directory: Path, tasks_dir: Path, limit: f
         )
     else:
         existing = next(
-            (e for e in submission.evaluations.filter(state=Evaluation.State.DONE) if e.verdict == verdict), None
+            (e for e in submission.evaluations.filter(state=Evaluation.State.DONE) if e.verdict == document), None
         )
         if existing is not None:
             # Imported before the profiler files were committed: add them, nothing else changes.
@@ -167,22 +172,22 @@ def _import_one(entry: IndexEntry, *, directory: Path, tasks_dir: Path, limit: f
         verdict, headline_workload=str(headline) if headline else None, plausible_speedup_max=limit
     )
     message = summary.pop("message")
-    measured_at = _parse_time(verdict.get("created_at")) or timezone.now()
+    measured_at = _parse_time(verdict.created_at) or timezone.now()
     evaluation = Evaluation.objects.create(
         submission=submission,
         state=Evaluation.State.DONE,
         queue=ARCHES[entry.arch].queue,
-        stages=",".join(verdict.get("stages_requested") or []) or "all",
+        stages=",".join(verdict.stages_requested or []) or "all",
         stage="done",
         stage_message=message,
         worker_name="import_reference_verdicts",
         started_at=measured_at,
         finished_at=measured_at,
-        verdict=verdict,
+        verdict=document,  # stored as the evaluator wrote it
         **summary,
     )
     files = {kernel_file: source_bytes, "verdict.json": verdict_bytes}
-    compile_output = (verdict.get("compile") or {}).get("output")
+    compile_output = verdict.compile.output if verdict.compile else None
     if compile_output:
         files["compile.log"] = compile_output.encode("utf-8")
     files.update(_profiler_files(entry, directory))
@@ -230,15 +235,15 @@ def solution_source(tasks_dir: Path, entry: IndexEntry) -> tuple[str, str]:
     return solution.kernel_file, solution.language
 
 
-def _check_verdict_matches(verdict: dict[str, Any], *, entry: IndexEntry, digest: str, kernel_file: str) -> None:
+def _check_verdict_matches(verdict: Verdict, *, entry: IndexEntry, digest: str, kernel_file: str) -> None:
     """The verdict must be about this task, this architecture and exactly this source file."""
-    if verdict.get("task") != entry.task:
-        raise ValueError(f"the verdict is for task {verdict.get('task')!r}, not {entry.task!r}")
-    if verdict.get("arch") != entry.arch:
-        raise ValueError(f"the verdict is for {verdict.get('arch')!r}, not {entry.arch!r}")
-    if verdict.get("source_sha256") != digest:
+    if verdict.task != entry.task:
+        raise ValueError(f"the verdict is for task {verdict.task!r}, not {entry.task!r}")
+    if verdict.arch != entry.arch:
+        raise ValueError(f"the verdict is for {verdict.arch!r}, not {entry.arch!r}")
+    if verdict.source_sha256 != digest:
         raise ValueError(
-            f"the verdict measured source {verdict.get('source_sha256')}, but {kernel_file} now hashes to {digest}"
+            f"the verdict measured source {verdict.source_sha256}, but {kernel_file} now hashes to {digest}"
         )
 
 

@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
 from evaluator.arches import ARCHES
+from portal.core.verdict_record import parse_verdict
 from portal.leaderboard import charts, evidence, ranking, sass_view, selectors
 from portal.leaderboard.cache import STALE_RENDER_SECONDS, Generation
 from portal.leaderboard.downloads import ChecksumMismatch, attachment
@@ -161,7 +162,7 @@ def evaluation_detail(request: HttpRequest, evaluation_id) -> HttpResponse:
     and the compiler output (escaped). The submission's status page links here once the evaluation is done."""
     evaluation = visibility.visible_evaluation(request.user, evaluation_id)
     artifacts = list(evaluation.artifacts.order_by("name"))
-    verdict = evaluation.verdict or {}
+    verdict = parse_verdict(evaluation.verdict)
     sass_artifact = next((a for a in artifacts if a.name.endswith(".sass")), None)
     listing = None
     if sass_artifact is not None:
@@ -180,7 +181,7 @@ def evaluation_detail(request: HttpRequest, evaluation_id) -> HttpResponse:
         "phrase": ranking.verdict_phrase(
             evaluation.status, evaluation.arch_status, evaluation.arch_full, evaluation.submission.arch
         ),
-        "compile_output": (verdict.get("compile") or {}).get("output") or "",
+        "compile_output": (verdict.compile.output if verdict and verdict.compile else None) or "",
         "sass_artifact": sass_artifact,
         "sass": listing,
         "target_families": ARCHES[evaluation.submission.arch].families,

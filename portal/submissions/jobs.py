@@ -11,6 +11,7 @@ from pathlib import Path
 from django.conf import settings
 from rq import get_current_job
 
+from portal.core.verdict_record import parse_verdict
 from portal.submissions import services
 from portal.submissions.runner import run_evaluator
 
@@ -65,6 +66,7 @@ def evaluate(evaluation_id: str) -> str:
         services.evaluation_record_verdict(
             evaluation_id=evaluation_id, worker_name=worker, verdict=result.verdict, files=result.files
         )
-        return result.verdict.get("status", "")
+        record = parse_verdict(result.verdict)
+        return record.status.value if record else ""
     log.warning("evaluation %s: infrastructure failure: %s", evaluation_id, error)
     return services.evaluation_infra_failure(evaluation_id=evaluation_id, worker_name=worker, reason=error)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from evaluator import hostile_files
 from evaluator.solutions import LANGUAGE_FILES
+from portal.core.verdict_record import parse_verdict
 
 # Variables the evaluator may need; everything else (SECRET_KEY, DATABASE_URL, FERNET keys ...) stays behind.
 PASS_ENV = (
@@ -161,7 +162,8 @@ def run_evaluator(
     except ValueError as exc:
         return RunnerResult(None, error=f"the evaluator wrote an unreadable verdict: {exc}")
     files = {kernel.name: source.encode("utf-8"), "verdict.json": verdict_path.read_bytes()}
-    compile_output = (verdict.get("compile") or {}).get("output")
+    record = parse_verdict(verdict)
+    compile_output = record.compile.output if record and record.compile else None
     if compile_output:
         files["compile.log"] = compile_output.encode("utf-8")
     for name, data in _audit_files(keep_dir).items():

@@ -12,7 +12,8 @@ from django.db.models import Prefetch, QuerySet
 from django.utils import timezone
 
 from evaluator.arches import ARCHES
-from evaluator.verdict import STAGES
+from evaluator.verdict import STAGES, OverallStatus
+from portal.core.verdict_record import parse_verdict
 from portal.submissions import queueing, serializers
 from portal.submissions.models import Evaluation, GpuWorker, Submission
 
@@ -83,7 +84,8 @@ def stage_rows(evaluation: Evaluation) -> list[dict[str, str]]:
         stage = event.get("stage")
         if stage in STAGE_LABELS:
             latest[stage] = event
-    recorded = {s.get("name"): s for s in ((evaluation.verdict or {}).get("stages") or []) if isinstance(s, dict)}
+    verdict = parse_verdict(evaluation.verdict)
+    recorded = {s.name: s for s in (verdict.stages if verdict else [])}
     rows = [
         {
             "stage": "queued",
@@ -94,8 +96,8 @@ def stage_rows(evaluation: Evaluation) -> list[dict[str, str]]:
     ]
     for stage in STAGES:
         if stage in recorded:
-            state = str(recorded[stage].get("state") or "")
-            message = str(recorded[stage].get("message") or "")
+            state = str(recorded[stage].state.value)
+            message = str(recorded[stage].message or "")
         else:
             event = latest.get(stage)
             state = _event_state(event) if event else ""
@@ -152,7 +154,7 @@ def _ranked_check_summary(submission: Submission, hidden: Evaluation | None) -> 
         return {"state": "not_started", "message": "runs once the evaluation passes"}
     if hidden.is_active:
         return {"state": "pending", "message": "re-running on fresh inputs from a secret seed"}
-    if hidden.state == Evaluation.State.DONE and hidden.status == "PASSED":
+    if hidden.state == Evaluation.State.DONE and hidden.status == OverallStatus.PASSED:
         return {"state": "passed", "message": "passed on fresh inputs from a secret seed: eligible to rank"}
     if hidden.state == Evaluation.State.FAILED:
         return {"state": "error", "message": "the check could not run (infrastructure); an operator will retry it"}

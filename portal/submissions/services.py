@@ -17,8 +17,10 @@ from django.db.models import F
 from django.utils import timezone
 
 from evaluator.arches import get_arch
+from evaluator.verdict import OverallStatus
 from portal.accounts.services import user_is_banned
 from portal.catalog.models import Task
+from portal.core.verdict_record import parse_verdict
 from portal.submissions import artifacts, queueing, quotas, visibility
 from portal.submissions.models import Evaluation, Submission
 from portal.submissions.summary import summarise_verdict
@@ -206,7 +208,7 @@ def evaluation_record_verdict(*, evaluation_id: str, worker_name: str, verdict: 
         .first()
     )
     summary = summarise_verdict(
-        verdict,
+        parse_verdict(verdict),
         headline_workload=str(headline) if headline else None,
         plausible_speedup_max=settings.PLAUSIBLE_SPEEDUP_MAX,
     )
@@ -237,7 +239,7 @@ def _start_ranked_check(evaluation: Evaluation) -> None:
     if (
         settings.RANKED_CHECK
         and evaluation.purpose == Evaluation.Purpose.PUBLIC
-        and evaluation.status == "PASSED"
+        and evaluation.status == OverallStatus.PASSED
         and submission.kind == Submission.Kind.KERNEL
         and not submission.evaluations.filter(purpose=Evaluation.Purpose.HIDDEN).exists()
     ):

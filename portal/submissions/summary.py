@@ -1,4 +1,4 @@
-"""Pure: the summary columns an evaluation row keeps from its verdict document."""
+"""Pure: the summary columns an evaluation row keeps from its verdict (read through portal/core/verdict_record.py)."""
 
 from __future__ import annotations
 
@@ -7,34 +7,40 @@ from typing import Any
 
 from evaluator import peaks
 from evaluator.integrity import consistency_hold
+from evaluator.verdict import OverallStatus, Verdict, WorkloadResult
+from portal.core.verdict_record import parse_verdict
 
 
-def _headline(verdict: dict[str, Any], headline: str | None) -> dict[str, Any] | None:
+def _headline(verdict: Verdict, headline: str | None) -> WorkloadResult | None:
     """The workload that speaks for the verdict: the task's headline one when evaluated, else the largest."""
-    workloads = verdict.get("workloads") or []
+    workloads = verdict.workloads or []
     if not workloads:
         return None
     for w in workloads:
-        if headline and w.get("uuid") == headline:
+        if headline and w.uuid == headline:
             return w
-    return max(workloads, key=lambda w: math.prod((w.get("axes") or {}).values() or [0]))
+    return max(workloads, key=lambda w: math.prod((w.axes or {}).values() or [0]))
 
 
 def summarise_verdict(
-    verdict: dict[str, Any], *, headline_workload: str | None, plausible_speedup_max: float
+    document: Verdict | dict[str, Any] | None, *, headline_workload: str | None, plausible_speedup_max: float
 ) -> dict[str, Any]:
-    arch = verdict.get("arch_check") or {}
-    env = verdict.get("environment") or {}
+    """The summary columns of a verdict: the typed record, or a stored document (read through parse_verdict).
+    No verdict, or one that cannot be read: empty columns."""
+    verdict = parse_verdict(document)
+    arch = verdict.arch_check if verdict else None
+    env = verdict.environment if verdict else None
+    passed = verdict is not None and verdict.status == OverallStatus.PASSED
     out: dict[str, Any] = {
-        "status": str(verdict.get("status", ""))[:32],
-        "arch_status": str(arch.get("status", ""))[:32],
-        "arch_full": bool(arch.get("full")),
-        "ptxbench_verified": bool(arch.get("ptxbench_verified")),
-        "tensor_core_share": arch.get("tensor_core_share"),
-        "gpu_name": str(env.get("gpu_name") or "")[:100],
-        "gpu_uuid": str(env.get("gpu_uuid") or "")[:100],
-        "driver_version": str(env.get("driver_version") or "")[:40],
-        "evaluator_version": str(verdict.get("evaluator_version", ""))[:40],
+        "status": str(verdict.status.value if verdict else "")[:32],
+        "arch_status": str(arch.status.value if arch else "")[:32],
+        "arch_full": bool(arch and arch.full),
+        "ptxbench_verified": bool(arch and arch.ptxbench_verified),
+        "tensor_core_share": arch.tensor_core_share if arch else None,
+        "gpu_name": str((env and env.gpu_name) or "")[:100],
+        "gpu_uuid": str((env and env.gpu_uuid) or "")[:100],
+        "driver_version": str((env and env.driver_version) or "")[:40],
+        "evaluator_version": str(verdict.evaluator_version if verdict else "")[:40],
         "speedup": None,
         "speedup_ci_low": None,
         "speedup_ci_high": None,
@@ -45,20 +51,21 @@ def summarise_verdict(
         "review_state": "",
         "review_reason": "",
     }
-    head = _headline(verdict, headline_workload)
-    perf = (head or {}).get("performance") or {}
-    if verdict.get("status") == "PASSED" and perf:
-        ci = perf.get("speedup_ci95") or [None, None]
+    head = _headline(verdict, headline_workload) if verdict else None
+    perf = head.performance if head else None
+    holds = verdict.integrity.holds if verdict and verdict.integrity else []
+    if passed and perf is not None:
+        ci = perf.speedup_ci95 or [None, None]
         out.update(
-            speedup=perf.get("speedup_factor"),
+            speedup=perf.speedup_factor,
             speedup_ci_low=ci[0] if len(ci) > 0 else None,
             speedup_ci_high=ci[1] if len(ci) > 1 else None,
-            latency_ms=perf.get("latency_ms"),
-            baseline_latency_ms=perf.get("reference_latency_ms"),
-            tflops=perf.get("tflops"),
+            latency_ms=perf.latency_ms,
+            baseline_latency_ms=perf.reference_latency_ms,
+            tflops=perf.tflops,
             # One denominator everywhere (evaluator/peaks.py): recomputed from the throughput, never taken from the
             # verdict, whose older versions divided by the matmul rate measured on the host.
-            peak_fraction=peaks.fraction_of_peak(perf.get("tflops"), env.get("gpu_name")),
+            peak_fraction=peaks.fraction_of_peak(perf.tflops, env.gpu_name if env else None),
         )
         reasons = []
         if out["peak_fraction"] is not None and out["peak_fraction"] > 1.0:
@@ -72,7 +79,7 @@ def summarise_verdict(
             tflops=None,
             flops=None,
         )
-        held_codes = {h.get("code") for h in (verdict.get("integrity") or {}).get("holds") or [] if isinstance(h, dict)}
+        held_codes = {h.code for h in holds}
         if figures is not None and figures.code not in held_codes:
             reasons.append(f"integrity ({figures.code}): {figures.message}")
         if out["speedup"] is not None and out["speedup"] > plausible_speedup_max:
@@ -81,10 +88,10 @@ def summarise_verdict(
         reasons = []
     # The evaluator's integrity holds (docs/threat-model.md): an outside measurement disagreed with the candidate
     # process's own, or the profiled call was not the timed one. Never ranked until an admin decides.
-    if verdict.get("status") == "PASSED":
-        for hold in (verdict.get("integrity") or {}).get("holds") or []:
-            if isinstance(hold, dict) and hold.get("message"):
-                reasons.append(f"integrity ({hold.get('code', 'hold')}): {hold['message']}")
+    if passed:
+        for hold in holds:
+            if hold.message:
+                reasons.append(f"integrity ({hold.code or 'hold'}): {hold.message}")
     if reasons:
         out.update(review_state="held", review_reason="; ".join(reasons))
     message = f"{out['status'] or 'no status'}"

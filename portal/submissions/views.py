@@ -13,6 +13,7 @@ from portal.accounts.api_auth import api_endpoint
 from portal.catalog.models import Task
 from portal.core import schema
 from portal.core.api import check_text, json_error, json_refusal, read_json
+from portal.core.verdict_record import parse_verdict
 from portal.submissions import selectors, visibility
 from portal.submissions.compile_log import first_error_lines
 from portal.submissions.forms import LANGUAGE_BY_SUFFIX, SubmissionForm
@@ -62,6 +63,7 @@ def detail(request: HttpRequest, submission_id: int) -> HttpResponse:
     submission = visibility.visible_submission(request.user, submission_id)
     evaluations = selectors.public_evaluations(submission)
     latest = evaluations[0] if evaluations else None
+    verdict = parse_verdict(latest.verdict) if latest else None
     return render(
         request,
         "submissions/detail.html",
@@ -71,9 +73,9 @@ def detail(request: HttpRequest, submission_id: int) -> HttpResponse:
             "latest": latest,
             "ranked_check": selectors.ranked_check(submission),
             "status": selectors.evaluation_status(latest) if latest else None,
-            "verdict": latest.verdict if latest else None,
+            "verdict": verdict,
             "artifacts": latest.artifacts.all() if latest else [],
-            "compile_errors": first_error_lines(latest.verdict) if latest else [],
+            "compile_errors": first_error_lines(verdict),
         },
     )
 
@@ -83,12 +85,13 @@ def verdict_fragment(request: HttpRequest, submission_id: int) -> HttpResponse:
     submission = visibility.visible_submission(request.user, submission_id)
     public = selectors.public_evaluations(submission)
     latest = public[0] if public else None
+    verdict = parse_verdict(latest.verdict) if latest else None
     context = {
         "latest": latest,
-        "verdict": latest.verdict if latest else None,
+        "verdict": verdict,
         "artifacts": latest.artifacts.all() if latest else [],
         "ranked_check": selectors.ranked_check(submission),
-        "compile_errors": first_error_lines(latest.verdict) if latest else [],
+        "compile_errors": first_error_lines(verdict),
     }
     return render(request, "submissions/_verdict.html", context)
 

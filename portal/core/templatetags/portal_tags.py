@@ -11,8 +11,10 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
+from evaluator.verdict import Status
 from portal.core import numbers, verdicts
 from portal.core.numbers import significant
+from portal.core.verdict_record import parse_workload
 
 register = template.Library()
 
@@ -112,27 +114,28 @@ def error_vs_tolerance(workload) -> str:
     """A workload's error in words, against its tolerance. On a passing workload the element-wise maximum relative
     error is noise (an element near zero makes it 15258.8 on a kernel within every bound): it is left out there and
     the norm error is given against its bound; a failing one shows how many elements were outside tolerance."""
-    c = (workload or {}).get("correctness") if isinstance(workload, dict) else None
-    if not isinstance(c, dict) or not c:
+    record = parse_workload(workload)
+    c = record.correctness if record is not None else None
+    if c is None:
         return "—"
-    norm, bound = c.get("relative_norm_error"), c.get("relative_norm_bound")
+    norm, bound = c.relative_norm_error, c.relative_norm_bound
     against = ""
     if isinstance(norm, int | float) and isinstance(bound, int | float) and bound > 0:
         against = f"norm error {significant(norm)} = {significant(100 * norm / bound, 2)}% of its bound {bound:g}"
-    if workload.get("status") == "PASSED":
+    if record.status == Status.PASSED:
         return f"within tolerance ({against})" if against else "within tolerance"
     parts = []
-    failing, total = c.get("failing_elements"), c.get("total_elements")
+    failing, total = c.failing_elements, c.total_elements
     if isinstance(failing, int) and isinstance(total, int) and total:
         parts.append(f"{failing} of {total} elements outside tolerance")
-    for key, label in (("nan_count", "NaN"), ("inf_count", "inf")):
-        if c.get(key):
-            parts.append(f"{c[key]} {label}")
+    for count, label in ((c.nan_count, "NaN"), (c.inf_count, "inf")):
+        if count:
+            parts.append(f"{count} {label}")
     if against:
         parts.append(against)
-    for key, label in (("max_absolute_error", "max abs error"), ("max_relative_error", "max rel error")):
-        if isinstance(c.get(key), int | float):
-            parts.append(f"{label} {significant(c[key])}")
+    for value, label in ((c.max_absolute_error, "max abs error"), (c.max_relative_error, "max rel error")):
+        if isinstance(value, int | float):
+            parts.append(f"{label} {significant(value)}")
     return "; ".join(parts) or "—"
 
 

@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from evaluator import peaks
 from evaluator.arches import ARCHES
+from evaluator.verdict import ArchStatus, OverallStatus
 from portal.accounts.models import Profile
 from portal.catalog.models import Task
 from portal.leaderboard.cache import leaderboard_changed
@@ -60,6 +61,7 @@ def physical_figures(rng: random.Random, library_fraction: float, gpu: str) -> t
 def measured_library_fractions(verdicts_dir: Path, tasks: list[Task]) -> dict[int, float]:
     """Task id -> the library's share of the datasheet peak, from the committed reference verdicts (each verdict's
     headline TFLOP/s over its speedup is the library's rate; the median over a task's verdicts)."""
+    from portal.core.verdict_record import parse_verdict
     from portal.submissions.summary import summarise_verdict
 
     try:
@@ -71,10 +73,10 @@ def measured_library_fractions(verdicts_dir: Path, tasks: list[Task]) -> dict[in
     for entry in index if isinstance(index, list) else []:
         task = by_slug.get(str(entry.get("task")))
         try:
-            verdict = json.loads((verdicts_dir / str(entry.get("verdict"))).read_text())
+            verdict = parse_verdict(json.loads((verdicts_dir / str(entry.get("verdict"))).read_text()))
         except (OSError, ValueError, TypeError):
             continue
-        if task is None or not isinstance(verdict, dict):
+        if task is None or verdict is None:
             continue
         headline = task.workloads.filter(is_headline=True).values_list("uuid", flat=True).first()
         row = summarise_verdict(
@@ -300,8 +302,8 @@ class Command(BaseCommand):
                     queue=ARCHES[submission.arch].queue,
                     status=status,
                     arch_status=arch_status,
-                    arch_full=arch_status == "verified",
-                    ptxbench_verified=arch_status == "verified",
+                    arch_full=arch_status == ArchStatus.VERIFIED,
+                    ptxbench_verified=arch_status == ArchStatus.VERIFIED,
                     speedup=speedup,
                     speedup_ci_low=speedup * 0.97 if speedup else None,
                     speedup_ci_high=speedup * 1.03 if speedup else None,
@@ -326,7 +328,7 @@ class Command(BaseCommand):
                 finished_at=e.finished_at,
             )
             for e in evaluations
-            if e.submission.kind == Submission.Kind.KERNEL and e.status == "PASSED"
+            if e.submission.kind == Submission.Kind.KERNEL and e.status == OverallStatus.PASSED
         ]
         Evaluation.objects.bulk_create(checks, batch_size=BATCH)
         return Evaluation.objects.bulk_create(evaluations, batch_size=BATCH)

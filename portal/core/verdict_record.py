@@ -1,0 +1,117 @@
+"""The one place a verdict document becomes the evaluator's typed records (issue 30: the verdict is the contract).
+
+The database keeps the verdict exactly as the evaluator wrote it (a JSON field on Evaluation, never rewritten);
+every reader in the portal takes it through `parse_verdict` and reads attributes of `evaluator.verdict.Verdict`
+(`verdict.arch_check.status`, `workload.performance.latency_ms`), never keys of the stored dict. Statuses are the
+evaluator's enums (`OverallStatus`, `Status`, `ArchStatus`), which compare equal to the words stored in the
+summary columns.
+
+Stored verdicts come from every evaluator version the portal has run: a field added since (`arch_check.
+trusted_ratio`, `performance.latency_from`, `integrity`, ...) is absent from older ones. `from_dict` already gives
+a missing field its default; a missing field that has no default (a record a test or an old evaluator wrote
+partly) gets the empty value of its type here first, and a missing architecture-check status reads as
+not_requested. A document that still cannot be read (not a dict, a status word the evaluator does not have, a
+record of the wrong shape) is None, as is no verdict at all: the callers treat both as "no verdict"."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+import types
+import typing
+from enum import StrEnum
+from typing import Any
+
+from evaluator.verdict import ArchCheck, ArchStatus, OverallStatus, Verdict, WorkloadResult, from_dict
+
+log = logging.getLogger(__name__)
+
+# Required enum fields that an older or partial document may lack, and what their absence means.
+_MISSING_ENUMS: dict[tuple[type, str], StrEnum] = {(ArchCheck, "status"): ArchStatus.NOT_REQUESTED}
+
+
+class _Unreadable(ValueError):
+    pass
+
+
+def parse_verdict(data: Any) -> Verdict | None:
+    """`data` (a stored verdict document, or a Verdict already) as the evaluator's typed records; None for no
+    verdict or one that cannot be read (logged)."""
+    if isinstance(data, Verdict):
+        return data
+    if not isinstance(data, dict) or not data:
+        return None
+    try:
+        return from_dict(_complete(Verdict, data))
+    except (TypeError, ValueError, AttributeError, KeyError) as exc:
+        log.warning("a verdict document could not be read (%s): %s", type(exc).__name__, str(exc)[:300])
+        return None
+
+
+def parse_workload(data: Any) -> WorkloadResult | None:
+    """One workload result of a verdict document on its own (a template filter given one), as parse_verdict
+    reads it inside a verdict; None when it cannot be read."""
+    if isinstance(data, WorkloadResult):
+        return data
+    if not isinstance(data, dict):
+        return None
+    verdict = parse_verdict({"status": OverallStatus.PASSED.value, "workloads": [data]})
+    return verdict.workloads[0] if verdict is not None else None
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _complete(cls: type, data: Any) -> dict[str, Any]:
+    """`data` with every field of dataclass `cls` that has no default present, nested records completed too."""
+    if not isinstance(data, dict):
+        raise _Unreadable(f"{cls.__name__} is a {type(data).__name__}, not a record")
+    hints = _hints(cls)
+    out = dict(data)
+    for f in dataclasses.fields(cls):
+        if f.name in out:
+            out[f.name] = _complete_value(hints[f.name], out[f.name])
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            out[f.name] = _empty(cls, f.name, hints[f.name])
+    return out
+
+
+def _complete_value(hint: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _complete_value(args[0], value) if len(args) == 1 else value
+    if origin is list and isinstance(value, list):
+        (item,) = typing.get_args(hint)
+        return [_complete_value(item, v) for v in value]
+    if origin is dict and isinstance(value, dict):
+        _, item = typing.get_args(hint)
+        return {k: _complete_value(item, v) for k, v in value.items()}
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return _complete(hint, value)
+    return value
+
+
+def _empty(cls: type, name: str, hint: Any) -> Any:
+    """The value a field without a default reads as when the document lacks it."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return None
+    if origin is list:
+        return []
+    if origin is dict:
+        return {}
+    if isinstance(hint, type) and issubclass(hint, StrEnum):
+        if (cls, name) in _MISSING_ENUMS:
+            return _MISSING_ENUMS[(cls, name)].value
+        raise _Unreadable(f"{cls.__name__}.{name} is missing")
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return _complete(hint, {})
+    if hint in (str, int, float, bool):
+        return hint()
+    raise _Unreadable(f"{cls.__name__}.{name} is missing")
