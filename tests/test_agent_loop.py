@@ -86,6 +86,13 @@ def test_full_run_broken_fixed_no_code_storm_hang_and_exhausted(alice, replay, c
     assert (t2.status, t2.evaluation, t2.kernel) == (Turn.STATUS_NO_KERNEL, None, "")
     assert "no kernel" in t2.feedback
     assert (t3.state, t3.status) == (Turn.State.FAILED, Turn.STATUS_MODEL_ERROR)
+    # How each ended, apart from its state; the verdict status only where the evaluator gave a verdict.
+    assert [(t.outcome, t.verdict_status) for t in (t0, t1, t2, t3)] == [
+        (Turn.Outcome.VERDICT, "COMPILE_ERROR"),
+        (Turn.Outcome.VERDICT, "STATIC_ONLY"),
+        (Turn.Outcome.NO_KERNEL, ""),
+        (Turn.Outcome.MODEL_ERROR, ""),
+    ]
     assert "after 3 attempts" in t3.error and "HTTP 429" in t3.error and t3.model_attempts == 3
     gemm = Trajectory.objects.get(run=run, task__slug=GEMM)
     assert (gemm.state, gemm.stop_reason) == (Trajectory.State.FAILED, "model_error")

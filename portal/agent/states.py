@@ -169,8 +169,9 @@ def transition(
     lets reach `to`); `where` narrows further (e.g. {"replied_at__isnull": True}). A `from_` state the table does
     not let reach `to` raises IllegalTransition. Returns how many rows moved (0: another step moved it first);
     an instance that moved gets the new state and fields."""
-    allowed = machine.sources(to)
-    sources = tuple(allowed if from_ is None else from_)
+    sources = tuple(machine.sources(to) if from_ is None else from_)
+    if not sources:
+        raise IllegalTransition(f"{machine.name}: no state may move to {to!r}")
     for source in sources:
         machine.check(source, to)
     if isinstance(target, models.QuerySet):

@@ -13,6 +13,7 @@ from portal.agent import budget, selectors, services
 from portal.agent.forms import RunForm
 from portal.agent.models import Turn
 from portal.agent.services import RunRefused, RunRequest
+from portal.agent.states import TURN
 from portal.agent.trajectories import trajectory_export
 from portal.core import schema
 from portal.core.api import json_error, json_refusal, read_json
@@ -204,9 +205,6 @@ def api_run(request: HttpRequest, run_id: int) -> JsonResponse:
     document["final"] = not run.is_active
     document["evaluation_budget"] = budget.run_budget(run, viewer=viewer)
     document["running_turns"] = sum(
-        1
-        for t in document["trajectories"]
-        for turn in t["turns"]
-        if turn["state"] in (Turn.State.CALLING_MODEL, Turn.State.EVALUATING)
+        1 for t in document["trajectories"] for turn in t["turns"] if turn["state"] in TURN.active
     )
     return JsonResponse(document)
