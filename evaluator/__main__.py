@@ -16,6 +16,7 @@ from pathlib import Path
 from evaluator import verdict as verdict_mod
 from evaluator.arches import ARCHES
 from evaluator.errors import EnvironmentProblem
+from evaluator.languages import LANGUAGES, language_of_file
 from evaluator.pipeline import REPO_ROOT, Options, evaluate
 from evaluator.taskdata import TaskDataError, find_task
 from evaluator.verdict import STAGES, Verdict
@@ -30,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("kernel", type=Path, help="the candidate .cu file (or .py file with --language triton)")
     run.add_argument(
         "--language",
-        choices=("cuda", "triton"),
+        choices=tuple(LANGUAGES),
         help="the kernel language (default: triton for a .py file, else cuda); see docs/kernel-abi.md",
     )
     run.add_argument("--task", required=True, help="task name (a folder under --tasks-root)")
@@ -129,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
             stages=stages,
             on_stage=progress,
             options=options,
-            language=args.language or ("triton" if args.kernel.suffix == ".py" else "cuda"),
+            language=args.language or language_of_file(args.kernel).name,
         )
     except ValueError as exc:
         parser.error(str(exc))

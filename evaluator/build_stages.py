@@ -11,18 +11,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from evaluator import compile_cache, hostile_files
 from evaluator import ncu as ncu_mod
-from evaluator.compile import compile_kernel
+from evaluator.compile import CompiledKernel
 from evaluator.includes import outside_finding
 from evaluator.jail import Jail
+from evaluator.languages import language
 from evaluator.policy import check_preprocessed
 from evaluator.sass import count_families, disassemble, dump_resource_usage, merge_resource_usage, resource_usage
 from evaluator.stage_book import StageBook
 from evaluator.taskdata import Task, Workload
-from evaluator.triton_compile import compile_triton
 from evaluator.verdict import KernelFootprint, OverallStatus, SassCounts, StageState
 
 POLICY_WITHHELD = "[evaluator] the compile log is withheld: the source was rejected by policy after macro expansion"
@@ -37,16 +36,13 @@ def compile_stage(
     book: StageBook,
     jail: Jail,
     timeout_s: float,
-) -> Any | None:
-    """The compiled submission (compile.Compiled or triton_compile's record), or None when the verdict stopped."""
+) -> CompiledKernel | None:
+    """The compiled submission (its language's build, evaluator/languages.py), or None when the verdict stopped."""
     v = book.verdict
     t = time.monotonic()
-    triton = v.language == "triton"
-    book.report("compile", f"{'Triton' if triton else 'nvcc'} for {arch}")
-    if triton:
-        compiled = compile_triton(source, task, chosen, arch, workdir / "build", timeout_s=timeout_s, jail=jail)
-    else:
-        compiled = compile_kernel(source, arch, workdir / "build", timeout_s=timeout_s, jail=jail)
+    lang = language(v.language)
+    book.report("compile", f"{lang.toolchain} for {arch}")
+    compiled = lang.build(source, task, chosen, arch, workdir / "build", timeout_s, jail)
     v.compile = compiled.result
     if compiled.outside_files:
         # nvcc opened a file outside the include roots: its log (already withheld) could quote it.
@@ -69,9 +65,9 @@ def compile_stage(
             book.stop("compile", OverallStatus.POLICY_REJECTED, "rejected by policy", chosen, msg)
             return None
     if not compiled.result.ok or compiled.library is None:
-        tool = "the Triton compile" if triton else "nvcc"
+        tool = lang.toolchain
         why = f"{tool} timed out" if compiled.result.timed_out else f"{tool} exited with {compiled.result.returncode}"
-        if triton and not compiled.result.timed_out:
+        if lang.reason_in_log and not compiled.result.timed_out:
             why = _last_evaluator_line(compiled.result.output) or why
         why = compiled.why or why  # a limit hit or an output refused, in the evaluator's words
         book.finish("compile", StageState.FAILED, t, why)
@@ -82,12 +78,13 @@ def compile_stage(
 
 
 def sass_stage(
-    compiled: Any, task: Task, arch: str, build: Path, book: StageBook
+    compiled: CompiledKernel, task: Task, arch: str, build: Path, book: StageBook
 ) -> tuple[SassCounts, dict[str, list[KernelFootprint]]]:
     """Static SASS counts of the compiled candidate (every cubin of it counted) and each kernel's footprint; the
     disassembly is kept for audits with --workdir. Decides `arch` statically when no target instruction exists."""
     t = time.monotonic()
     book.report("sass", "disassembling")
+    assert compiled.library is not None  # compile_stage stops the verdict before a build without one
     binaries = compiled.cubins or [compiled.library]  # the library: every ELF file it holds, as it is loaded
     text = kept_or_made(compiled, "kernel.sass", lambda: "\n".join(disassemble(b) for b in binaries))
     # Into the trusted side's own folder, never the build folder (where a planted link would take the write).
@@ -105,22 +102,22 @@ def sass_stage(
     return counts, merge_resource_usage([usage])
 
 
-def trusted_sass_path(compiled: Any, build: Path) -> Path:
+def trusted_sass_path(compiled: CompiledKernel, build: Path) -> Path:
     """Where the SASS stage keeps the listing: the compile's trusted folder (beside the build folder)."""
     return (compiled.trusted_dir or hostile_files.trusted_beside(build)) / "kernel.sass"
 
 
-def kept_or_made(compiled: Any, name: str, make: Callable[[], str]) -> str:
+def kept_or_made(compiled: CompiledKernel, name: str, make: Callable[[], str]) -> str:
     """What `make` reads from the compiled library; for a CUDA compile with a compile-cache entry, the text kept
     there under `name` for the library's digest (made and kept on the entry's first evaluation). Triton
     compiles (several cubins, no entry) always make it."""
-    entry = compiled.cache_entry
-    digest = compiled.result.library_sha256 if entry is not None and not compiled.cubins else None
-    if digest and (kept := compile_cache.load_text(entry, name, digest)) is not None:
+    entry, digest = compiled.cache_entry, compiled.result.library_sha256
+    if entry is None or compiled.cubins or not digest:
+        return make()
+    if (kept := compile_cache.load_text(entry, name, digest)) is not None:
         return kept
     text = make()
-    if digest:
-        compile_cache.store_text(entry, name, digest, text)
+    compile_cache.store_text(entry, name, digest, text)
     return text
 
 

@@ -38,13 +38,13 @@ from evaluator.host import check_gpu, prepare_device
 from evaluator.inputs import derive_seed
 from evaluator.integrity_record import absorb_profile, absorb_workload
 from evaluator.jail import Jail, allow_unsandboxed_from_env, open_jail
+from evaluator.languages import LANGUAGES as _LANGUAGES
+from evaluator.languages import Language
+from evaluator.languages import language as find_language
 from evaluator.launches import Launch
 from evaluator.limits import Limits
-from evaluator.policy import check_source
 from evaluator.stage_book import StageBook, StageCallback, new_verdict
 from evaluator.taskdata import Task, Workload
-from evaluator.triton_compile import triton_version
-from evaluator.triton_policy import check_source as check_triton_source
 from evaluator.verdict import (
     GPU_STAGES,
     STAGES,
@@ -59,7 +59,7 @@ from evaluator.verdict import (
 
 __all__ = ["LANGUAGES", "REPO_ROOT", "Options", "evaluate", "resolve_stages", "select_workloads"]
 
-LANGUAGES = ("cuda", "triton")  # a .cu file through nvcc, or a .py file of @triton.jit kernels (docs/kernel-abi.md)
+LANGUAGES = tuple(_LANGUAGES)  # a .cu file through nvcc, or a .py file of @triton.jit kernels (docs/kernel-abi.md)
 
 # Stages that another stage needs: asking for "timing" runs correctness first, and so on.
 _NEEDS = {
@@ -167,13 +167,14 @@ def evaluate(
     """
     opts = options or Options()
     get_arch(arch)
-    if language not in LANGUAGES:
-        raise ValueError(f"unknown language {language!r} (known: {', '.join(LANGUAGES)})")
+    lang = find_language(language)  # ValueError for an unknown language
     requested = list(stages)
     book = StageBook(new_verdict(source, task, arch, requested), resolve_stages(requested), on_stage)
-    book.verdict.language = language
-    if language == "triton" and "compile" in book.stages:
-        book.verdict.triton_version = triton_version()  # EnvironmentProblem here when Triton is missing
+    book.verdict.language = lang.name
+    if lang.version is not None and "compile" in book.stages:
+        # EnvironmentProblem here when the toolchain is missing. The verdict's field is named for Triton, the one
+        # language whose version is not nvcc's (recorded by the compile itself).
+        book.verdict.triton_version = lang.version()
     chosen = select_workloads(task, workloads)
     hidden = {w.uuid for w in task.hidden_workloads}
     if any(w.uuid in hidden for w in chosen):
@@ -187,7 +188,7 @@ def evaluate(
     workdir = Path(opts.workdir or tempfile.mkdtemp(prefix="ptxbench-eval-"))
     workdir.mkdir(parents=True, exist_ok=True)
     try:
-        _run_stages(source, task, arch, chosen, run_seed, opts, workdir, book, gpu_wanted)
+        _run_stages(EvaluationRun(source, task, arch, lang, chosen, run_seed, opts, workdir, book, gpu_wanted))
     finally:
         if own_workdir and not opts.keep_workdir:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -195,91 +196,97 @@ def evaluate(
     return book.verdict
 
 
-def _run_stages(
-    source: str,
-    task: Task,
-    arch: str,
-    chosen: list[Workload],
-    run_seed: bytes,
-    opts: Options,
-    workdir: Path,
-    book: StageBook,
-    gpu_wanted: bool,
-) -> None:
+@dataclass(frozen=True)
+class EvaluationRun:
+    """What every stage of one evaluation reads: the stage functions take this, not a bundle of arguments."""
+
+    source: str
+    task: Task
+    arch: str
+    language: Language
+    chosen: list[Workload]  # the workloads evaluated
+    run_seed: bytes  # every input seed derives from it
+    opts: Options
+    workdir: Path
+    book: StageBook  # the verdict being written, and the stage records
+    gpu_wanted: bool  # a GPU stage was asked for
+
+
+def _run_stages(run: EvaluationRun) -> None:
+    book = run.book
     v = book.verdict
     t = time.monotonic()
     book.report("policy", "checking the source")
-    if opts.skip_source_policy:
+    if run.opts.skip_source_policy:
         v.policy = []
         v.notes.append("the source policy was not applied (adversarial corpus: the defences beneath it are tested)")
-    elif v.language == "triton":
-        params = [s.name for s in (*task.definition.inputs, *task.definition.outputs)]
-        v.policy = check_triton_source(source, params)
     else:
-        v.policy = check_source(source)
+        v.policy = run.language.check_policy(run.source, run.task)
     if v.policy:
         first = v.policy[0]
         where = f" (line {first.line}: {first.text})" if first.line else ""
         book.finish("policy", StageState.FAILED, t, f"{first.message}{where}")
         msg = f"rejected by policy before compiling: {first.message}{where}"
-        book.stop("policy", OverallStatus.POLICY_REJECTED, "rejected by policy", chosen, msg)
+        book.stop("policy", OverallStatus.POLICY_REJECTED, "rejected by policy", run.chosen, msg)
         return
     book.finish("policy", StageState.PASSED, t)
     if "compile" not in book.stages:
         return
 
-    allow = opts.allow_unsandboxed
+    allow = run.opts.allow_unsandboxed
     jail = open_jail(
         allow_unsandboxed=allow_unsandboxed_from_env() if allow is None else allow,
-        gpu=gpu_wanted and opts.device_type == "cuda",
-        limits=opts.limits,
+        gpu=run.gpu_wanted and run.opts.device_type == "cuda",
+        limits=run.opts.limits,
     )
     try:
-        _sandboxed_stages(source, task, arch, chosen, run_seed, opts, workdir, book, jail, gpu_wanted)
+        _sandboxed_stages(run, jail)
     finally:
         v.sandbox = jail.record()  # from what this evaluation's processes actually got
 
 
-def _sandboxed_stages(
-    source: str,
-    task: Task,
-    arch: str,
-    chosen: list[Workload],
-    run_seed: bytes,
-    opts: Options,
-    workdir: Path,
-    book: StageBook,
-    jail: Jail,
-    gpu_wanted: bool,
-) -> None:
+def _sandboxed_stages(run: EvaluationRun, jail: Jail) -> None:
+    book, opts = run.book, run.opts
     v = book.verdict
-    compiled = compile_stage(source, task, arch, chosen, workdir, book, jail, opts.compile_timeout_s)
+    compiled = compile_stage(
+        run.source, run.task, run.arch, run.chosen, run.workdir, book, jail, opts.compile_timeout_s
+    )
     if compiled is None:
         return
+    assert compiled.library is not None  # compile_stage stops the verdict before a build without one
     footprints: dict[str, list[KernelFootprint]] = {}
     if "sass" in book.stages:
-        v.sass, footprints = sass_stage(compiled, task, arch, workdir / "build", book)
+        v.sass, footprints = sass_stage(compiled, run.task, run.arch, run.workdir / "build", book)
 
-    if not gpu_wanted:
+    if not run.gpu_wanted:
         v.status = OverallStatus.STATIC_ONLY
         v.notes.append("GPU stages (correctness, arch, timing) were not run: nothing is claimed about them")
         return
     exchange = Path(tempfile.mkdtemp(prefix="ptxbench-x-", dir=fast_tmp()))
     try:
-        kernels = list(v.sass.kernels) if v.sass is not None else None
         setup = CandidateSetup(
-            task, chosen, compiled.library, workdir, exchange, jail, opts.device, opts.device_type, kernels
+            task=run.task,
+            workloads=run.chosen,
+            library=compiled.library,
+            workdir=run.workdir,
+            exchange=exchange,
+            jail=jail,
+            device=opts.device,
+            device_type=opts.device_type,
+            kernels=list(v.sass.kernels) if v.sass is not None else None,
+            footprints=footprints,
+            language=run.language.name,
+            static_sass=trusted_sass_path(compiled, run.workdir / "build"),
         )
-        setup.footprints = footprints
-        setup.static_sass = trusted_sass_path(compiled, workdir / "build")
-        if v.language == "triton":
-            setup.language, setup.triton_cache = "triton", compiled.trusted_dir / "triton-cache"
-        _gpu_stages(setup, arch, run_seed, opts, book)
+        if run.language.kernel_cache is not None and compiled.trusted_dir is not None:
+            setup.triton_cache = compiled.trusted_dir / run.language.kernel_cache
+        _gpu_stages(run, setup)
     finally:
         shutil.rmtree(exchange, ignore_errors=True)
 
 
-def _gpu_stages(setup: CandidateSetup, arch: str, run_seed: bytes, opts: Options, book: StageBook) -> None:
+def _gpu_stages(ev: EvaluationRun, setup: CandidateSetup) -> None:
+    arch, run_seed, opts, book = ev.arch, ev.run_seed, ev.opts, ev.book
     v = book.verdict
     task, chosen = setup.task, setup.workloads
     timing = "timing" in book.stages

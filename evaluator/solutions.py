@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-LANGUAGE_FILES = {"cuda": "kernel.cu", "triton": "kernel.py"}
+from evaluator.languages import LANGUAGES
+
+LANGUAGE_FILES = {name: lang.solution_file for name, lang in LANGUAGES.items()}
 ROLES = ("expert", "negative_control")
 
 
