@@ -263,6 +263,7 @@ def _sandboxed_stages(run: EvaluationRun, jail: Jail) -> None:
         v.notes.append("GPU stages (correctness, arch, timing) were not run: nothing is claimed about them")
         return
     exchange = Path(tempfile.mkdtemp(prefix="ptxbench-x-", dir=fast_tmp()))
+    kernel_cache = run.language.kernel_cache
     try:
         setup = CandidateSetup(
             task=run.task,
@@ -277,9 +278,8 @@ def _sandboxed_stages(run: EvaluationRun, jail: Jail) -> None:
             footprints=footprints,
             language=run.language.name,
             static_sass=trusted_sass_path(compiled, run.workdir / "build"),
+            triton_cache=compiled.trusted_dir / kernel_cache if kernel_cache and compiled.trusted_dir else None,
         )
-        if run.language.kernel_cache is not None and compiled.trusted_dir is not None:
-            setup.triton_cache = compiled.trusted_dir / run.language.kernel_cache
         _gpu_stages(run, setup)
     finally:
         shutil.rmtree(exchange, ignore_errors=True)
