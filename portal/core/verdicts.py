@@ -47,16 +47,17 @@ ARCH_STATE_MEANING = {
 # How the target families read in sentences ("correct, but wgmma/TMA never executed").
 _FAMILY_WORDS = {"gmma": "wgmma", "tma": "TMA", "tcgen05": "tcgen05"}
 
+# Keyed by the evaluator's overall statuses (a stored status word looks them up: StrEnum members equal their words).
 _FAILURE_PHRASES = {
-    "INCORRECT_NUMERICAL": "incorrect: wrong values",
-    "INCORRECT_SHAPE": "incorrect: wrong output shape",
-    "INCORRECT_DTYPE": "incorrect: wrong output dtype",
-    "RUNTIME_ERROR": "incorrect: runtime error",
-    "TIMEOUT": "incorrect: timed out",
-    "COMPILE_ERROR": "incorrect: did not compile",
-    "POLICY_REJECTED": "rejected by the source policy",
-    "FOREIGN_KERNEL": "rejected: a kernel not compiled from the submission did the work",
-    "STATIC_ONLY": "static-only: compiled, never measured on a GPU",  # ROW_STATUS["static-only"]
+    OverallStatus.INCORRECT_NUMERICAL: "incorrect: wrong values",
+    OverallStatus.INCORRECT_SHAPE: "incorrect: wrong output shape",
+    OverallStatus.INCORRECT_DTYPE: "incorrect: wrong output dtype",
+    OverallStatus.RUNTIME_ERROR: "incorrect: runtime error",
+    OverallStatus.TIMEOUT: "incorrect: timed out",
+    OverallStatus.COMPILE_ERROR: "incorrect: did not compile",
+    OverallStatus.POLICY_REJECTED: "rejected by the source policy",
+    OverallStatus.FOREIGN_KERNEL: "rejected: a kernel not compiled from the submission did the work",
+    OverallStatus.STATIC_ONLY: "static-only: compiled, never measured on a GPU",  # ROW_STATUS["static-only"]
 }
 
 
