@@ -161,14 +161,12 @@ def outcome_of_status(status: str) -> tuple[str, str]:
     return (Turn.Outcome.VERDICT, status) if status else (Turn.Outcome.NONE, "")
 
 
-def transition(
-    machine: Machine, target, to: str, *, from_: Iterable[str] | None = None, where: dict | None = None, **fields
-) -> int:
+def transition(machine: Machine, target, to: str, *, from_: Iterable[str] | None = None, **fields) -> int:
     """Move `target` (an instance, a primary key, or a queryset of the machine's model) to state `to` with one
     conditional UPDATE, writing `fields` with it. Only rows in `from_` move (default: every state the table
-    lets reach `to`); `where` narrows further (e.g. {"replied_at__isnull": True}). A `from_` state the table does
-    not let reach `to` raises IllegalTransition. Returns how many rows moved (0: another step moved it first);
-    an instance that moved gets the new state and fields."""
+    lets reach `to`). A `from_` state the table does not let reach `to`, or no state at all, raises
+    IllegalTransition. Returns how many rows moved (0: another step moved it first); an instance that moved gets
+    the new state and fields."""
     sources = tuple(machine.sources(to) if from_ is None else from_)
     if not sources:
         raise IllegalTransition(f"{machine.name}: no state may move to {to!r}")
@@ -180,7 +178,7 @@ def transition(
         rows, instance = machine.model.objects.filter(pk=target.pk), target
     else:
         rows, instance = machine.model.objects.filter(pk=target), None
-    moved = rows.filter(state__in=sources, **(where or {})).update(state=to, **fields)
+    moved = rows.filter(state__in=sources).update(state=to, **fields)
     if moved and instance is not None:
         instance.state = to
         plain = {name: value for name, value in fields.items() if not isinstance(value, Combinable)}
@@ -191,7 +189,7 @@ def transition(
     return moved
 
 
-def turn_end(turn: Turn, to: str, *, outcome: str, verdict_status: str = "", from_=None, where=None, **fields) -> int:
+def turn_end(turn: Turn, to: str, *, outcome: str, verdict_status: str = "", from_=None, **fields) -> int:
     """Finish a turn (DONE or FAILED) with how it ended; `status` follows from `outcome` and `verdict_status`."""
     if outcome not in TURN_OUTCOMES.get(to, ()):
         raise IllegalTransition(f"a turn does not end {to!r} with outcome {outcome!r}")
@@ -200,7 +198,6 @@ def turn_end(turn: Turn, to: str, *, outcome: str, verdict_status: str = "", fro
         turn,
         to,
         from_=from_,
-        where=where,
         outcome=outcome,
         verdict_status=verdict_status,
         status=published_status(outcome, verdict_status),
