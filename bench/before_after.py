@@ -47,7 +47,7 @@ def one(tree: Path, task: str, kernel: Path, out: Path) -> dict:
         "status": v["status"],
         "speedup": perf.get("speedup_factor"),
         "latency_ms": perf.get("latency_ms"),
-        "baseline_ms": perf.get("reference_latency_ms"),
+        "baseline_ms": perf.get("baseline_latency_ms", perf.get("reference_latency_ms")),
         "holds": [h["code"] for h in integrity.get("holds", [])],
         "checked_calls": integrity.get("checked_calls"),
         "wall_s": round(wall, 1),

@@ -60,7 +60,7 @@ def end_to_end(kernel: Path, task: str, repeats: int, out: Path) -> dict[str, An
                 "arch": v["arch_check"]["status"],
                 "stages": {s["name"]: s["seconds"] for s in v["stages"]},
                 "candidate_median_ms": perf.get("latency_ms"),
-                "baseline_median_ms": perf.get("reference_latency_ms"),
+                "baseline_median_ms": perf.get("baseline_latency_ms", perf.get("reference_latency_ms")),
                 "speedup": perf.get("speedup_factor"),
                 "tflops": perf.get("tflops"),
                 "ncu_ms": v["arch_check"].get("ncu_gpu_time_ms"),

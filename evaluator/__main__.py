@@ -176,8 +176,8 @@ def summary(v: Verdict) -> str:
         p = w.performance
         if p is not None and p.latency_ms is not None:
             line += f"  {p.latency_ms:.4g} ms"
-            if p.reference_latency_ms is not None and p.speedup_factor is not None:
-                line += f" vs {p.reference_latency_ms:.4g} ms {p.baseline}: {p.speedup_factor:.3g}x"
+            if p.baseline_latency_ms is not None and p.speedup_factor is not None:
+                line += f" vs {p.baseline_latency_ms:.4g} ms {p.baseline}: {p.speedup_factor:.3g}x"
             if p.tflops is not None:
                 line += f"  {p.tflops:.1f} TFLOP/s"
         if w.status.value != "PASSED" and w.message:

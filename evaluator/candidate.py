@@ -535,7 +535,7 @@ def _time(
     p = perf.performance
     figures = consistency_hold(
         latency_ms=p.latency_ms,
-        reference_latency_ms=p.reference_latency_ms,
+        baseline_latency_ms=p.baseline_latency_ms,
         speedup=p.speedup_factor,
         tflops=p.tflops,
         flops=checker.task.flops_for(workload),

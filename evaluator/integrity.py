@@ -318,7 +318,7 @@ def _launches(items: Sequence[Launch]) -> str:
 def consistency_hold(
     *,
     latency_ms: float | None,
-    reference_latency_ms: float | None,
+    baseline_latency_ms: float | None,
     speedup: float | None,
     tflops: float | None,
     flops: float | None,
@@ -327,11 +327,11 @@ def consistency_hold(
     """Hold when speedup, latency, TFLOP/s and the trusted baseline do not describe one measurement (issue 32,
     property 7): two rows at the same TFLOP/s with speedups 2x apart cannot both be true."""
     problems = []
-    if latency_ms and reference_latency_ms and speedup:
-        expected = reference_latency_ms / latency_ms
+    if latency_ms and baseline_latency_ms and speedup:
+        expected = baseline_latency_ms / latency_ms
         if abs(speedup / expected - 1.0) > tolerance:
             problems.append(
-                f"speedup {speedup:.4g}x, but the library's {reference_latency_ms:.4g} ms over the kernel's "
+                f"speedup {speedup:.4g}x, but the library's {baseline_latency_ms:.4g} ms over the kernel's "
                 f"{latency_ms:.4g} ms is {expected:.4g}x"
             )
     if latency_ms and flops and tflops:

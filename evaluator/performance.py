@@ -57,7 +57,7 @@ def performance_from_timing(
         perf.reference = summarize(
             base["samples_ms"], method=method, warmup=warmup, kernels_per_call=_mean(base["activities"])
         )
-        perf.reference_latency_ms = perf.reference.median_ms
+        perf.baseline_latency_ms = perf.reference.median_ms
         if perf.candidate.median_ms > 0:
             perf.speedup_factor = perf.reference.median_ms / perf.candidate.median_ms
             lo, hi = bootstrap_speedup(base["samples_ms"], cand["samples_ms"])

@@ -35,11 +35,18 @@ def build_schema() -> dict[str, Any]:
 def _dataclass_schema(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
     hints = typing.get_type_hints(cls)
     props = {f.name: _type_schema(hints[f.name], defs) for f in dataclasses.fields(cls)}
+    # A renamed field's old name stays a valid, deprecated property: documents written before the rename validate.
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("renamed_from"):
+            props[f.metadata["renamed_from"]] = {**props[f.name], "deprecated": True}
     return {
         "type": "object",
         "properties": props,
-        # A field added after schema_version 1 says so in its metadata: verdicts written before it stay valid.
-        "required": [f.name for f in dataclasses.fields(cls) if not f.metadata.get("added")],
+        # A field added after schema_version 1 (or renamed since) says so in its metadata: verdicts written before
+        # it stay valid.
+        "required": [
+            f.name for f in dataclasses.fields(cls) if not (f.metadata.get("added") or f.metadata.get("renamed_from"))
+        ],
         "additionalProperties": False,
     }
 

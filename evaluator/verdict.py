@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-SCHEMA_VERSION = 1
+# 2 (issue 30): `Performance.reference_latency_ms` became `baseline_latency_ms` (docs/glossary.md: the library
+# baseline's latency, not the PyTorch reference's). `from_dict` still reads documents of version 1.
+SCHEMA_VERSION = 2
 
 
 class Status(StrEnum):
@@ -165,7 +167,9 @@ LATENCY_FROM_TRUSTED_CLOCK = "trusted clock"  # a host_time hold: the parent's p
 @dataclass
 class Performance:
     latency_ms: float | None = None  # candidate median (FlashInfer's field)
-    reference_latency_ms: float | None = None  # library baseline median (FlashInfer's field)
+    # Library baseline median. FlashInfer Trace calls it `reference_latency_ms` (its own format keeps that name,
+    # mapped at the export); verdicts of schema_version 1 did too, and `from_dict` still reads them.
+    baseline_latency_ms: float | None = field(default=None, metadata={"renamed_from": "reference_latency_ms"})
     speedup_factor: float | None = None  # baseline median / candidate median (FlashInfer's field)
     speedup_ci95: list[float] | None = None  # bootstrap 95% interval of the speedup
     baseline: str = ""  # baseline id, e.g. "cublas"
@@ -414,8 +418,10 @@ def _build(cls: type, data: Any) -> Any:
     hints = typing.get_type_hints(cls)
     kwargs = {}
     for f in dataclasses.fields(cls):
-        if f.name in data:
-            kwargs[f.name] = _convert(hints[f.name], data[f.name])
+        # A renamed field is read under its old name too (documents written before the rename).
+        name = next((n for n in (f.name, f.metadata.get("renamed_from")) if n and n in data), None)
+        if name is not None:
+            kwargs[f.name] = _convert(hints[f.name], data[name])
     return cls(**kwargs)
 
 

@@ -108,6 +108,8 @@ def test_flashinfer_trace_lines(client, evaluation):
     assert line["workload"]["inputs"]  # completed from the catalog's workload
     assert line["evaluation"]["status"] == "PASSED"
     assert line["evaluation"]["performance"]["speedup_factor"] == 1.3
+    # FlashInfer Trace's own name for the baseline's latency, mapped from the verdict's at this edge (issue 30).
+    assert line["evaluation"]["performance"]["reference_latency_ms"] == 1.0
     assert line["evaluation"]["correctness"]["max_absolute_error"] == 0.004
     assert line["evaluation"]["environment"] == {
         "hardware": "NVIDIA H200",

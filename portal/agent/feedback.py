@@ -70,7 +70,7 @@ def _workload_line(w: WorkloadResult) -> str:
         if perf is not None and perf.speedup_factor is not None:
             line += (
                 f", {_fmt(perf.speedup_factor, '.2f')}x vs {perf.baseline or 'the library baseline'}"
-                f" ({_fmt(perf.latency_ms)} ms vs {_fmt(perf.reference_latency_ms)} ms)"
+                f" ({_fmt(perf.latency_ms)} ms vs {_fmt(perf.baseline_latency_ms)} ms)"
             )
     elif status in _INCORRECT and corr is not None:
         line += (

@@ -250,7 +250,7 @@ def _workloads(verdict: Verdict | None) -> dict[str, dict[str, Any]]:
                 "axes": w.axes or {},
                 "status": w.status.value,
                 "latency_ms": perf.latency_ms if perf else None,
-                "reference_latency_ms": perf.reference_latency_ms if perf else None,
+                "baseline_latency_ms": perf.baseline_latency_ms if perf else None,
                 "speedup": perf.speedup_factor if perf else None,
             }
     return out

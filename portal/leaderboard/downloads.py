@@ -151,7 +151,7 @@ def trace_lines(
                     else None,
                     "performance": {
                         "latency_ms": performance.latency_ms,
-                        "reference_latency_ms": performance.reference_latency_ms,
+                        "reference_latency_ms": performance.baseline_latency_ms,  # FlashInfer Trace's name for the baseline
                         "speedup_factor": performance.speedup_factor,
                     }
                     if performance is not None

@@ -61,7 +61,7 @@ def summarise_verdict(
             speedup_ci_low=ci[0] if len(ci) > 0 else None,
             speedup_ci_high=ci[1] if len(ci) > 1 else None,
             latency_ms=perf.latency_ms,
-            baseline_latency_ms=perf.reference_latency_ms,
+            baseline_latency_ms=perf.baseline_latency_ms,
             tflops=perf.tflops,
             # One denominator everywhere (evaluator/peaks.py): recomputed from the throughput, never taken from the
             # verdict, whose older versions divided by the matmul rate measured on the host.
@@ -74,7 +74,7 @@ def summarise_verdict(
         # issue 32; older or imported verdicts are checked here with the same rule).
         figures = consistency_hold(
             latency_ms=out["latency_ms"],
-            reference_latency_ms=out["baseline_latency_ms"],
+            baseline_latency_ms=out["baseline_latency_ms"],
             speedup=out["speedup"],
             tflops=None,
             flops=None,

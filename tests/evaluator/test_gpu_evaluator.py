@@ -102,7 +102,7 @@ def test_simple_simt_gemm_passes_with_zero_target_instructions():
     perf = w["performance"]
     assert perf["candidate"]["n"] == 50 and perf["reference"]["n"] == 50
     assert perf["candidate"]["method"] == "cupti", v["notes"]
-    assert perf["latency_ms"] > 0 and perf["reference_latency_ms"] > 0
+    assert perf["latency_ms"] > 0 and perf["baseline_latency_ms"] > 0
     lo, hi = perf["speedup_ci95"]
     assert lo <= perf["speedup_factor"] <= hi
     assert 0 < perf["fraction_of_peak"] < 1

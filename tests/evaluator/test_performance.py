@@ -37,7 +37,7 @@ def test_recorded_timing_events_give_the_recorded_performance(entry):
     assert result.notes == []
     assert perf.baseline == recorded["baseline"] == "cublas"
     assert perf.latency_ms == pytest.approx(recorded["latency_ms"], rel=1e-12)
-    assert perf.reference_latency_ms == pytest.approx(recorded["reference_latency_ms"], rel=1e-12)
+    assert perf.baseline_latency_ms == pytest.approx(recorded["reference_latency_ms"], rel=1e-12)
     assert perf.speedup_factor == pytest.approx(recorded["speedup_factor"], rel=1e-12)
     assert perf.speedup_ci95 == pytest.approx(recorded["speedup_ci95"], rel=1e-12)
     assert perf.tflops == pytest.approx(recorded["tflops"], rel=1e-9)

@@ -15,7 +15,7 @@ def test_one_measurement_agrees_with_itself():
     lat = 0.831
     tflops = GEMM_FLOPS / (lat * 1e-3) / 1e12
     hold = consistency_hold(
-        latency_ms=lat, reference_latency_ms=0.756, speedup=0.756 / lat, tflops=tflops, flops=GEMM_FLOPS
+        latency_ms=lat, baseline_latency_ms=0.756, speedup=0.756 / lat, tflops=tflops, flops=GEMM_FLOPS
     )
     assert hold is None
 
@@ -25,12 +25,12 @@ def test_a_speedup_that_the_baseline_does_not_explain_is_held():
     speedup comparison from consistency_hold."""
     lat = 0.831
     tflops = GEMM_FLOPS / (lat * 1e-3) / 1e12
-    hold = consistency_hold(latency_ms=lat, reference_latency_ms=0.756, speedup=1.81, tflops=tflops, flops=GEMM_FLOPS)
+    hold = consistency_hold(latency_ms=lat, baseline_latency_ms=0.756, speedup=1.81, tflops=tflops, flops=GEMM_FLOPS)
     assert hold is not None and hold.code == INCONSISTENT_FIGURES and "1.81x" in hold.message
 
 
 def test_throughput_that_the_latency_does_not_explain_is_held():
-    hold = consistency_hold(latency_ms=0.831, reference_latency_ms=None, speedup=None, tflops=1500.0, flops=GEMM_FLOPS)
+    hold = consistency_hold(latency_ms=0.831, baseline_latency_ms=None, speedup=None, tflops=1500.0, flops=GEMM_FLOPS)
     assert hold is not None and "TFLOP/s" in hold.message
 
 
@@ -68,14 +68,14 @@ def test_the_in_process_latency_ranks_only_within_the_trusted_clocks_margin():
         (0.0739, 0.2188, 0.145),  # triton_harness_slow_baseline's Triton GEMM, likewise
     ]
     for reported, trusted, floor in honest:
-        perf = Performance(latency_ms=reported, reference_latency_ms=0.744, speedup_factor=0.744 / reported)
+        perf = Performance(latency_ms=reported, baseline_latency_ms=0.744, speedup_factor=0.744 / reported)
         assert not bound_by_trusted_clock(perf, trusted, floor, flops=None, peak=None)
         assert perf.latency_ms == reported and perf.latency_from == LATENCY_FROM_CANDIDATE_TIMER
         assert perf.in_process_latency_ms == reported
 
     # The corpus entry harness_timer_scaled on the H200 (docs/runs/integrity/h200-2026-12-03): the timer read 0.8x,
     # 0.635 ms in process, 0.994 ms by the parent's clock, host floor 0.151 ms.
-    perf = Performance(latency_ms=0.635, reference_latency_ms=0.028, speedup_factor=0.028 / 0.635, tflops=100.0)
+    perf = Performance(latency_ms=0.635, baseline_latency_ms=0.028, speedup_factor=0.028 / 0.635, tflops=100.0)
     assert bound_by_trusted_clock(perf, 0.994, 0.151, flops=1e9, peak=1000.0)
     floor = trusted_floor_ms(0.994, 0.151)
     assert floor == pytest.approx((0.994 - 0.151 - BOUND_EXTRA_MS) / TRUSTED_BOUND_MARGIN)
@@ -86,7 +86,7 @@ def test_the_in_process_latency_ranks_only_within_the_trusted_clocks_margin():
     assert (
         consistency_hold(
             latency_ms=perf.latency_ms,
-            reference_latency_ms=perf.reference_latency_ms,
+            baseline_latency_ms=perf.baseline_latency_ms,
             speedup=perf.speedup_factor,
             tflops=perf.tflops,
             flops=1e9,

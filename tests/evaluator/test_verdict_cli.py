@@ -78,6 +78,30 @@ def test_schema_rejects_unknown_status_and_fields():
         jsonschema.validate(data, SCHEMA)
 
 
+def test_verdicts_written_before_the_baseline_rename_are_still_read():
+    """Schema version 1 called the library baseline's median `reference_latency_ms` (issue 30): the committed
+    evidence under docs/verdicts/ keeps that key, and the reader and the schema accept it."""
+    path = REPO / "docs" / "verdicts" / "gemm_n7168_k5120-hopper_tma_wgmma-h200.json"
+    stored = json.loads(path.read_text())
+    assert stored["schema_version"] == 1
+    old = [w["performance"] for w in stored["workloads"] if w.get("performance")]
+    assert old and all("reference_latency_ms" in p and "baseline_latency_ms" not in p for p in old)
+    read = vm.from_dict(stored)
+    assert [w.performance.baseline_latency_ms for w in read.workloads if w.performance] == [
+        p["reference_latency_ms"] for p in old
+    ]
+    # Written again, it has only the new name.
+    written = json.loads(vm.to_json(read))["workloads"][0]["performance"]
+    assert "reference_latency_ms" not in written and written["baseline_latency_ms"] == old[0]["reference_latency_ms"]
+    assert vm.SCHEMA_VERSION == 2 and vm.to_dict(_sample())["schema_version"] == 2
+    # The schema still accepts the old name (deprecated), so a version-1 document differing only there validates.
+    data = vm.to_dict(_sample())
+    perf = data["workloads"][0]["performance"]
+    perf["reference_latency_ms"] = perf.pop("baseline_latency_ms")
+    jsonschema.validate(data, SCHEMA)
+    assert SCHEMA["$defs"]["Performance"]["properties"]["reference_latency_ms"]["deprecated"] is True
+
+
 def test_nan_is_never_written():
     v = _sample()
     v.workloads[0].correctness.max_absolute_error = float("nan")

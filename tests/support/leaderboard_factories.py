@@ -76,7 +76,7 @@ def verdict(
         low, high = ci or (speedup * 0.98, speedup * 1.02)
         performance = {
             "latency_ms": 1.0 / speedup,
-            "reference_latency_ms": 1.0,
+            "baseline_latency_ms": 1.0,
             "speedup_factor": speedup,
             "speedup_ci95": [low, high],
             "baseline": "cublas",
