@@ -16,33 +16,103 @@ pytestmark = pytest.mark.django_db
 def test_evaluation_board_and_submission_call_each_field_by_one_name(client):
     board = mixed_board()
     evaluation = board["mid"]
-    result = client.get(f"/api/v1/evaluations/{evaluation.id}").json()["result"]
+    result = client.get(f"/api/v1/evaluations/{evaluation.id}", {"v": 2}).json()["result"]
     (row,) = [
-        r for r in client.get("/api/v1/leaderboard/kernels", {"task": GEMM}).json()["rows"] if r["name"] == "mid.cu"
+        r
+        for r in client.get("/api/v1/leaderboard/kernels", {"task": GEMM, "v": 2}).json()["rows"]
+        if r["name"] == "mid.cu"
     ]
-    submission = client.get(f"/api/v1/submissions/{evaluation.submission_id}").json()
+    submission = client.get(f"/api/v1/submissions/{evaluation.submission_id}", {"v": 2}).json()
     for field in serializers.MEASUREMENT_FIELDS:
         assert result[field] == row[field], field
         assert submission["evaluations"][0]["result"][field] == result[field], field
-    assert result["speedup"] == 1.3 and result["gpu_name"] == "NVIDIA H200"
+    assert result["speedup_factor"] == 1.3 and result["gpu_name"] == "NVIDIA H200"
     # 500 TFLOP/s over the H200's datasheet peak (evaluator/peaks.py), whatever fraction the verdict carried
-    assert result["speedup_ci_low"] == pytest.approx(1.3 * 0.98) and result["peak_fraction"] == pytest.approx(
+    assert result["speedup_ci95_low"] == pytest.approx(1.3 * 0.98) and result["fraction_of_peak"] == pytest.approx(
         500 / 989.4
     )
     assert result["verdict_phrase"] == "correct · verified · full"
 
 
-def test_deprecated_aliases_carry_the_same_values(client):
+# What each resource answered before issue 30: version 1 (the default) must go on answering exactly these names.
+V1_RESULT = {
+    "status", "arch_status", "arch_full", "verdict_phrase", "speedup", "speedup_ci_low", "speedup_ci_high", "tflops",
+    "peak_fraction", "gpu_name", "ptxbench_verified", "tensor_core_share", "latency_ms", "baseline_latency_ms",
+    "review_state", "review_reason", "peak_tflops", "is_synthetic", "speedup_ci95", "fraction_of_peak", "gpu", "review",
+}  # fmt: skip
+V1_KERNEL_ROW = {
+    "rank", "reference", "reference_role", "name", "submitter", "language", "group", "status", "arch_status",
+    "arch_full", "verdict_phrase", "speedup", "speedup_ci_low", "speedup_ci_high", "tflops", "peak_fraction",
+    "gpu_name", "peak_tflops", "badge", "finished_at", "evaluation_id", "submission_id", "source_sha256",
+    "held_reason", "is_synthetic",
+}  # fmt: skip
+OLD_NAMES = {"speedup", "speedup_ci_low", "speedup_ci_high", "peak_fraction", "speedup_ci95", "gpu", "review"}
+
+
+def test_version_1_is_the_default_and_answers_the_old_names_exactly(client):
     board = mixed_board()
-    result = client.get(f"/api/v1/evaluations/{board['slow'].id}").json()["result"]
+    evaluation = board["slow"]
+    result = client.get(f"/api/v1/evaluations/{evaluation.id}").json()["result"]
+    assert set(result) == V1_RESULT
+    assert client.get(f"/api/v1/evaluations/{evaluation.id}", {"v": 1}).json()["result"] == result
+    # the deprecated aliases carry the same values
     assert result["speedup_ci95"] == [result["speedup_ci_low"], result["speedup_ci_high"]]
     assert result["fraction_of_peak"] == result["peak_fraction"]
     assert result["gpu"] == result["gpu_name"]
     assert result["review"] == result["review_state"]
-    assert set(serializers.DEPRECATED_ALIASES) >= {"speedup_ci95", "fraction_of_peak", "gpu", "review"}
+    rows = client.get("/api/v1/leaderboard/kernels", {"task": GEMM}).json()["rows"]
+    assert rows and all(set(r) == V1_KERNEL_ROW for r in rows)
+    header = client.get("/api/v1/leaderboard/kernels", {"task": GEMM, "format": "csv"}).content.decode()
+    assert set(header.splitlines()[0].split(",")) == V1_KERNEL_ROW
 
 
-def test_api_doc_lists_every_field_and_alias():
+def test_version_2_answers_only_the_canonical_names_with_the_same_values(client):
+    board = mixed_board()
+    evaluation = board["slow"]
+    v1 = client.get(f"/api/v1/evaluations/{evaluation.id}").json()["result"]
+    v2 = client.get(f"/api/v1/evaluations/{evaluation.id}", {"v": "2"}).json()["result"]
+    assert not set(v2) & OLD_NAMES, set(v2) & OLD_NAMES
+    assert set(v2) >= set(serializers.MEASUREMENT_FIELDS) | {"latency_ms", "baseline_latency_ms", "review_state"}
+    for old, new in serializers.V1_NAMES.items():
+        assert v2[old] == v1[new], old
+    assert [v2["speedup_ci95_low"], v2["speedup_ci95_high"]] == v1["speedup_ci95"]
+    assert v2["speedup_factor"] == pytest.approx(1.1)
+    rows = client.get("/api/v1/leaderboard/kernels", {"task": GEMM, "v": 2, "show": "all"}).json()["rows"]
+    assert rows and all(not set(r) & OLD_NAMES for r in rows)
+    header = client.get("/api/v1/leaderboard/kernels", {"task": GEMM, "format": "csv", "v": 2}).content.decode()
+    assert header.splitlines()[0].split(",") == list(board_serializers.KERNEL_FIELDS)
+    assert "speedup_factor" in board_serializers.KERNEL_FIELDS
+
+
+def test_version_2_run_rows_drop_the_old_speedup_names(client):
+    from tests.support.ranking_fixtures import three_runs_of_one_model
+
+    three_runs_of_one_model()
+    for params, alias in (({"task": GEMM}, "best_speedup"), ({}, "geomean_speedup")):
+        query = {"arch": "sm_90a", "per": "run", **params}
+        v1 = client.get("/api/v1/leaderboard/models", query).json()["rows"]
+        v2 = client.get("/api/v1/leaderboard/models", {**query, "v": 2}).json()["rows"]
+        assert v1 and all(r[alias] == r["speedup"] for r in v1), alias
+        assert [r["speedup"] for r in v2] == [r["speedup"] for r in v1]
+        assert all(alias not in r for r in v2), alias
+    grouped = client.get("/api/v1/leaderboard/models", {"arch": "sm_90a", "task": GEMM, "v": 2}).json()["rows"]
+    assert grouped and all("best_speedup" not in run for g in grouped for run in g["runs"])
+
+
+def test_an_unknown_version_is_a_400_naming_the_versions(client):
+    board = mixed_board()
+    for url, params in (
+        (f"/api/v1/evaluations/{board['slow'].id}", {}),
+        (f"/api/v1/submissions/{board['slow'].submission_id}", {}),
+        ("/api/v1/leaderboard/kernels", {"task": GEMM}),
+        ("/api/v1/leaderboard/models", {"arch": "sm_90a"}),
+    ):
+        response = client.get(url, {**params, "v": "3"})
+        assert response.status_code == 400, url
+        assert "use one of: 1, 2" in response.json()["error"], url
+
+
+def test_api_doc_lists_every_field_and_version_1_name():
     from django.conf import settings
 
     text = (settings.BASE_DIR / "docs" / "api.md").read_text()
@@ -50,6 +120,7 @@ def test_api_doc_lists_every_field_and_alias():
         assert f"`{name}`" in text, name
     for alias in serializers.DEPRECATED_ALIASES:
         assert f"`{alias}`" in text, alias
+    assert "`?v=2`" in text and "`?v=1`" in text
 
 
 def test_api_page_renders_the_doc_with_a_curl_example(client):

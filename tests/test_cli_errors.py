@@ -85,7 +85,7 @@ class _LyingPortal(BaseHTTPRequestHandler):
     announced = ""
 
     def do_GET(self):  # noqa: N802 - http.server's name
-        if self.path == "/api/v1/submissions/7":
+        if self.path == "/api/v1/submissions/7?v=2":  # the client asks for the canonical names
             body = json.dumps({"id": 7, "source_sha256": hashlib.sha256(b"// real\n").hexdigest()}).encode()
             self._send(200, body, "application/json")
         elif self.path == "/evidence/submissions/7/bundle.zip":

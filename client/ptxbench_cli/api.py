@@ -20,6 +20,8 @@ from ptxbench_cli.text import one_line
 RETRY_STATUSES = {502, 503, 504}
 DEFAULT_ATTEMPTS = 4  # 0.5 + 1 + 2 s of backoff between them
 TIMEOUT_S = 60.0
+# The version of the API's field names this client reads (`?v=`, docs/api.md): 2, the canonical names.
+API_VERSION = 2
 
 
 class CliError(Exception):
@@ -104,7 +106,10 @@ class Client:
         run could be started) is retried only when the connection was refused, i.e. nothing was sent. Any other
         non-2xx raises ApiError with the API's message. The token goes only to /api/ routes (the evidence routes
         do not read it)."""
-        query = urllib.parse.urlencode({k: v for k, v in (params or {}).items() if v not in (None, "")})
+        params = dict(params or {})
+        if path.startswith("/api/"):
+            params.setdefault("v", API_VERSION)  # the canonical field names (docs/api.md)
+        query = urllib.parse.urlencode({k: v for k, v in params.items() if v not in (None, "")})
         url = f"{self.url}{path}" + (f"?{query}" if query else "")
         headers = {"User-Agent": f"ptxbench-cli/{__version__}", "Accept": "application/json"}
         if content_type:

@@ -121,7 +121,7 @@ def cmd_board(args: argparse.Namespace) -> int:
             r.get("name"),
             r.get("submitter"),
             r.get("language"),
-            number(r.get("speedup"), "{:.3f}x"),
+            number(r.get("speedup_factor"), "{:.3f}x"),
             number(r.get("tflops"), "{:.1f}"),
             r.get("badge"),
             r.get("gpu_name"),
@@ -163,7 +163,7 @@ def _print_evaluation(client: Client, evaluation: dict[str, Any]) -> None:
     if result:
         out(f"  verdict: {one_line(result.get('status'))} ({one_line(result.get('verdict_phrase'))})")
         figures = [
-            ("speedup", number(result.get("speedup"), "{:.3f}x")),
+            ("speedup", number(result.get("speedup_factor"), "{:.3f}x")),
             ("latency", number(result.get("latency_ms"), "{:.4g} ms")),
             ("library", number(result.get("baseline_latency_ms"), "{:.4g} ms")),
             ("TFLOP/s", number(result.get("tflops"), "{:.1f}")),

@@ -10,6 +10,7 @@ from django.db.models.functions import Coalesce, Greatest
 
 from portal.agent import visibility
 from portal.agent.models import ModelRun, RunTaskMetrics, Trajectory, Turn
+from portal.core.serializers import DEFAULT_API_VERSION, to_version
 
 
 def _count_of(queryset, field: str, run: str = "run"):
@@ -60,13 +61,14 @@ def _iso(value) -> str | None:
     return value.isoformat() if value else None
 
 
-def turn_document(turn: Turn) -> dict[str, Any]:
-    return {
+def turn_document(turn: Turn, *, v: int = DEFAULT_API_VERSION) -> dict[str, Any]:
+    """A turn as the API's version `v` names it (its measured `speedup_factor` is `speedup` in version 1)."""
+    record = {
         "index": turn.index,
         "state": turn.state,
         "status": turn.status,
         "arch_status": turn.arch_status,
-        "speedup": turn.speedup,
+        "speedup_factor": turn.speedup,
         "prompt_tokens": turn.prompt_tokens,
         "completion_tokens": turn.completion_tokens,
         "reasoning_tokens": turn.reasoning_tokens,
@@ -76,10 +78,11 @@ def turn_document(turn: Turn) -> dict[str, Any]:
         "error": turn.error,
         "finished_at": _iso(turn.finished_at),
     }
+    return to_version(record, v, "turn")
 
 
-def run_document(run: ModelRun) -> dict[str, Any]:
-    """The public JSON view of a run (from a `run_detail` queryset)."""
+def run_document(run: ModelRun, *, v: int = DEFAULT_API_VERSION) -> dict[str, Any]:
+    """The public JSON view of a run (from a `run_detail` queryset), named as the API's version `v` names it."""
     trajectories = []
     for t in run.trajectories.all():
         trajectories.append(
@@ -90,7 +93,7 @@ def run_document(run: ModelRun) -> dict[str, Any]:
                 "state": t.state,
                 "stop_reason": t.stop_reason,
                 "stop_message": t.stop_message,
-                "turns": [turn_document(turn) for turn in t.turns.all()],
+                "turns": [turn_document(turn, v=v) for turn in t.turns.all()],
             }
         )
     return {
@@ -122,10 +125,10 @@ def run_document(run: ModelRun) -> dict[str, Any]:
                 "correct": m.correct,
                 "correct_arch": m.correct_arch,
                 # The name every board uses (the best on the task); null when no turn was correct (stored as 0).
-                "speedup": m.best_speedup or None,
-                "best_speedup": m.best_speedup or None,  # deprecated alias of speedup, for one release
-                "tokens": m.tokens,
-                "complete": m.complete,
+                # Version 1 adds its old name `best_speedup`.
+                **to_version(
+                    {"speedup": m.best_speedup or None, "tokens": m.tokens, "complete": m.complete}, v, "run_metrics"
+                ),
             }
             for m in run.metrics.all()
         ],

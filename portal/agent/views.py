@@ -17,6 +17,7 @@ from portal.agent.states import TURN
 from portal.agent.trajectories import trajectory_export
 from portal.core import schema
 from portal.core.api import json_error, json_refusal, read_json
+from portal.core.serializers import api_version
 
 
 def run_list(request: HttpRequest) -> HttpResponse:
@@ -183,12 +184,13 @@ def _run_request(data: dict) -> RunRequest:
 @api_endpoint(methods=("POST",), auth=True)
 def api_runs(request: HttpRequest) -> JsonResponse:
     try:
+        v = api_version(request.GET)
         run = services.run_create(user=request.api_user, request=_run_request(read_json(request)))
     except ValueError as exc:
         return json_error(str(exc), 400)
     except RunRefused as exc:
         return json_refusal(exc.body(), exc.status, exc.retry_after)
-    document = selectors.run_document(selectors.run_detail(run.id, user=request.api_user))
+    document = selectors.run_document(selectors.run_detail(run.id, user=request.api_user), v=v)
     response = JsonResponse(document, status=201)
     response["Location"] = f"/api/v1/runs/{run.id}"
     return response
@@ -201,7 +203,11 @@ def api_run(request: HttpRequest, run_id: int) -> JsonResponse:
         run = selectors.run_detail(run_id, user=viewer)
     except Http404:
         return json_error("no such run", 404)
-    document = selectors.run_document(run)
+    try:
+        v = api_version(request.GET)
+    except ValueError as exc:
+        return json_error(str(exc), 400)
+    document = selectors.run_document(run, v=v)
     document["final"] = not run.is_active
     document["evaluation_budget"] = budget.run_budget(run, viewer=viewer)
     document["running_turns"] = sum(

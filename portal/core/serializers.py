@@ -1,10 +1,10 @@
 """The JSON shapes every API resource shares, so every endpoint calls a thing by the same name: an evaluation's
 measurement (`measurement`), the same fields in `/api/v1/evaluations/<id>` (`result`), `/api/v1/submissions/<id>`
 (`evaluations[].result`), the kernel board (`/api/v1/leaderboard/kernels` rows, CSV columns), bundle manifests and
-the datasets; timestamps (`iso`); the deprecated aliases. Each app serializes its own resources with these:
-an evaluation's result in `portal/submissions/serializers.py`, board entries in `portal/leaderboard/serializers.py`.
-
-Old names are kept as deprecated aliases for one release (DEPRECATED_ALIASES, listed in docs/api.md)."""
+the datasets; timestamps (`iso`); the field names' versions. Each app serializes its own resources with these,
+always with the canonical names: an evaluation's result in `portal/submissions/serializers.py`, board entries in
+`portal/leaderboard/serializers.py`. The old names are answered only by version 1 of the API (`to_version`, the
+one table V1_NAMES / V1_ALIASES, listed in docs/api.md)."""
 
 from __future__ import annotations
 
@@ -13,29 +13,73 @@ from typing import Any
 
 from portal.core import verdicts
 
-# What an evaluation measured, by canonical name (the Evaluation model's column names).
+# The field names' versions (`?v=` on every /api/v1/ read, `api_version`): 1, the default for now, answers the old
+# names exactly as before issue 30; 2 answers only the canonical names. docs/api.md says which is which and why.
+API_VERSIONS = (1, 2)
+DEFAULT_API_VERSION = 1
+
+# What an evaluation measured, by canonical name: the verdict's own (evaluator/verdict.py `Performance`), so a
+# measurement is called the same from the evaluator to the API. The interval `speedup_ci95` is given as its two
+# ends, `speedup_ci95_low` and `speedup_ci95_high` (a board row, a CSV line and a dataset column are scalars).
 MEASUREMENT_FIELDS = (
     "status",
     "arch_status",  # one of verdicts.ARCH_STATES
     "arch_full",
     "verdict_phrase",
-    "speedup",
-    "speedup_ci_low",
-    "speedup_ci_high",
+    "speedup_factor",
+    "speedup_ci95_low",
+    "speedup_ci95_high",
     "tflops",
-    "peak_fraction",
+    "fraction_of_peak",
     "gpu_name",
 )
 
-# deprecated name -> canonical name (or how to build it), kept for one release.
-DEPRECATED_ALIASES = {
-    "speedup_ci95": "[speedup_ci_low, speedup_ci_high]",
+# Version 1, in this one place: the old name of each renamed field (every resource) ...
+V1_NAMES = {
+    "speedup_factor": "speedup",
+    "speedup_ci95_low": "speedup_ci_low",
+    "speedup_ci95_high": "speedup_ci_high",
     "fraction_of_peak": "peak_fraction",
-    "gpu": "gpu_name",
-    "review": "review_state",
-    "best_speedup": "speedup (a run's row on one task)",
-    "geomean_speedup": "speedup (a run's row across tasks)",
 }
+# ... and the deprecated aliases it adds beside them, per resource: alias -> the canonical field(s) it repeats.
+V1_ALIASES: dict[str, dict[str, str | tuple[str, ...]]] = {
+    "evaluation": {  # an evaluation's `result`
+        "speedup_ci95": ("speedup_ci95_low", "speedup_ci95_high"),
+        "fraction_of_peak": "fraction_of_peak",
+        "gpu": "gpu_name",
+        "review": "review_state",
+    },
+    "run_on_task": {"best_speedup": "speedup"},  # a run's row on one task (`per=run`, `runs`)
+    "run_across_tasks": {"geomean_speedup": "speedup"},  # a run's row across tasks
+    "run_metrics": {"best_speedup": "speedup"},  # `/api/v1/runs/<id>` `metrics`
+}
+# Every name version 1 answers that version 2 does not (docs/api.md lists each).
+DEPRECATED_ALIASES = sorted({*V1_NAMES.values(), *(a for aliases in V1_ALIASES.values() for a in aliases)})
+
+
+def api_version(params: Any) -> int:
+    """The field names' version a request asks for (`v`); raises ValueError for any other value."""
+    raw = params.get("v")
+    if raw in (None, ""):
+        return DEFAULT_API_VERSION
+    if raw not in [str(v) for v in API_VERSIONS]:
+        raise ValueError(f"unknown API version v={raw!r}; use one of: {', '.join(map(str, API_VERSIONS))}")
+    return int(raw)
+
+
+def to_version(record: dict[str, Any], v: int, resource: str = "") -> dict[str, Any]:
+    """A record built with the canonical names, as version `v` names it: 2 as built, 1 with the old names
+    (V1_NAMES) and the resource's deprecated aliases (V1_ALIASES) after them, same values."""
+    if v >= 2:
+        return record
+    out = {V1_NAMES.get(key, key): value for key, value in record.items()}
+    for alias, source in V1_ALIASES.get(resource, {}).items():
+        if isinstance(source, tuple):
+            if all(s in record for s in source):
+                out[alias] = [record[s] for s in source]
+        elif source in record:
+            out[alias] = record[source]
+    return out
 
 
 def iso(value: datetime | None) -> str | None:
@@ -50,21 +94,11 @@ def measurement(obj: Any, *, arch: str) -> dict[str, Any]:
         "arch_status": verdicts.arch_state(obj.arch_status),
         "arch_full": bool(obj.arch_full),
         "verdict_phrase": verdicts.verdict_phrase(status, obj.arch_status, obj.arch_full, arch),
-        "speedup": obj.speedup,
-        "speedup_ci_low": obj.speedup_ci_low,
-        "speedup_ci_high": obj.speedup_ci_high,
+        "speedup_factor": obj.speedup,
+        "speedup_ci95_low": obj.speedup_ci_low,
+        "speedup_ci95_high": obj.speedup_ci_high,
         "tflops": obj.tflops,
-        "peak_fraction": obj.peak_fraction,  # tflops over the GPU's datasheet dense BF16 peak (evaluator/peaks.py)
+        # tflops over the GPU's datasheet dense BF16 peak (evaluator/peaks.py)
+        "fraction_of_peak": obj.peak_fraction,
         "gpu_name": obj.gpu_name,
     }
-
-
-def with_deprecated_aliases(record: dict[str, Any]) -> dict[str, Any]:
-    """Add the old names beside the canonical ones (same values), for one release."""
-    out = dict(record)
-    if "speedup_ci_low" in record:
-        out["speedup_ci95"] = [record["speedup_ci_low"], record["speedup_ci_high"]]
-    for old, new in (("fraction_of_peak", "peak_fraction"), ("gpu", "gpu_name"), ("review", "review_state")):
-        if new in record:
-            out[old] = record[new]
-    return out

@@ -56,7 +56,9 @@ def _evaluation_row(evaluation: Evaluation, *, rank: int | None, group: str) -> 
         "synthetic": submission.is_synthetic,
         "source": submission.source,
         "source_sha256": submission.source_sha256,
-        **serializers.measurement(evaluation, arch=submission.arch),
+        # The published datasets keep version 1's column names (portal/datasets/schemas.py) until a dataset
+        # schema moves to the canonical ones (issue 30).
+        **serializers.to_version(serializers.measurement(evaluation, arch=submission.arch), 1),
         "ptxbench_verified": evaluation.ptxbench_verified,
         "tensor_core_share": evaluation.tensor_core_share,
         "latency_ms": evaluation.latency_ms,

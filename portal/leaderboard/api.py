@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from portal.accounts.api_auth import api_endpoint
 from portal.core.api import json_error
+from portal.core.serializers import api_version
 from portal.leaderboard import charts, downloads, evidence, ranking, selectors, serializers
 from portal.leaderboard.cache import Generation
 from portal.leaderboard.selectors import BadQuery, BoardQuery
@@ -61,18 +62,19 @@ def kernels(request: HttpRequest) -> HttpResponse:
         return json_error(str(exc), 400)
     try:
         show_all = selectors.parse_show(request.GET)
-    except BadQuery as exc:
+        v = api_version(request.GET)
+    except (BadQuery, ValueError) as exc:
         return json_error(str(exc), 400)
     rows = selectors.kernel_board(gen, task=query.task, arch=query.arch, gpu=query.gpu, language=query.language)
-    records = [serializers.kernel_entry(r) for r in ranking.visible_rows(rows, show_all=show_all)]
+    records = [serializers.kernel_entry(r, v=v) for r in ranking.visible_rows(rows, show_all=show_all)]
     query = BoardQuery(
         arch=query.arch, task=query.task, k=query.k, gpu=query.gpu, sort="-speedup", language=query.language
     )
     held = selectors.held_kernels(gen, task=query.task, arch=query.arch, gpu=query.gpu, language=query.language)
     # Held rows are never ranked and never in `rows`; the JSON lists them apart, each with its held_reason.
-    extra = {"show": "all" if show_all else "verified", "held": [serializers.kernel_entry(r) for r in held]}
+    extra = {"show": "all" if show_all else "verified", "held": [serializers.kernel_entry(r, v=v) for r in held]}
     return _table(
-        request, name="kernels", query=query, records=records, columns=list(serializers.KERNEL_FIELDS), extra=extra
+        request, name="kernels", query=query, records=records, columns=serializers.kernel_fields(v), extra=extra
     )
 
 
@@ -114,7 +116,8 @@ def _model_table(request: HttpRequest, *, name: str, task_required: bool) -> Htt
     try:
         query = _parse(request, gen, task_required=task_required)
         per_run = _per_run(request)
-    except BadQuery as exc:
+        v = api_version(request.GET)
+    except (BadQuery, ValueError) as exc:
         return json_error(str(exc), 400)
     if name == "summary":
         query = BoardQuery(arch=query.arch, task="", k=query.k, gpu=query.gpu, sort=query.sort, language=query.language)
@@ -123,11 +126,13 @@ def _model_table(request: HttpRequest, *, name: str, task_required: bool) -> Htt
         extra["tasks"] = selectors.tasks_for_arch(gen, query.arch)
     if per_run:
         runs = selectors.model_board(gen, query) if query.task else selectors.model_summary(gen, query)
-        records = [serializers.run_entry(r) for r in runs]
+        records = [serializers.run_entry(r, v=v) for r in runs]
         columns = list(records[0]) if records else list(serializers.RUN_FIELDS)
     else:
         csv_wanted = request.GET.get("format") == "csv"
-        records = [serializers.model_entry(g, with_runs=not csv_wanted) for g in selectors.model_groups(gen, query)]
+        records = [
+            serializers.model_entry(g, with_runs=not csv_wanted, v=v) for g in selectors.model_groups(gen, query)
+        ]
         columns = list(serializers.MODEL_FIELDS)
     return _table(request, name=name, query=query, records=records, columns=columns, extra=extra)
 

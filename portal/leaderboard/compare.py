@@ -281,7 +281,8 @@ def _kernel_side(evaluation: Evaluation) -> dict[str, Any]:
         if submission.kind == submission.Kind.REFERENCE
         else None,
         "language": submission.language,
-        **serializers.measurement(evaluation, arch=submission.arch),
+        # Version 1's names, which the compare page and its JSON still use (issue 30).
+        **serializers.to_version(serializers.measurement(evaluation, arch=submission.arch), 1),
         "latency_ms": evaluation.latency_ms,
         "baseline_latency_ms": evaluation.baseline_latency_ms,
         "review_state": evaluation.review_state or None,

@@ -69,7 +69,8 @@ def _evaluation_meta(evaluation: Evaluation) -> dict[str, Any]:
     return {
         "id": str(evaluation.id),
         "state": evaluation.state,
-        **serializers.measurement(evaluation, arch=evaluation.submission.arch),
+        # Bundle manifests keep version 1's names for now (issue 30: the API's `?v=2` has the canonical ones).
+        **serializers.to_version(serializers.measurement(evaluation, arch=evaluation.submission.arch), 1),
         "review_state": evaluation.review_state,
         "finished_at": evaluation.finished_at,
         "evaluator_version": evaluation.evaluator_version,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from evaluator import peaks
-from portal.core.serializers import MEASUREMENT_FIELDS, iso, measurement
+from portal.core.serializers import DEFAULT_API_VERSION, MEASUREMENT_FIELDS, V1_NAMES, iso, measurement, to_version
 from portal.leaderboard import ranking
 
 KERNEL_FIELDS = (
@@ -30,9 +30,14 @@ KERNEL_FIELDS = (
 )
 
 
-def kernel_entry(row: ranking.KernelRow) -> dict[str, Any]:
-    """One kernel board row (JSON row and CSV line)."""
-    return {
+def kernel_fields(v: int = DEFAULT_API_VERSION) -> list[str]:
+    """The kernel board's CSV columns as the API's version `v` names them."""
+    return [V1_NAMES.get(f, f) if v < 2 else f for f in KERNEL_FIELDS]
+
+
+def kernel_entry(row: ranking.KernelRow, *, v: int = DEFAULT_API_VERSION) -> dict[str, Any]:
+    """One kernel board row (JSON row and CSV line), named as the API's version `v` names it."""
+    record = {
         "rank": row.rank,
         "reference": row.is_reference,
         "reference_role": row.reference_role or None,  # "expert" or "negative_control" for reference rows
@@ -41,7 +46,7 @@ def kernel_entry(row: ranking.KernelRow) -> dict[str, Any]:
         "language": row.language,
         "group": row.group,
         **measurement(row, arch=row.arch),
-        "peak_tflops": peaks.peak_tflops(row.gpu_name),  # the denominator of peak_fraction (evaluator/peaks.py)
+        "peak_tflops": peaks.peak_tflops(row.gpu_name),  # the denominator of fraction_of_peak (evaluator/peaks.py)
         "badge": row.badge,
         "finished_at": iso(row.finished_at),
         "evaluation_id": row.evaluation_id,
@@ -50,6 +55,7 @@ def kernel_entry(row: ranking.KernelRow) -> dict[str, Any]:
         "held_reason": row.held_reason or None,  # group "held": why the row is not ranked
         "is_synthetic": row.is_synthetic,  # made up by seed_leaderboard, never measured
     }
+    return to_version(record, v, "kernel")
 
 
 RUN_FIELDS = (
@@ -73,9 +79,10 @@ RUN_FIELDS = (
 )
 
 
-def run_entry(row: ranking.ModelRow | ranking.SummaryRow) -> dict[str, Any]:
+def run_entry(row: ranking.ModelRow | ranking.SummaryRow, *, v: int = DEFAULT_API_VERSION) -> dict[str, Any]:
     """A model run's numbers on a board (one task, or across tasks): pooled counts, their rates, its speedup
-    (best on the task; across tasks the geometric mean of the solved tasks' best)."""
+    (best on the task; across tasks the geometric mean of the solved tasks' best). Version 1 adds the old names
+    `best_speedup` / `geomean_speedup` of that speedup."""
     record = {
         "run_id": row.run_id,
         "model": row.model,
@@ -101,11 +108,10 @@ def run_entry(row: ranking.ModelRow | ranking.SummaryRow) -> dict[str, Any]:
             tasks_solved=row.tasks_solved,
             mean_correct=row.mean_correct,
             mean_correct_arch=row.mean_correct_arch,
-            geomean_speedup=row.speedup,  # deprecated alias of speedup
         )
-    else:
-        record.update(task=row.task, best_speedup=row.speedup)  # best_speedup: deprecated alias of speedup
-    return record
+        return to_version(record, v, "run_across_tasks")
+    record.update(task=row.task)
+    return to_version(record, v, "run_on_task")
 
 
 MODEL_FIELDS = (
@@ -134,7 +140,7 @@ MODEL_FIELDS = (
 )
 
 
-def model_entry(group: ranking.ModelGroup, *, with_runs: bool = True) -> dict[str, Any]:
+def model_entry(group: ranking.ModelGroup, *, with_runs: bool = True, v: int = DEFAULT_API_VERSION) -> dict[str, Any]:
     """One model board row: a model on one GPU model in one kernel language, its runs folded (the runs listed
     under `runs`)."""
     record = {
@@ -162,5 +168,5 @@ def model_entry(group: ranking.ModelGroup, *, with_runs: bool = True) -> dict[st
         "is_synthetic": group.is_synthetic,  # some of its runs were made up by seed_leaderboard
     }
     if with_runs:
-        record["runs"] = [run_entry(r) for r in group.runs]
+        record["runs"] = [run_entry(r, v=v) for r in group.runs]
     return record

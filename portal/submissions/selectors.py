@@ -110,8 +110,9 @@ def stage_rows(evaluation: Evaluation) -> list[dict[str, str]]:
     return rows
 
 
-def evaluation_status(evaluation: Evaluation) -> dict[str, Any]:
-    """The evaluation as the status page and the API show it (no secrets in here; sources are separate)."""
+def evaluation_status(evaluation: Evaluation, *, v: int = serializers.DEFAULT_API_VERSION) -> dict[str, Any]:
+    """The evaluation as the status page and the API show it (no secrets in here; sources are separate), its
+    field names those of the API's version `v`."""
     data: dict[str, Any] = {
         "id": str(evaluation.id),
         "submission": evaluation.submission_id,
@@ -129,7 +130,7 @@ def evaluation_status(evaluation: Evaluation) -> dict[str, Any]:
         "error": evaluation.infra_error or None,
     }
     if evaluation.state == Evaluation.State.DONE:
-        data["result"] = serializers.evaluation_result(evaluation)  # the one evaluation shape
+        data["result"] = serializers.evaluation_result(evaluation, v=v)  # the one evaluation shape
     return data
 
 

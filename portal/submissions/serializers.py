@@ -6,12 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from evaluator import peaks
-from portal.core.serializers import measurement, with_deprecated_aliases
+from portal.core.serializers import DEFAULT_API_VERSION, measurement, to_version
 
 
-def evaluation_result(evaluation) -> dict[str, Any]:
-    """A finished evaluation's result (`result` in the evaluation and submission resources)."""
-    return with_deprecated_aliases(
+def evaluation_result(evaluation, *, v: int = DEFAULT_API_VERSION) -> dict[str, Any]:
+    """A finished evaluation's result (`result` in the evaluation and submission resources), named as the API's
+    version `v` names it."""
+    return to_version(
         {
             **measurement(evaluation, arch=evaluation.submission.arch),
             "ptxbench_verified": evaluation.ptxbench_verified,
@@ -20,7 +21,9 @@ def evaluation_result(evaluation) -> dict[str, Any]:
             "baseline_latency_ms": evaluation.baseline_latency_ms,
             "review_state": evaluation.review_state or None,
             "review_reason": evaluation.review_reason or None,
-            "peak_tflops": peaks.peak_tflops(evaluation.gpu_name),  # the denominator of peak_fraction
+            "peak_tflops": peaks.peak_tflops(evaluation.gpu_name),  # the denominator of fraction_of_peak
             "is_synthetic": evaluation.submission.is_synthetic,
-        }
+        },
+        v,
+        "evaluation",
     )

@@ -13,6 +13,7 @@ from portal.accounts.api_auth import api_endpoint
 from portal.catalog.models import Task
 from portal.core import schema
 from portal.core.api import check_text, json_error, json_refusal, read_json
+from portal.core.serializers import DEFAULT_API_VERSION, api_version
 from portal.core.verdict_record import parse_verdict
 from portal.submissions import selectors, visibility
 from portal.submissions.compile_log import first_error_lines
@@ -126,6 +127,10 @@ SUBMISSION_INPUT = (
 def api_submit(request: HttpRequest) -> JsonResponse:
     """POST /api/v1/submissions — JSON {task, arch, source, language?, name?, note?, force?}, or multipart with a
     `file`. `language` is "cuda" (default) or "triton"."""
+    try:
+        v = api_version(request.GET)
+    except ValueError as exc:
+        return json_error(str(exc))
     if request.content_type == "multipart/form-data":
         fields = request.POST
         try:
@@ -172,7 +177,7 @@ def api_submit(request: HttpRequest) -> JsonResponse:
         )
     except SubmissionRefused as exc:
         return json_refusal(exc.body(), exc.status, exc.retry_after)
-    body = _submission_json(result.submission)
+    body = _submission_json(result.submission, v=v)
     body["duplicate"] = result.duplicate
     return JsonResponse(body, status=200 if result.duplicate else 201)
 
@@ -183,7 +188,11 @@ def api_submission(request: HttpRequest, submission_id: int) -> JsonResponse:
         submission = visibility.visible_submission(request.api_user or request.user, submission_id)
     except Http404:
         return json_error("no such submission", 404)
-    return JsonResponse(_submission_json(submission))
+    try:
+        v = api_version(request.GET)
+    except ValueError as exc:
+        return json_error(str(exc), 400)
+    return JsonResponse(_submission_json(submission, v=v))
 
 
 @api_endpoint(methods=("GET",), auth=False)
@@ -192,10 +201,14 @@ def api_evaluation(request: HttpRequest, evaluation_id) -> JsonResponse:
         evaluation = visibility.visible_evaluation(request.api_user or request.user, evaluation_id)
     except Http404:
         return json_error("no such evaluation", 404)
-    return JsonResponse(selectors.evaluation_status(evaluation))
+    try:
+        v = api_version(request.GET)
+    except ValueError as exc:
+        return json_error(str(exc), 400)
+    return JsonResponse(selectors.evaluation_status(evaluation, v=v))
 
 
-def _submission_json(submission: Submission) -> dict:
+def _submission_json(submission: Submission, *, v: int = DEFAULT_API_VERSION) -> dict:
     evaluations = selectors.public_evaluations(submission)
     return {
         "id": submission.id,
@@ -207,6 +220,6 @@ def _submission_json(submission: Submission) -> dict:
         "source_sha256": submission.source_sha256,
         "created_at": submission.created_at.isoformat(),
         "url": f"/submissions/{submission.id}/",
-        "evaluations": [selectors.evaluation_status(e) for e in evaluations],
+        "evaluations": [selectors.evaluation_status(e, v=v) for e in evaluations],
         "ranked_check": selectors.ranked_check(submission),
     }
