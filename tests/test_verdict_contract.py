@@ -122,7 +122,8 @@ def test_no_status_compared_with_a_string_literal_in_the_portal():
 
 
 def _old_verdict() -> dict:
-    """A verdict as an evaluator before issue 32 (and before integrity, sandbox, Triton) wrote it."""
+    """A verdict as an evaluator before issue 32 (and before integrity, sandbox, Triton, and schema_version 2's
+    `baseline_latency_ms`) wrote it."""
     document = copy.deepcopy(lf.verdict(status="PASSED", speedup=1.25, tflops=600.0))
     for key in ("integrity", "sandbox", "language", "triton_version", "workload_set", "redacted"):
         document.pop(key, None)
@@ -132,6 +133,8 @@ def _old_verdict() -> dict:
     performance = document["workloads"][0]["performance"]
     for key in ("latency_from", "in_process_latency_ms", "host_floor_ms", "reference_measured_by"):
         performance.pop(key)
+    performance["reference_latency_ms"] = performance.pop("baseline_latency_ms")
+    document["schema_version"] = 1
     document["workloads"][0]["fraction_of_peak_old_name"] = 0.5  # a field the evaluator no longer writes
     return document
 
@@ -146,6 +149,7 @@ def test_an_old_stored_verdict_parses_with_the_new_fields_empty():
     assert verdict.arch_check.trusted_ratio is None and verdict.arch_check.timed_beyond_non_tensor is None
     performance = verdict.workloads[0].performance
     assert performance.latency_from is None and performance.speedup_factor == pytest.approx(1.25)
+    assert performance.baseline_latency_ms == pytest.approx(1.0)  # read under its version-1 name
     assert verdict.integrity is None and verdict.sandbox is None and verdict.language == "cuda"
 
 

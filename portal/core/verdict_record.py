@@ -72,8 +72,10 @@ def _complete(cls: type, data: Any) -> dict[str, Any]:
     hints = _hints(cls)
     out = dict(data)
     for f in dataclasses.fields(cls):
-        if f.name in out:
-            out[f.name] = _complete_value(hints[f.name], out[f.name])
+        # A renamed field may be under its old name (evaluator/verdict.py reads both): complete it where it is.
+        name = next((n for n in (f.name, f.metadata.get("renamed_from")) if n and n in out), None)
+        if name is not None:
+            out[name] = _complete_value(hints[f.name], out[name])
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             out[f.name] = _empty(cls, f.name, hints[f.name])
     return out
