@@ -197,7 +197,10 @@ def profile_workload(
         return error(f"the Nsight Compute run exceeded {timeout_s:g} s and was killed", cmd)
     reason = _failure_reason(run, result_path, report)
     if reason is not None:
-        return error(reason, cmd, by_candidate="ERR_NVGPUCTRPERM" not in run.output)
+        # The run's output carries the candidate's own prints, so it cannot say the host is at fault: only the
+        # driver's setting, which no candidate reaches, can.
+        host_refused = "ERR_NVGPUCTRPERM" in run.output and counters_restricted()
+        return error(reason, cmd, by_candidate=not host_refused)
     # The report lies in a folder the profiled candidate could write: Nsight Compute reads a checked copy in a
     # folder of the trusted side's own (evaluator/hostile_files.py).
     try:
@@ -231,6 +234,19 @@ def profile_workload(
     check.command = cmd
     outcome.check = check
     return outcome
+
+
+DRIVER_PARAMS = Path("/proc/driver/nvidia/params")
+
+
+def counters_restricted(params: Path = DRIVER_PARAMS) -> bool:
+    """Whether the driver gives GPU performance counters only to administrators (`RmProfilingAdminOnly: 1`), which
+    the sandbox never is: then a refused profile is the host's doing, not the candidate's."""
+    try:
+        text = params.read_text()
+    except OSError:
+        return False
+    return any(line.replace(" ", "") == "RmProfilingAdminOnly:1" for line in text.splitlines())
 
 
 def impostor_kernels(profiled: list[ncu_mod.SourceKernel], static_sass: Path) -> list[str]:

@@ -73,3 +73,15 @@ def test_a_timed_kernel_without_target_instructions_is_still_profiled_to_cross_c
     assert check.status == ArchStatus.ABSENT and "cross-check" in check.reason
     assert result.outcome.cross_check_only and "not installed" in result.outcome.failure
     assert result.outcome.failure_by_candidate is False  # the host lacks ncu: a note, not a hold
+
+
+def test_only_the_drivers_setting_says_a_refused_profile_was_the_hosts_doing(tmp_path):
+    """A candidate can print ERR_NVGPUCTRPERM itself; the driver's parameter file it cannot write."""
+    from evaluator.arch_stage import counters_restricted
+
+    params = tmp_path / "params"
+    params.write_text("ResmanDebugLevel: 4294967295\nRmProfilingAdminOnly: 1\n")
+    assert counters_restricted(params)
+    params.write_text("RmProfilingAdminOnly: 0\n")
+    assert not counters_restricted(params)
+    assert not counters_restricted(tmp_path / "missing")
