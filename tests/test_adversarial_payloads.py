@@ -55,6 +55,26 @@ def test_patch_timer_divides_the_interval_merge_by_eight():
                 delattr(obj, "_adv_patched")
 
 
+def test_timer_scaled_multiplies_the_interval_merge_by_four_fifths():
+    import torch
+
+    import evaluator.candidate_process.timing as timing
+
+    real_merge, real_elapsed = timing.merge_intervals, torch.cuda.Event.elapsed_time
+    try:
+        before = timing.merge_intervals([(0, 800), (1000, 1800)])
+        run_as_main(payload("harness_timer_scaled.cu", "kPatch"))
+        run_as_main(payload("harness_timer_scaled.cu", "kPatch"))  # idempotent: called on every run
+        assert timing.merge_intervals([(0, 800), (1000, 1800)]) == pytest.approx(before * 0.8)
+        assert torch.cuda.Event.elapsed_time is not real_elapsed
+    finally:
+        timing.merge_intervals = real_merge
+        torch.cuda.Event.elapsed_time = real_elapsed
+        for obj in (timing, torch.cuda.Event):
+            if hasattr(obj, "_adv_scaled"):
+                delattr(obj, "_adv_scaled")
+
+
 def test_gc_scan_finds_the_timed_series_and_shrinks_only_the_candidate():
     from evaluator.candidate_process.timing import TimedSeries
 
