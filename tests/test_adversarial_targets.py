@@ -225,7 +225,8 @@ def test_every_evaluator_name_in_a_payload_resolves(path):
 BINDING = re.compile(
     r"(?P<var>\w+)\s*=\s*(?:[\w.]*\.)?sys\.modules(?:\.get\(\s*|\[\s*)['\"](?P<module>[\w.]+)['\"]\s*[\])]"
     r"(?:\.(?P<attr>\w+))?"
-    r"|(?P<var2>\w+)\s*=\s*getattr\(\s*(?:[\w.]*\.)?sys\.modules\[\s*['\"](?P<module2>[\w.]+)['\"]\s*\]\s*,\s*['\"](?P<attr2>\w+)['\"]"
+    r"|(?P<var2>\w+)\s*=\s*getattr\(\s*(?:[\w.]*\.)?sys\.modules\[\s*['\"](?P<module2>[\w.]+)['\"]\s*\]"
+    r"\s*,\s*['\"](?P<attr2>\w+)['\"]"
 )
 
 
@@ -250,9 +251,10 @@ def test_every_attribute_a_payload_takes_from_a_harness_module_exists(path):
                 continue
             target = MAIN if module == "__main__" else module
             _, obj = resolve(target + (f".{attr}" if attr else ""))
-            # every use of the variable: `var.name(.name)*`, read or assigned; the payload's own markers excepted
+            # every use of the variable: `var.name(.name)*`, read or assigned; the payload's own markers (`_adv*`,
+            # set by the payload to stay idempotent) excepted
             for use in re.finditer(rf"(?<![\w.]){re.escape(var)}((?:\.[A-Za-z_]\w*)+)", code):
-                chain = [a for a in use.group(1).split(".")[1:]]
+                chain = use.group(1).split(".")[1:]
                 current = obj
                 for a in chain:
                     if a.startswith("_adv"):
