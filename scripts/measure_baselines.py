@@ -5,8 +5,8 @@ O and LSE from their input generator), run the fp32 reference once, then per bas
 the reference with the evaluator's element rule and time it with the evaluator's own timer
 (`evaluator/candidate_process/timing.py`: L2 flushed and the device synchronised before every call, each call's
 GPU time from CUPTI activity records, CUDA events as the recorded fallback; `evaluator/stats.py` for median and
-quartiles), the method the evaluator's `timing` stage uses for candidates and baselines. Reports the median (and quartiles) and
-achieved TFLOP/s by the task's FLOP convention.
+quartiles), the method the evaluator's `timing` stage uses for candidates and baselines. Reports the median (and
+quartiles) and achieved TFLOP/s by the task's FLOP convention.
 
     python scripts/measure_baselines.py [--out DIR] [--reps 100] [--tasks NAME ...]
     python scripts/measure_baselines.py --device cpu --axis M=64 --axis S=64 --tasks ...   # smoke run, no GPU
@@ -293,8 +293,8 @@ def main(argv: list[str] | None = None) -> int:
     timer.close()
     method = {
         "workload": "each task's headline workload; inputs standard normal (fp32 draw cast to the input dtype)",
-        "timing": f"the evaluator's timer (evaluator/candidate_process/timing.py, {timer.method}): {args.warmup} warm-up calls, then "
-        f"{args.reps} timed calls, twice the L2 size overwritten and the device synchronised before each; each "
+        "timing": f"the evaluator's timer (evaluator/candidate_process/timing.py, {timer.method}): {args.warmup} "
+        f"warm-up calls, then {args.reps} timed calls, twice the L2 size overwritten and the device synchronised before each; each "
         "call's time is the union of its GPU activity records (CUPTI), or CUDA events around it as the fallback; "
         "median and quartiles by evaluator/stats.py",
         "check": "outputs against the task's fp32 reference with the evaluator's element rule (atol=rtol=1e-2)",
