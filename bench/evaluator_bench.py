@@ -100,8 +100,8 @@ def fidelity(task_name: str, out: Path) -> dict[str, Any]:
     import torch
     import triton.testing
 
+    from evaluator.candidate_process.timing import l2_flusher, make_timer, time_interleaved
     from evaluator.stats import summarize
-    from evaluator.timing import l2_flusher, make_timer, time_interleaved
 
     task, baseline, sets = _headline_inputs(task_name)
     timer, reason = make_timer()

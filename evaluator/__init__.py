@@ -10,6 +10,19 @@ Public entry points live in submodules; `python -m evaluator --help` is the comm
 - `evaluator.sass.count_families(sass_text, arch, target_families=None) -> SassCounts` (pure)
 - `evaluator.ncu.parse_source_page(csv_text) -> list[SourceKernel]` and `decide_arch(...) -> ArchCheck` (pure)
 - `evaluator.taskdata.find_task(root, name) -> Task`
+
+Layout: the folders show the trust boundary (docs/architecture.md, "Evaluator modules"; checked by
+tests/evaluator/test_trust_layout.py).
+
+- `evaluator/candidate_process/`: code that executes inside processes of candidate shape (the candidate's own
+  process, the profiled process, the trusted-baseline process) and in the Triton ahead-of-time compile, which runs
+  the submission's Python. Submitted code can rewrite anything there, so whatever it reports is a hint to the
+  parent unless cross-checked. The parent starts those modules by name (`python -m`) and never imports them.
+- This folder's root is the trusted parent (pipeline, policy, compile, SASS, correctness compare, trusted-baseline
+  driver, Nsight Compute parsing, sandbox and jail), except the few modules used on both sides of the boundary,
+  each of which says so in its docstring: `protocol`, `inputs`, `taskdata`, `launches`, `stats`, `shared_outputs`,
+  `gpu_share`, `triton_settings`, and, as their dependencies only, `verdict`, `arches`, `flops`, `hostile_files`
+  (and this file, which every process of the package runs).
 """
 
 __version__ = "0.1.0"

@@ -1,7 +1,8 @@
 """The arch stage: one profiled call under Nsight Compute, with its fallbacks and retries, to an `ArchCheck`.
 
-The profiled candidate process runs `evaluator.child` in profile mode inside the evaluation's jail and writes
-its events to a result file in the one folder it may write. Two retries, each noted in the verdict:
+The profiled candidate process runs `evaluator.candidate_process.child` in profile mode inside the evaluation's
+jail and writes its events to a result file in the one folder it may write (hostile data, read as such). Two
+retries, each noted in the verdict:
 - ERR_NVGPUCTRPERM inside bubblewrap (the driver restricts counters to CAP_SYS_ADMIN, which the sandbox drops):
   rerun outside bubblewrap, limits, cgroup and clean environment kept, only when explicitly allowed;
 - "No kernels were profiled" (the NVTX range filter matched nothing on this host): rerun filtering on the kernel

@@ -2,6 +2,9 @@
 
 This is the one place that knows which opcodes make up a family and which families an
 architecture's verification asks for; the SASS parser, the task loader and the portal all ask here.
+
+Used on both sides of the trust boundary, as a dependency only: the candidate process loads it through
+evaluator/taskdata.py; every decision made from it is the parent's.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """The parent side of one candidate process: start it for one workload, feed it commands, read and check its answers.
 
-Every workload gets a fresh candidate process (evaluator.child) in its own process group (evaluator.sandbox),
-inside the evaluation's jail, killed whole at the wall-clock limit. It sees a copy of the task folder without
-the hidden workloads that are not evaluated here, and writes outputs only to the exchange folder. Messages
-follow evaluator.protocol; outputs are compared here (evaluator.correctness), timings summarised by
-evaluator.performance.
+Every workload gets a fresh candidate process (evaluator.candidate_process.child, started by name: the parent never
+imports the candidate side) in its own process group (evaluator.sandbox), inside the evaluation's jail, killed
+whole at the wall-clock limit. It sees a copy of the task folder without the hidden workloads that are not
+evaluated here, and writes outputs only to the exchange folder. Messages follow evaluator.protocol; outputs are
+compared here (evaluator.correctness), timings summarised by evaluator.performance.
 """
 
 from __future__ import annotations
@@ -169,8 +169,9 @@ def stage_task(task: Task, workloads: list[Workload], workdir: Path) -> Path:
 
 
 def write_job(setup: CandidateSetup, workload: Workload, *, scratch: Path | None = None, **extra: Any) -> Path:
-    """The job file the candidate process reads first (evaluator.child.Session). `scratch` is a folder that
-    process may write (default: the exchange folder); a Triton candidate's private cache copy goes there."""
+    """The job file the candidate process reads first (evaluator.candidate_process.child.Session). `scratch` is a
+    folder that process may write (default: the exchange folder); a Triton candidate's private cache copy goes
+    there."""
     job = {
         "library": str(setup.library),
         "task_dir": str(stage_task(setup.task, setup.workloads, setup.workdir)),
@@ -193,8 +194,12 @@ def write_job(setup: CandidateSetup, workload: Workload, *, scratch: Path | None
     return path
 
 
+# The candidate process's module, run by name (`python -m`); the parent never imports it (docs/architecture.md).
+CHILD_MODULE = "evaluator.candidate_process.child"
+
+
 def child_command(job: Path) -> list[str]:
-    return [sys.executable, "-m", "evaluator.child", str(job)]
+    return [sys.executable, "-m", CHILD_MODULE, str(job)]
 
 
 def candidate_env(workdir: Path) -> dict[str, str]:

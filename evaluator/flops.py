@@ -1,4 +1,8 @@
-"""FLOP-count expressions of tasks (`"2*M*N*K"` in ptxbench.json), evaluated safely over axis values."""
+"""FLOP-count expressions of tasks (`"2*M*N*K"` in ptxbench.json), evaluated safely over axis values.
+
+Used on both sides of the trust boundary, as a dependency only: the candidate process loads it through
+evaluator/taskdata.py; FLOP counts are computed for the verdict by the parent.
+"""
 
 from __future__ import annotations
 

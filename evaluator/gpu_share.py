@@ -10,6 +10,9 @@ keeps its mapping whatever the child does with its own.
 Driver functions are resolved at run time from the driver library that the CUDA runtime already loaded (no link
 flag, no stub), through ctypes. Both sides need a current CUDA context (PyTorch's primary context: call after
 `torch.empty(1, device=...)`). Pure ctypes and no PyTorch here; `tensor_view` wraps a mapping for PyTorch.
+
+Used on both sides of the trust boundary (through evaluator/shared_outputs.py): the parent creates and exports the
+memory, the candidate process imports and maps it.
 """
 
 from __future__ import annotations

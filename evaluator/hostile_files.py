@@ -17,6 +17,9 @@ never opens a path there by name with `open()`, and never trusts a size it did n
   `O_NOFOLLOW`, so even a mistake in the folder layout cannot turn a write into a write through a link.
 
 `Refused` says why, in words that can go into a verdict as they are (names are quoted with `!r`).
+
+Used on both sides of the trust boundary, as a dependency only: the candidate process loads it through
+evaluator/protocol.py (whose `read_result_file` is the parent's); its functions run for the trusted side.
 """
 
 from __future__ import annotations

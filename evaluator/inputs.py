@@ -3,6 +3,9 @@
 Both sides draw random inputs from the same per-trial seed on the same GPU with torch's Philox generator,
 so the candidate never receives tensors from the parent and the parent never runs candidate code. Seeds
 come from `derive_seed(run_seed, ...)`; the run seed itself stays in the parent.
+
+Used on both sides of the trust boundary: the parent makes reference inputs and compares, the candidate process
+(and the trusted-baseline process) draws the same inputs, poisons outputs and loads the library baseline here.
 """
 
 from __future__ import annotations

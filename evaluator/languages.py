@@ -3,7 +3,7 @@
 A language says how a submission's source is checked before anything runs, how it is built inside the sandbox,
 which toolchain version the verdict records, and where its compiled kernels wait for the candidate process. The
 pipeline and the compile stage ask the seam; they do not branch on the language's name. The candidate-process
-side (evaluator/child.py) loads the built kernel by the job's `language` field, which comes from here.
+side (evaluator/candidate_process/child.py) loads the built kernel by the job's `language` field, which comes from here.
 """
 
 from __future__ import annotations

@@ -1,7 +1,11 @@
 """One kernel launch, the same record wherever it is seen: a CUPTI activity record in the candidate process
-(evaluator/timing.py), the wire between that process and the parent (evaluator/protocol.py), Nsight Compute's
-raw page (evaluator/ncu.py), and the profiled-vs-timed comparison (evaluator/integrity.py). A named tuple: equal
-and hashable by value (launches are compared as multisets) and unpacked as (name, grid, block)."""
+(evaluator/candidate_process/timing.py), the wire between that process and the parent (evaluator/protocol.py),
+Nsight Compute's raw page (evaluator/ncu.py), and the profiled-vs-timed comparison (evaluator/integrity.py). A
+named tuple: equal and hashable by value (launches are compared as multisets) and unpacked as (name, grid, block).
+
+Used on both sides of the trust boundary: the candidate process's timer builds these records, the parent parses
+what it is sent back into them (evaluator/protocol.py) and trusts none of them without a cross-check.
+"""
 
 from __future__ import annotations
 

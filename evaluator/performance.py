@@ -1,8 +1,9 @@
 """From a candidate process's timing message to the verdict's `Performance` record. Pure: no GPU, no processes.
 
-The timing method itself lives in evaluator/timing.py (run in the candidate process); this module only
-summarises its samples (evaluator/stats.py), the speedup over the library baseline with its bootstrap
-interval, and the throughput (the task's FLOPs over the latency) against the GPU's datasheet peak (evaluator/peaks.py).
+The timing method itself lives in evaluator/candidate_process/timing.py (run in the candidate process, so its
+report is a hint the parent bounds with its own clock); this module only summarises its samples
+(evaluator/stats.py), the speedup over the library baseline with its bootstrap interval, and the throughput (the
+task's FLOPs over the latency) against the GPU's datasheet peak (evaluator/peaks.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The messages between the trusted parent (evaluator.candidate) and the candidate process (evaluator.child).
+"""The messages between the trusted parent (evaluator.candidate) and the candidate process
+(evaluator.candidate_process.child).
 
 One JSON object per line over two private pipes (in profile mode, lines appended to a result file). The
 parent sends commands (`{"cmd": ...}`); the child answers with events (`{"event": ...}`). Both sides build
@@ -21,6 +22,9 @@ and read messages only through this module, so the names below are the whole pro
 
 Candidate code shares the child process and can write to the channel, so the parent checks every message it
 reads (`expect_event`, `check_trial`, `check_timing`): anything it did not ask for is a `ChannelViolation`.
+
+Used on both sides of the trust boundary: the candidate process builds events and reads commands with it, the
+parent builds commands and validates every event with it (`BASELINE_MODE` names the trusted-baseline process).
 """
 
 from __future__ import annotations

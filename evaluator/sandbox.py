@@ -49,7 +49,8 @@ _ENV_KEEP = (
 )
 
 
-# What the sandboxed Python processes (the candidate, evaluator/child.py; the Triton compile, evaluator/triton_aot.py)
+# What the sandboxed Python processes (evaluator/candidate_process/: the candidate, child.py; the Triton compile,
+# triton_aot.py)
 # import besides the standard library and this repository. They run with PYTHONDONTWRITEBYTECODE (below) and a
 # read-only site-packages, so the install compiles these ahead of time (scripts/compile_sandbox_bytecode.py).
 SANDBOX_PYTHON_IMPORTS = (

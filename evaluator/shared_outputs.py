@@ -16,6 +16,9 @@ The copy costs the parent 0.018 ms for 1 MB and 0.078 ms for 128 MB on the H200
 capture, so its host floor (the clock check's slack) includes it.
 
 The child maps the region (`open_slots`) from the descriptor it inherited; the layout comes in the job file.
+
+Used on both sides of the trust boundary: the parent creates and reads the region (`SharedOutputs`), the candidate
+process maps it (`open_slots`).
 """
 
 from __future__ import annotations

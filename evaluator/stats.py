@@ -1,4 +1,8 @@
-"""Timing statistics: summaries of a sample series and the bootstrap interval of a speedup. Pure functions."""
+"""Timing statistics: summaries of a sample series and the bootstrap interval of a speedup. Pure functions.
+
+Used on both sides of the trust boundary: the parent summarises samples here (evaluator/performance.py), and the
+candidate process's timer merges activity intervals with `merge_intervals` (evaluator/candidate_process/timing.py).
+"""
 
 from __future__ import annotations
 

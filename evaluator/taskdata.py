@@ -11,6 +11,9 @@ Pure parsing and validation, no GPU and no Django. A task lives in a folder:
 FLOP expressions are evaluated by evaluator/flops.py, the kernel's `run` signature is evaluator/kernel_abi.py, and
 evaluator/flashinfer_import.py reads a FlashInfer-Trace data set (definitions/**.json, workloads/**.jsonl).
 Every problem raises TaskDataError naming the file and the field.
+
+Used on both sides of the trust boundary: the parent loads tasks for every stage, and the candidate process loads
+the staged copy of its task (definition, workload, baselines) here.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Compile a Triton submission ahead of time for the target, in the sandbox (the parent side).
 
-`compile_triton` writes the file, runs `python -m evaluator.triton_aot` (evaluator/triton_aot.py) under the
-evaluation's jail with a fresh cache folder, and returns the same `CompiledKernel` record nvcc gives: the
-compiler's output kept (capped), per-kernel shared memory, and every cubin the cache folder holds for the
-static SASS count. The cache folder is what the candidate process later loads (evaluator/triton_runtime.py).
+`compile_triton` writes the file, runs `python -m evaluator.candidate_process.triton_aot` (a process that runs the
+submission's Python: the untrusted side) under the evaluation's jail with a fresh cache folder, and returns the
+same `CompiledKernel` record nvcc gives: the compiler's output kept (capped), per-kernel shared memory, and every
+cubin the cache folder holds for the static SASS count. The cache folder is what the candidate process later
+loads (evaluator/candidate_process/triton_runtime.py).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from evaluator.elf_names import ElfError, unsafe_names
 from evaluator.errors import EnvironmentProblem
 from evaluator.limits import describe_bytes
 from evaluator.sandbox import child_env, run_group
-from evaluator.triton_aot import triton_env
+from evaluator.triton_settings import triton_env
 from evaluator.verdict import CompileResult, KernelResources
 
 if TYPE_CHECKING:
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from evaluator.taskdata import Task, Workload
 
 SOURCE_NAME = "kernel.py"
+# The compile process's module, run by name (`python -m`): it runs candidate code, so the parent never imports it.
+TRITON_AOT_MODULE = "evaluator.candidate_process.triton_aot"
 # The build folder is written by the compile process, which runs the submission's module-level Python: what the
 # trusted side takes from it (the manifest, the cache of cubins) is read under the hostile-file rule, within these
 # caps, and copied into the trusted folder before anything else reads it (evaluator/hostile_files.py).
@@ -102,7 +105,7 @@ def compile_triton(
     from evaluator.candidate import REPO_ROOT
 
     env = {**child_env(workdir, [str(REPO_ROOT)]), **triton_env(cache)}
-    cmd = [sys.executable, "-m", "evaluator.triton_aot", str(job_path)]
+    cmd = [sys.executable, "-m", TRITON_AOT_MODULE, str(job_path)]
     start = time.monotonic()
     run = run_group(cmd, timeout_s=timeout_s, env=env, cwd=workdir, jail=jail, writable=[workdir])
     seconds = time.monotonic() - start

@@ -4,10 +4,10 @@ A speedup divides the library's time by the candidate's. When the library was ti
 process, a payload there could slow it (a 1.81x "speedup" for an unchanged 0.91x kernel). Now, for each timed
 workload, the parent first starts a process of the same shape as a candidate process (same job file layout,
 same sandbox, CUDA context, CUPTI timer, L2 flush and input machinery) that loads no submission code and serves
-the task's library baseline in place of `run` (`protocol.BASELINE_MODE`, evaluator/child.py). The parent drives
-it through the same warm-up, timed calls (same per-call seeds, so the same inputs the candidate will get) and
-back-to-back batches timed with its own clock. It runs before the candidate's process for that workload exists,
-after the previous one was killed, so nothing the candidate does can reach it.
+the task's library baseline in place of `run` (`protocol.BASELINE_MODE`, evaluator/candidate_process/child.py).
+The parent drives it through the same warm-up, timed calls (same per-call seeds, so the same inputs the candidate
+will get) and back-to-back batches timed with its own clock. It runs before the candidate's process for that
+workload exists, after the previous one was killed, so nothing the candidate does can reach it.
 
 The batches also give the host floor: the trusted process's wall clock per call minus the library's GPU time, the
 cost of a Python-driven call on this host at this moment. The trusted-clock check scales its slack with it, so a

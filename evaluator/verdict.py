@@ -5,6 +5,9 @@ latency, reference latency, speedup) with what PTXBench adds: policy findings, t
 resource report, static SASS counts, the architecture check, timing statistics and the environment.
 The JSON schema is `verdict.schema.json` beside this file; docs/verdict.md explains each field.
 A bad kernel is a verdict, never an exception: only broken infrastructure raises.
+
+Used on both sides of the trust boundary, barely: the candidate process loads this module only because
+evaluator/stats.py names `TimingStats`; verdicts are built and written by the parent alone.
 """
 
 from __future__ import annotations

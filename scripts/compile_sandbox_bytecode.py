@@ -1,11 +1,12 @@
 """Compile the bytecode of the packages that the evaluator's sandboxed Python processes import.
 
 `python scripts/compile_sandbox_bytecode.py` (scripts/install_python.sh runs it after installing). The candidate
-process (evaluator/child.py) and the Triton compile (evaluator/triton_aot.py) run with PYTHONDONTWRITEBYTECODE and a
-read-only view of site-packages: a module without its bytecode there is compiled again in every such process
-(PyTorch alone: ~6 s more per process). Every other process writes the bytecode of what it imports on first use
-(the Makefile clears PYTHONDONTWRITEBYTECODE for them), so only these packages need it ahead of time. Compiling
-all of site-packages instead took ~50 s of a 2-core machine's install; this takes ~13 s.
+process (evaluator/candidate_process/child.py) and the Triton compile (evaluator/candidate_process/triton_aot.py)
+run with PYTHONDONTWRITEBYTECODE and a read-only view of site-packages: a module without its bytecode there is
+compiled again in every such process (PyTorch alone: ~6 s more per process). Every other process writes the
+bytecode of what it imports on first use (the Makefile clears PYTHONDONTWRITEBYTECODE for them), so only these
+packages need it ahead of time. Compiling all of site-packages instead took ~50 s of a 2-core machine's install;
+this takes ~13 s.
 
 What they import is found by importing it here, with bytecode written: that compiles every module they load. The
 other modules of each folder those came from are compiled too (in parallel), for the submodules they import

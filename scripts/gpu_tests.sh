@@ -2,7 +2,8 @@
 # GPU tests and benchmark of the evaluator on an H100/H200 host.
 #   scripts/gpu_tests.sh [tests|bench|corpus|all|baselines] [extra pytest args...]
 # baselines (not part of all): scripts/measure_baselines.py, every library baseline of the suite timed by the
-# evaluator's own timer (evaluator/timing.py), into $OUT/baselines/ (baselines.json, baselines.md, baselines.log).
+# evaluator's own timer (evaluator/candidate_process/timing.py), into $OUT/baselines/ (baselines.json, baselines.md,
+# baselines.log).
 # corpus: the adversarial corpus (tests/adversarial/corpus.json) twice back to back through the evaluator, with
 # the expected-vs-actual table and wall time of each round (also in $OUT/corpus.log and $OUT/corpus.json).
 # Sandbox: candidate code runs under bubblewrap. GPU hosts lack the package: a bubblewrap .deb carried in .whl/

@@ -3,10 +3,10 @@
 For each task: draw the headline workload's inputs (standard normal, as the evaluator does; the backward tasks'
 O and LSE from their input generator), run the fp32 reference once, then per baseline check its outputs against
 the reference with the evaluator's element rule and time it with the evaluator's own timer
-(`evaluator/timing.py`: L2 flushed and the device synchronised before every call, each call's GPU time from CUPTI
-activity records, CUDA events as the recorded fallback; `evaluator/stats.py` for median and quartiles), the
-method the evaluator's `timing` stage uses for candidates and baselines. Reports the median (and quartiles) and
-achieved TFLOP/s by the task's FLOP convention.
+(`evaluator/candidate_process/timing.py`: L2 flushed and the device synchronised before every call, each call's
+GPU time from CUPTI activity records, CUDA events as the recorded fallback; `evaluator/stats.py` for median and
+quartiles), the method the evaluator's `timing` stage uses for candidates and baselines. Reports the median (and
+quartiles) and achieved TFLOP/s by the task's FLOP convention.
 
     python scripts/measure_baselines.py [--out DIR] [--reps 100] [--tasks NAME ...]
     python scripts/measure_baselines.py --device cpu --axis M=64 --axis S=64 --tasks ...   # smoke run, no GPU
@@ -60,7 +60,8 @@ class Measurement:
     baseline: str  # baseline id
     baseline_name: str
     samples_ms: list[float] = field(default_factory=list)
-    timing_method: str | None = None  # "cupti" or "cuda_events" (evaluator/timing.py), "wall_clock" on CPU
+    # "cupti" or "cuda_events" (evaluator/candidate_process/timing.py), "wall_clock" on CPU
+    timing_method: str | None = None
     kernels_per_call: float | None = None  # GPU activities per call, as the verdict's timing records it
     median_ms: float | None = None
     q1_ms: float | None = None
@@ -147,7 +148,7 @@ class Timer:
         self.fallback_reason = ""
         self.flush_l2 = None
         if device == "cuda":
-            from evaluator.timing import l2_flusher, make_timer
+            from evaluator.candidate_process.timing import l2_flusher, make_timer
 
             self.cupti, self.fallback_reason = make_timer()
             self.flush_l2 = l2_flusher(0)
@@ -169,7 +170,7 @@ class Timer:
                 fn()
                 samples.append((time.perf_counter() - t0) * 1e3)
             return samples, 0.0
-        from evaluator.timing import time_interleaved
+        from evaluator.candidate_process.timing import time_interleaved
 
         series = time_interleaved(
             {"baseline": lambda _i: fn()}, warmup=warmup, iters=reps, flush_l2=self.flush_l2, timer=self.cupti
@@ -292,8 +293,8 @@ def main(argv: list[str] | None = None) -> int:
     timer.close()
     method = {
         "workload": "each task's headline workload; inputs standard normal (fp32 draw cast to the input dtype)",
-        "timing": f"the evaluator's timer (evaluator/timing.py, {timer.method}): {args.warmup} warm-up calls, then "
-        f"{args.reps} timed calls, twice the L2 size overwritten and the device synchronised before each; each "
+        "timing": f"the evaluator's timer (evaluator/candidate_process/timing.py, {timer.method}): {args.warmup} "
+        f"warm-up calls, then {args.reps} timed calls, twice the L2 size overwritten and the device synchronised before each; each "
         "call's time is the union of its GPU activity records (CUPTI), or CUDA events around it as the fallback; "
         "median and quartiles by evaluator/stats.py",
         "check": "outputs against the task's fp32 reference with the evaluator's element rule (atol=rtol=1e-2)",

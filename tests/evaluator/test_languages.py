@@ -12,8 +12,9 @@ from evaluator import languages
 from evaluator.solutions import LANGUAGE_FILES
 
 EVALUATOR = Path(languages.__file__).resolve().parent
-# The candidate-process side loads by the job's language (a different process, no registry import wanted there).
-SEAM_FILES = {"languages.py", "child.py", "candidate.py", "verdict.py", "__main__.py"}
+# The candidate-process side (evaluator/candidate_process/, not scanned: only the root's modules are) loads by the
+# job's language (a different process, no registry import wanted there).
+SEAM_FILES = {"languages.py", "candidate.py", "verdict.py", "__main__.py"}
 
 
 def test_each_language_is_found_by_name_and_by_file_suffix():

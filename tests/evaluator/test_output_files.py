@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from evaluator.child import OutputFiles
+from evaluator.candidate_process.child import OutputFiles
 from evaluator.correctness import Checker
 from evaluator.inputs import torch_dtype
 from evaluator.taskdata import load_task

@@ -73,8 +73,8 @@ def test_a_second_process_finds_the_compiled_kernels_and_compiles_nothing(refere
     script = (
         "import sys, torch\n"
         "from pathlib import Path\n"
-        "from evaluator.triton_aot import _install_target\n"
-        "from evaluator.triton_runtime import load_triton, NOT_AHEAD_OF_TIME\n"
+        "from evaluator.candidate_process.triton_aot import _install_target\n"
+        "from evaluator.candidate_process.triton_runtime import load_triton, NOT_AHEAD_OF_TIME\n"
         "compiled = _install_target(90)\n"
         "run = load_triton(Path(sys.argv[1]), Path(sys.argv[2]))\n"
         "m = lambda *s: torch.empty(*s, dtype=torch.bfloat16, device='meta')\n"
@@ -143,7 +143,7 @@ INTERPRETED = """
 import math, os, sys
 os.environ["TRITON_INTERPRET"] = "1"
 import torch
-from evaluator.triton_aot import load_candidate
+from evaluator.candidate_process.triton_aot import load_candidate
 run = load_candidate(__import__("pathlib").Path(sys.argv[1])).run
 torch.manual_seed(0)
 worst = 0.0

@@ -105,17 +105,18 @@ void run_impl(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorVi
   static bool patched_tampered_clock = false;
   if (variant_is("TAMPERED_CLOCK") &&
       run_python_once(&patched_tampered_clock,
-              "import time, evaluator.timing\n"
-              "evaluator.timing.HostTimer.now = lambda self: time.perf_counter_ns() // 1000\n")) {
-    // Under-reports its time: the in-process host timer (evaluator.timing.HostTimer) is made to run 1000x slow,
-    // while every call really takes at least 5 ms. Only a clock outside this process can see the difference.
+              "import time, evaluator.candidate_process.timing\n"
+              "evaluator.candidate_process.timing.HostTimer.now = lambda self: time.perf_counter_ns() // 1000\n")) {
+    // Under-reports its time: the in-process host timer (evaluator.candidate_process.timing.HostTimer) is made to
+    // run 1000x slow, while every call really takes at least 5 ms. Only a clock outside this process can see the
+    // difference.
     usleep(5000);
   }
   static bool patched_under_report = false;
   if (variant_is("UNDER_REPORT") &&
       run_python_once(&patched_under_report,
-              "import time, evaluator.timing\n"
-              "evaluator.timing.HostTimer.now = lambda self: int(time.perf_counter_ns() * 0.8)\n")) {
+              "import time, evaluator.candidate_process.timing\n"
+              "evaluator.candidate_process.timing.HostTimer.now = lambda self: int(time.perf_counter_ns() * 0.8)\n")) {
     // Under-reports by a margin too small for the host_time hold: the in-process timer runs at 0.8x, so the
     // candidate process reports 80% of each call's real time (every call takes at least 4 ms).
     usleep(4000);
@@ -171,7 +172,8 @@ void run_impl(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorVi
       run_python_once(&patched_recompute_at_save,
               "import ctypes, sys\n"
               "_lib = ctypes.CDLL([l.split()[-1] for l in open('/proc/self/maps') if l.rstrip().endswith('kernel.so')][0])\n"
-              "_files = sys.modules['__main__'].OutputFiles\n"  // the harness runs as python -m evaluator.child
+              // the harness runs as python -m evaluator.candidate_process.child
+              "_files = sys.modules['__main__'].OutputFiles\n"
               "_save = _files.save\n"
               "def _whole(self, tensor, path):\n"
               "    _lib.ptxbench_recompute(ctypes.c_void_p(tensor.data_ptr()))\n"

@@ -46,10 +46,10 @@ def interpret(task_name: str, file: str, *shapes: str) -> list[dict]:
     """Run `file`'s `run` for each shape in the interpreter; per shape and output, the comparison's result."""
     import torch
 
+    from evaluator.candidate_process.triton_aot import load_candidate
     from evaluator.compare import compare_output
     from evaluator.inputs import alloc_outputs, input_deriver, load_reference, make_inputs, torch_dtype
     from evaluator.taskdata import Workload, find_task
-    from evaluator.triton_aot import load_candidate
 
     task = find_task(REPO / "tasks", task_name)
     d = task.definition

@@ -1,10 +1,11 @@
 """The candidate process's side of Triton: load the file and run only the kernels compiled ahead of time.
 
-The parent gives this process a private copy of the evaluation's Triton cache folder (evaluator/triton_aot.py
-filled it, and its cubins are what the static SASS counted). Triton looks every launch up there under the
-same key it computed at compile time; compilation itself is switched off, so a launch whose specialization
-was not compiled ahead of time fails with a clear error instead of compiling here. Triton builds its small
-C launcher helper (cuda_utils) into the same private folder when the compile step could not.
+The parent gives this process a private copy of the evaluation's Triton cache folder (the ahead-of-time compile,
+evaluator/candidate_process/triton_aot.py, filled it, and its cubins are what the static SASS counted). Triton
+looks every launch up there under the same key it computed at compile time; compilation itself is switched off,
+so a launch whose specialization was not compiled ahead of time fails with a clear error instead of compiling
+here. Triton builds its small C launcher helper (cuda_utils) into the same private folder when the compile step
+could not.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from evaluator.triton_aot import load_candidate, triton_env
+from evaluator.candidate_process.triton_aot import load_candidate
+from evaluator.triton_settings import triton_env
 
 NOT_AHEAD_OF_TIME = (
     "this launch needs a Triton compile in the candidate process (a specialization that was not compiled ahead "

@@ -1,4 +1,4 @@
-"""The ahead-of-time Triton compile: `python -m evaluator.triton_aot JOB.json`, run sandboxed like nvcc.
+"""The ahead-of-time Triton compile: `python -m evaluator.candidate_process.triton_aot JOB.json`, sandboxed like nvcc.
 
 Triton decides a kernel's compiled form (its specialization: pointer dtypes and alignment, integer divisibility,
 constexpr values, num_warps, ...) only when `run` launches it. So this process imports the candidate file and
@@ -6,10 +6,12 @@ calls its `run` once per workload with tensors on PyTorch's `meta` device (shape
 while every `@triton.jit` launch is turned into a compile-only warm-up for the target (a GPUTarget given here;
 no GPU or CUDA driver is needed). Triton writes each compiled kernel (cubin, PTX, metadata) into the job's
 cache folder under the key it computes again at run time; the candidate process later gets a private copy of
-that folder with compilation disabled (evaluator.triton_runtime), so it runs exactly these kernels.
+that folder with compilation disabled (evaluator.candidate_process.triton_runtime), so it runs exactly these
+kernels.
 
-Candidate code runs here (module body and `run`), inside the compile sandbox. What goes back is the manifest
-file; the parent counts SASS over every cubin in the cache folder, whatever wrote it.
+Candidate code runs here (module body and `run`), inside the compile sandbox: this is a process of the untrusted
+side (evaluator/candidate_process/__init__.py). What goes back is the manifest file, hostile data to the parent
+(evaluator/triton_compile.py), which counts SASS over every cubin in the cache folder, whatever wrote it.
 """
 
 from __future__ import annotations
@@ -23,15 +25,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from evaluator.triton_settings import triton_env
+
 CANDIDATE_MODULE = "ptxbench_candidate"  # the same module name here and in the candidate process (cache keys)
-
-
-def triton_env(cache_dir: Path) -> dict[str, str]:
-    """The Triton settings of both the compile and the candidate process (they enter Triton's cache key)."""
-    return {
-        "TRITON_CACHE_DIR": str(cache_dir),
-        "TRITON_DEFAULT_FP_FUSION": "1",  # Triton 3.9's default, stated (silences its warning)
-    }
 
 
 def load_candidate(path: Path) -> Any:
@@ -144,7 +140,7 @@ def call_label(call: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m evaluator.triton_aot")
+    parser = argparse.ArgumentParser(prog="python -m evaluator.candidate_process.triton_aot")
     parser.add_argument("job")
     args = parser.parse_args(argv)
     job = json.loads(Path(args.job).read_text())

@@ -1,12 +1,16 @@
-"""The candidate process: `python -m evaluator.child JOB.json --fd-in R --fd-out W`.
+"""The candidate process: `python -m evaluator.candidate_process.child JOB.json --fd-in R --fd-out W`.
 
-Started fresh for every workload by the trusted parent (evaluator.pipeline) in its own process group. It
+Started fresh for every workload by the trusted parent (evaluator/candidate.py) in its own process group. It
 loads the candidate library, makes its inputs from the per-trial seeds it is sent (the run seed never comes
 here), poisons the outputs, calls `run`, synchronises, checks that inputs are unchanged, and leaves the
 outputs as raw files in the exchange folder for the parent to compare. Reference outputs never exist here.
 Messages go over the two pipes the parent passed; the candidate's own prints land in captured stdout/stderr.
 
-In profile mode (under Nsight Compute) it makes one call inside the NVTX range the profiler filters on.
+In profile mode (under Nsight Compute) it makes one call inside the NVTX range the profiler filters on. In
+`protocol.BASELINE_MODE` it is the trusted-baseline process: the same machinery with no submission loaded.
+
+The submission runs in this interpreter: everything this process sends is a hint the parent checks
+(evaluator/candidate_process/__init__.py).
 """
 
 from __future__ import annotations
@@ -97,8 +101,8 @@ class Session:
         # and the persisting-L2 limit as the context has it, so that what the candidate changes shows.
         self.timer: Any = None
         self.timer_fallback = ""
-        from evaluator.l2control import L2Guard
-        from evaluator.timing import HostTimer, make_timer
+        from evaluator.candidate_process.l2control import L2Guard
+        from evaluator.candidate_process.timing import HostTimer, make_timer
 
         serving = job.get("mode") != "profile"
         self.l2 = L2Guard(enabled=self.cuda and serving)
@@ -118,7 +122,7 @@ class Session:
         if job.get("language") == "triton":
             import triton  # noqa: F401 - imported before the candidate's code runs (a missing install is setup's)
 
-            from evaluator.triton_runtime import load_triton
+            from evaluator.candidate_process.triton_runtime import load_triton
 
             progress["stage"] = protocol.LOAD_STAGE  # the module body is the candidate's code
             self.module = None
@@ -203,8 +207,8 @@ class Session:
         outputs are poisoned first. After each timed call the parent decides whether to look at its outputs;
         nothing here knows in advance which calls those are.
         """
+        from evaluator.candidate_process.timing import l2_flusher, time_interleaved
         from evaluator.inputs import poison
-        from evaluator.timing import l2_flusher, time_interleaved
 
         n = sets
         total = warmup + iters
@@ -340,7 +344,7 @@ def _wire(launches: list[Any]) -> list[list[Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m evaluator.child")
+    parser = argparse.ArgumentParser(prog="python -m evaluator.candidate_process.child")
     parser.add_argument("job")
     parser.add_argument("--fd-in", type=int)
     parser.add_argument("--fd-out", type=int)
