@@ -158,7 +158,7 @@ def test_a_correct_fast_turn_reaches_the_target_and_stops_the_trajectory(alice, 
             verdict=verdict,
             status="PASSED",
             arch_status="verified",
-            speedup=speedup,
+            speedup_factor=speedup,
             gpu_name="NVIDIA H200",
             finished_at=timezone.now(),
         )
@@ -172,7 +172,7 @@ def test_a_correct_fast_turn_reaches_the_target_and_stops_the_trajectory(alice, 
 
     evaluated(turn, 1.1)  # correct but below the 1.2 target: keep going
     turn.refresh_from_db()
-    assert (turn.status, turn.speedup, turn.state) == ("PASSED", 1.1, Turn.State.DONE)
+    assert (turn.status, turn.speedup_factor, turn.state) == ("PASSED", 1.1, Turn.State.DONE)
     assert "keep optimizing" in turn.feedback
     trajectory.refresh_from_db()
     assert trajectory.state == Trajectory.State.RUNNING

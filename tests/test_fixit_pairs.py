@@ -17,7 +17,7 @@ def turn(index, status, kernel="", *, arch="verified", speedup=None, feedback=""
         index=index,
         status=status,
         arch_status=arch if status == "PASSED" else "not_requested",
-        speedup=speedup,
+        speedup_factor=speedup,
         kernel=kernel,
         reply=reply if reply is not None else (f"```cuda\n{kernel}```" if kernel else "thinking..."),
         feedback=feedback or f"Evaluation result: {status}.",

@@ -145,7 +145,7 @@ def _run_with_turn(owner, evaluation):
         evaluation=evaluation,
         status="PASSED",
         arch_status="verified",
-        speedup=1.3,
+        speedup_factor=1.3,
         prompt_tokens=1000,
         completion_tokens=200,
     )

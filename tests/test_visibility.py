@@ -264,7 +264,7 @@ def test_my_submissions_shows_the_public_evaluation_and_only_pass_fail_of_the_ra
     erin = lf.user("erin")
     public = lf.evaluation(owner=erin, name="mine.cu", speedup=1.3, ranked_check="INCORRECT_NUMERICS")
     check = public.submission.evaluations.get(purpose=Evaluation.Purpose.HIDDEN)
-    Evaluation.objects.filter(id=check.id).update(speedup=0.123, arch_status="not_verified")
+    Evaluation.objects.filter(id=check.id).update(speedup_factor=0.123, arch_status="not_verified")
     client.force_login(erin)
     html = client.get("/submissions/mine/").content.decode()
     assert "1.300" in html

@@ -42,7 +42,7 @@ class TrajectoryAdmin(admin.ModelAdmin):
 
 @admin.register(Turn)
 class TurnAdmin(admin.ModelAdmin):
-    list_display = ("id", "trajectory", "index", "state", "outcome", "status", "arch_status", "speedup")
+    list_display = ("id", "trajectory", "index", "state", "outcome", "status", "arch_status", "speedup_factor")
     list_filter = ("state", "outcome", "status", "arch_status")
     readonly_fields = [f.name for f in Turn._meta.fields]
 

@@ -182,7 +182,7 @@ class Turn(models.Model):
     # had no verdict. Written only with `outcome` and `verdict_status` (states.turn_end); never branch on it here.
     status = models.CharField(max_length=32, blank=True)
     arch_status = models.CharField(max_length=32, blank=True)
-    speedup = models.FloatField(null=True, blank=True)
+    speedup_factor = models.FloatField(null=True, blank=True)  # its evaluation's
     prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
     completion_tokens = models.PositiveIntegerField(null=True, blank=True)
     reasoning_tokens = models.PositiveIntegerField(null=True, blank=True)  # when the server reports them

@@ -45,7 +45,7 @@ def trajectory_export(trajectory: Trajectory) -> dict[str, Any]:
                 "turn": turn.index,
                 "status": turn.status,
                 "arch_status": turn.arch_status,
-                "speedup": turn.speedup,
+                "speedup": turn.speedup_factor,
                 "evaluation": str(turn.evaluation_id) if turn.evaluation_id else None,
             }
         messages.append(item)
@@ -79,7 +79,7 @@ def trajectory_export(trajectory: Trajectory) -> dict[str, Any]:
                         "index": t.index,
                         "status": t.status,
                         "arch_status": t.arch_status,
-                        "speedup": t.speedup,
+                        "speedup": t.speedup_factor,
                         "prompt_tokens": t.prompt_tokens,
                         "completion_tokens": t.completion_tokens,
                         "reasoning_tokens": t.reasoning_tokens,

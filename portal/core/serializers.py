@@ -94,11 +94,11 @@ def measurement(obj: Any, *, arch: str) -> dict[str, Any]:
         "arch_status": verdicts.arch_state(obj.arch_status),
         "arch_full": bool(obj.arch_full),
         "verdict_phrase": verdicts.verdict_phrase(status, obj.arch_status, obj.arch_full, arch),
-        "speedup_factor": obj.speedup,
-        "speedup_ci95_low": obj.speedup_ci_low,
-        "speedup_ci95_high": obj.speedup_ci_high,
+        "speedup_factor": obj.speedup_factor,
+        "speedup_ci95_low": obj.speedup_ci95_low,
+        "speedup_ci95_high": obj.speedup_ci95_high,
         "tflops": obj.tflops,
         # tflops over the GPU's datasheet dense BF16 peak (evaluator/peaks.py)
-        "fraction_of_peak": obj.peak_fraction,
+        "fraction_of_peak": obj.fraction_of_peak,
         "gpu_name": obj.gpu_name,
     }

@@ -97,7 +97,7 @@ def ranked_rows() -> list[dict[str, Any]]:
             placed.extend(
                 (r.evaluation_id, r.rank, r.group)
                 for r in board.kernel_board(gen, task=task, arch=arch)
-                if r.speedup is not None
+                if r.speedup_factor is not None
             )
     # Checked again on the rows themselves: a board generation may be a moment older than a ban, hide or review.
     withheld = (Evaluation.ReviewState.HELD, Evaluation.ReviewState.REJECTED)
@@ -157,7 +157,7 @@ def turn_rows() -> list[dict[str, Any]]:
                 "turn": turn.index,
                 "status": turn.status,
                 "arch_status": turn.arch_status,
-                "speedup": turn.speedup,
+                "speedup": turn.speedup_factor,
                 "prompt_tokens": turn.prompt_tokens,
                 "completion_tokens": turn.completion_tokens,
                 "reasoning_tokens": turn.reasoning_tokens,

@@ -55,7 +55,7 @@ def _turn_record(turn: Turn) -> TurnRecord:
         index=turn.index,
         status=turn.status,
         arch_status=turn.arch_status,
-        speedup=turn.speedup,
+        speedup_factor=turn.speedup_factor,
         kernel=turn.kernel,
         reply=turn.reply,
         feedback=turn.feedback,

@@ -485,14 +485,19 @@ def distribution_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
         boards = {query.task: selectors.kernel_board(gen, task=query.task, arch=query.arch, gpu=query.gpu)}
     else:
         boards = selectors.kernel_speedups(gen, arch=query.arch, gpu=query.gpu)
-    speedups = [r.speedup for rows in boards.values() for r in rows if r.rank is not None and r.speedup is not None]
+    speedups = [
+        r.speedup_factor
+        for rows in boards.values()
+        for r in rows
+        if r.rank is not None and r.speedup_factor is not None
+    ]
     # Expert references and negative controls (reference kernels written to fail the instruction check) are
     # drawn apart: a control is never an "expert reference" diamond.
     references, controls = [], []
     for task, rows in boards.items():
         for r in rows:
-            if r.is_reference and r.speedup is not None and not r.held_reason:
-                point = {"task": task, "name": r.name, "speedup": r.speedup}
+            if r.is_reference and r.speedup_factor is not None and not r.held_reason:
+                point = {"task": task, "name": r.name, "speedup": r.speedup_factor}
                 (controls if r.is_negative_control else references).append(point)
     return {
         "task": query.task,

@@ -36,7 +36,7 @@ def _kernel_choices(gen: Generation, task: str, tasks: list[str], arch: str) -> 
         if rows or task:
             choices = []
             for row in rows[:100]:
-                speed = f"{row.speedup:.2f}x" if row.speedup is not None else "not timed"
+                speed = f"{row.speedup_factor:.2f}x" if row.speedup_factor is not None else "not timed"
                 who = row.reference_label or row.submitter
                 choices.append((row.evaluation_id, f"{row.name} · {who} · {row.language} · {speed}"))
             return slug, choices

@@ -72,7 +72,7 @@ def _trajectories(arch: str) -> list[TrajectoryTurns]:
             "index",
             "status",
             "arch_status",
-            "speedup",
+            "speedup_factor",
             "reasoning_tokens",
         )
         .order_by()
@@ -88,7 +88,7 @@ def _trajectories(arch: str) -> list[TrajectoryTurns]:
         index,
         status,
         arch_status,
-        speedup,
+        speedup_factor,
         reasoning,
     ) in values:
         t = folded.setdefault(
@@ -104,8 +104,8 @@ def _trajectories(arch: str) -> list[TrajectoryTurns]:
                 t["first_correct"] = number
             if arch_status == VERIFIED_ARCH_STATUS and (t["first_verified"] is None or number < t["first_verified"]):
                 t["first_verified"] = number
-            if speedup and speedup > 0:
-                t["speedups"].append((number, speedup))
+            if speedup_factor and speedup_factor > 0:
+                t["speedups"].append((number, speedup_factor))
         if reasoning is not None:
             t["reasoning_tokens"] += reasoning
             t["reasoning_turns"] += 1

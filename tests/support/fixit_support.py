@@ -47,7 +47,7 @@ def stored_trajectory(user, turns: list[dict], *, model: str = "stored-model") -
             verdict={"status": spec["status"]},
             status=spec["status"],
             arch_status=spec.get("arch", "verified"),
-            speedup=spec.get("speedup"),
+            speedup_factor=spec.get("speedup"),
             evaluator_version="0.1.0",
             review_state=spec.get("review", ""),
             finished_at=timezone.now(),
@@ -61,7 +61,7 @@ def stored_trajectory(user, turns: list[dict], *, model: str = "stored-model") -
             evaluation=evaluation,
             status=spec["status"],
             arch_status=spec.get("arch", "verified"),
-            speedup=spec.get("speedup"),
+            speedup_factor=spec.get("speedup"),
             feedback=f"Evaluation result: {spec['status']}.",
         )
     return trajectory

@@ -262,7 +262,7 @@ def turns(run, task_slug, trajectories):
         for number, (status, arch_status, speedup, reasoning) in enumerate(turn_list):
             Turn.objects.create(
                 trajectory=trajectory, index=number, state="done", status=status, arch_status=arch_status,
-                speedup=speedup, reasoning_tokens=reasoning,
+                speedup_factor=speedup, reasoning_tokens=reasoning,
             )  # fmt: skip
 
 
