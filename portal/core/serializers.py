@@ -67,12 +67,17 @@ def api_version(params: Any) -> int:
     return int(raw)
 
 
+def field_name(name: str, v: int) -> str:
+    """A canonical field's name in version `v` (the old name in version 1)."""
+    return V1_NAMES.get(name, name) if v < 2 else name
+
+
 def to_version(record: dict[str, Any], v: int, resource: str = "") -> dict[str, Any]:
     """A record built with the canonical names, as version `v` names it: 2 as built, 1 with the old names
     (V1_NAMES) and the resource's deprecated aliases (V1_ALIASES) after them, same values."""
     if v >= 2:
         return record
-    out = {V1_NAMES.get(key, key): value for key, value in record.items()}
+    out = {field_name(key, v): value for key, value in record.items()}
     for alias, source in V1_ALIASES.get(resource, {}).items():
         if isinstance(source, tuple):
             if all(s in record for s in source):
