@@ -56,9 +56,7 @@ def _evaluation_row(evaluation: Evaluation, *, rank: int | None, group: str) -> 
         "synthetic": submission.is_synthetic,
         "source": submission.source,
         "source_sha256": submission.source_sha256,
-        # The published datasets keep version 1's column names (portal/datasets/schemas.py) until a dataset
-        # schema moves to the canonical ones (issue 30).
-        **serializers.to_version(serializers.measurement(evaluation, arch=submission.arch), 1),
+        **serializers.measurement(evaluation, arch=submission.arch),
         "ptxbench_verified": evaluation.ptxbench_verified,
         "tensor_core_share": evaluation.tensor_core_share,
         "latency_ms": evaluation.latency_ms,
@@ -157,7 +155,7 @@ def turn_rows() -> list[dict[str, Any]]:
                 "turn": turn.index,
                 "status": turn.status,
                 "arch_status": turn.arch_status,
-                "speedup": turn.speedup_factor,
+                "speedup_factor": turn.speedup_factor,
                 "prompt_tokens": turn.prompt_tokens,
                 "completion_tokens": turn.completion_tokens,
                 "reasoning_tokens": turn.reasoning_tokens,
