@@ -102,6 +102,6 @@ def test_a_repair_run_on_the_gpu_gives_three_verified_pairs(replay, settings, tm
     assert {(r["failed_turn"], r["fixed_turn"], r["source"], r["teacher"]) for r in rows} == {
         (i, 0, "repair_run", "teacher-replay") for i in range(3)
     }
-    assert all(r["speedup"] and r["arch_status"] == "verified" for r in rows)
+    assert all(r["speedup_factor"] and r["arch_status"] == "verified" for r in rows)
     if os.environ.get("FIXIT_EXAMPLE_OUT"):
         shutil.copytree(folder, os.environ["FIXIT_EXAMPLE_OUT"], dirs_exist_ok=True)

@@ -72,6 +72,14 @@ def field_name(name: str, v: int) -> str:
     return V1_NAMES.get(name, name) if v < 2 else name
 
 
+def canonical_names(record: dict[str, Any]) -> dict[str, Any]:
+    """A record written with version 1's names (a file published before issue 30: a Fixit dataset row, a results
+    snapshot line, a bundle manifest's evaluation), read back with the canonical names; other keys unchanged. A record
+    already canonical comes back as it was."""
+    old = {v1: canonical for canonical, v1 in V1_NAMES.items()}
+    return {old.get(key, key): value for key, value in record.items()}
+
+
 def to_version(record: dict[str, Any], v: int, resource: str = "") -> dict[str, Any]:
     """A record built with the canonical names, as version `v` names it: 2 as built, 1 with the old names
     (V1_NAMES) and the resource's deprecated aliases (V1_ALIASES) after them, same values."""

@@ -231,7 +231,7 @@ class RepairRow:
             "failed_evaluation": self.failed_evaluation,
             "fixed_evaluation": self.fixed_evaluation,
             "arch_status": self.arch_status,
-            "speedup": self.speedup_factor,
+            "speedup_factor": self.speedup_factor,
             "failed_evaluator_version": self.failed_evaluator_version,
             "evaluator_version": self.evaluator_version,
             "wrong_sha256": self.wrong_sha256,
@@ -285,7 +285,7 @@ class GenerationRow:
             "turn": self.turn,
             "evaluation": self.evaluation,
             "arch_status": self.arch_status,
-            "speedup": self.speedup_factor,
+            "speedup_factor": self.speedup_factor,
             "evaluator_version": self.evaluator_version,
             "kernel_sha256": self.kernel_sha256,
         }

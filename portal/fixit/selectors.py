@@ -16,6 +16,7 @@ from django.http import Http404
 
 from portal.agent import visibility
 from portal.agent.models import ModelRun, Trajectory, Turn
+from portal.core.serializers import canonical_names
 from portal.fixit.models import Dataset, DatasetFile, RepairExplanation
 from portal.fixit.pairs import NO_KERNEL, PairFilter, TrajectoryRecord, TurnRecord
 from portal.fixit.storage import dataset_folder
@@ -180,7 +181,8 @@ def dataset_sample(dataset: Dataset) -> dict | None:
         except (Http404, OSError, ValueError):
             continue
         if first.strip():
-            return json.loads(first)
+            # A version published before issue 30 (format fixit-1) says `speedup`: read with the canonical names.
+            return canonical_names(json.loads(first))
     return None
 
 
