@@ -94,7 +94,8 @@ def test_submission_bundle_has_a_manifest_of_sha256_sums(client, evaluation):
     assert manifest["environment"]["gpu_name"] == "NVIDIA H200"
     assert manifest["environment"]["driver_version"] == "570.86.15"
     assert manifest["submission"]["source_sha256"] == evaluation.submission.source_sha256
-    assert manifest["evaluations"][0]["speedup"] == 1.3
+    assert manifest["format"] == "ptxbench-portal.bundle-2"  # the canonical names (docs/api.md)
+    assert manifest["evaluations"][0]["speedup_factor"] == 1.3
 
 
 def test_flashinfer_trace_lines(client, evaluation):
@@ -166,6 +167,8 @@ def test_run_bundle_has_trajectories_and_each_turns_artifacts(client, evaluation
     document = json.loads(archive.read("trajectories.json"))
     (trajectory,) = document["trajectories"]
     assert [t["status"] for t in trajectory["turns"]] == ["PASSED", "NO_KERNEL"]
+    assert document["format"] == manifest["format"] == "ptxbench-portal.bundle-2"
+    assert [t["speedup_factor"] for t in trajectory["turns"]] == [1.3, None]  # the column's name
     assert trajectory["messages"] == [{"role": "assistant", "content": "here"}]
     assert manifest["environment"]["gpu_name"] == "NVIDIA H200"
     everything = response.content + archive.read("trajectories.json") + archive.read("MANIFEST.json")
