@@ -109,6 +109,7 @@ def test_an_unknown_version_is_a_400_naming_the_versions(client):
         (f"/api/v1/submissions/{board['slow'].submission_id}", {}),
         ("/api/v1/leaderboard/kernels", {"task": GEMM}),
         ("/api/v1/leaderboard/models", {"arch": "sm_90a"}),
+        ("/api/v1/leaderboard/charts/distribution", {"arch": "sm_90a"}),
     ):
         response = client.get(url, {**params, "v": "3"})
         assert response.status_code == 400, url
