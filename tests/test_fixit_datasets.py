@@ -54,7 +54,10 @@ def test_an_imported_failing_then_passing_trajectory_gives_exactly_the_expected_
     passed = verdict_document(source=FIXED, status="PASSED", speedup=1.25, arch_status="verified")
     drain_with_gpu_stand_in({FIXED.rstrip(): passed, FIXED: passed})
     turns = list(Turn.objects.filter(trajectory__run=run).order_by("index"))
-    assert [(t.status, t.arch_status) for t in turns] == [("COMPILE_ERROR", "not_requested"), ("PASSED", "verified")]
+    assert [(t.published_status, t.arch_status) for t in turns] == [
+        ("COMPILE_ERROR", "not_requested"),
+        ("PASSED", "verified"),
+    ]
 
     dataset = dataset_create(user=alice, name="gemm-fixit", filters={"verified_only": True})
     assert (dataset.version, dataset.repair_rows, dataset.generation_rows) == (1, 1, 1)

@@ -12,6 +12,7 @@ import pytest
 
 from portal.submissions.models import Artifact
 from tests.support import leaderboard_factories as lf
+from tests.support.agent_support import ended
 from tests.support.factories import sync_catalog
 from tests.support.leaderboard_factories import GEMM, HEADLINE, leaderboard_isolation  # noqa: F401 - autouse fixture
 
@@ -144,13 +145,13 @@ def _run_with_turn(owner, evaluation):
         state="done",
         reply="```cuda\n...\n```",
         evaluation=evaluation,
-        status="PASSED",
+        **ended("PASSED"),
         arch_status="verified",
         speedup_factor=1.3,
         prompt_tokens=1000,
         completion_tokens=200,
     )
-    Turn.objects.create(trajectory=trajectory, index=1, state="failed", status="NO_KERNEL", reply="sorry")
+    Turn.objects.create(trajectory=trajectory, index=1, state="failed", **ended("NO_KERNEL"), reply="sorry")
     return run
 
 

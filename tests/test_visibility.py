@@ -14,6 +14,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from portal.agent.models import Trajectory, Turn
 from portal.submissions.models import Evaluation
 from tests.support import leaderboard_factories as lf
+from tests.support.agent_support import ended
 from tests.support.factories import make_token, sync_catalog
 from tests.support.leaderboard_factories import GEMM, leaderboard_isolation  # noqa: F401 - autouse fixture
 
@@ -88,7 +89,7 @@ def _turn_evaluation(run, owner) -> tuple[Trajectory, Evaluation]:
         reply="```cuda\n// kernel\n```",
         kernel=evaluation.submission.source,
         evaluation=evaluation,
-        status=evaluation.status,
+        **ended(evaluation.status),
     )
     run.tasks.add(lf.task(GEMM))
     return trajectory, evaluation

@@ -608,7 +608,7 @@ def turn_verdict_step(*, turn_id: int) -> StepOutcome:
         if not _turn_finish(turn, from_=[Turn.State.EVALUATING], **ending):
             return StepOutcome(Step.NOTHING_TO_DO)
         _advance(turn)
-    return StepOutcome(Step.RECORDED, turn.status)
+    return StepOutcome(Step.RECORDED, turn.published_status)
 
 
 def _advance(turn: Turn) -> None:
@@ -681,7 +681,7 @@ def metrics_refresh(*, run: ModelRun, task: Task) -> list[RunTaskMetrics]:
         turns = [
             metrics.TurnResult(
                 index=t.index,
-                status=t.status,
+                status=t.published_status,
                 arch_status=t.arch_status,
                 speedup_factor=t.speedup_factor,
                 tokens=t.total_tokens,

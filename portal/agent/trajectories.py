@@ -46,7 +46,7 @@ def trajectory_export(trajectory: Trajectory) -> dict[str, Any]:
             turn = turns[assistant_seen - 1]
             item["extra"] = {
                 "turn": turn.index,
-                "status": turn.status,
+                "status": turn.published_status,
                 "arch_status": turn.arch_status,
                 "speedup_factor": turn.speedup_factor,
                 "evaluation": str(turn.evaluation_id) if turn.evaluation_id else None,
@@ -81,7 +81,7 @@ def trajectory_export(trajectory: Trajectory) -> dict[str, Any]:
                 "turns": [
                     {
                         "index": t.index,
-                        "status": t.status,
+                        "status": t.published_status,
                         "arch_status": t.arch_status,
                         "speedup_factor": t.speedup_factor,
                         "prompt_tokens": t.prompt_tokens,

@@ -153,7 +153,7 @@ def turn_rows() -> list[dict[str, Any]]:
                 "trajectory_id": turn.trajectory_id,
                 "trajectory_index": turn.trajectory.index,
                 "turn": turn.index,
-                "status": turn.status,
+                "status": turn.published_status,
                 "arch_status": turn.arch_status,
                 "speedup_factor": turn.speedup_factor,
                 "prompt_tokens": turn.prompt_tokens,

@@ -18,7 +18,7 @@ from portal.agent import visibility
 from portal.agent.models import ModelRun, Trajectory, Turn
 from portal.core.serializers import canonical_names
 from portal.fixit.models import Dataset, DatasetFile, RepairExplanation
-from portal.fixit.pairs import NO_KERNEL, PairFilter, TrajectoryRecord, TurnRecord
+from portal.fixit.pairs import PairFilter, TrajectoryRecord, TurnRecord
 from portal.fixit.storage import dataset_folder
 from portal.submissions.models import Evaluation
 
@@ -37,7 +37,7 @@ def usable_turns() -> QuerySet[Turn]:
         evaluation__submission__is_hidden=False,
         evaluation__submission__is_synthetic=False,
     ) & ~Q(evaluation__review_state__in=[Evaluation.ReviewState.HELD, Evaluation.ReviewState.REJECTED])
-    no_kernel = Q(status=NO_KERNEL, evaluation__isnull=True)
+    no_kernel = Q(outcome=Turn.Outcome.NO_KERNEL, evaluation__isnull=True)
     return Turn.objects.filter(state=Turn.State.DONE, trajectory__run__in=public_runs.values("id")).filter(
         evaluated | no_kernel
     )
@@ -54,7 +54,7 @@ def _turn_record(turn: Turn) -> TurnRecord:
     evaluation = turn.evaluation
     return TurnRecord(
         index=turn.index,
-        status=turn.status,
+        status=turn.published_status,
         arch_status=turn.arch_status,
         speedup_factor=turn.speedup_factor,
         kernel=turn.kernel,

@@ -168,7 +168,8 @@ def _run_document(run, trajectories: list) -> dict[str, Any]:
             {
                 **record_fields(t),
                 "task": t.task.slug,
-                "turns": [record_fields(turn) for turn in _turns(t)],
+                # Each turn's columns, and its published status (derived from `outcome` and `verdict_status`).
+                "turns": [{**record_fields(turn), "status": turn.published_status} for turn in _turns(t)],
             }
             for t in trajectories
         ],

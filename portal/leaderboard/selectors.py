@@ -313,7 +313,7 @@ def unmeasured_run_ids():
     """The ids of unmeasured model runs, as a subquery."""
     from portal.agent.models import Turn
 
-    return Turn.objects.filter(status=UNMEASURED_STATUS).values("trajectory__run_id")
+    return Turn.objects.filter(verdict_status=UNMEASURED_STATUS).values("trajectory__run_id")
 
 
 def _model_rows(*, arch: str, k: int) -> dict[str, list[ModelRow]]:

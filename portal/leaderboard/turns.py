@@ -70,7 +70,7 @@ def _trajectories(arch: str) -> list[TrajectoryTurns]:
             "trajectory__run__language",
             "trajectory__task__slug",
             "index",
-            "status",
+            "verdict_status",
             "arch_status",
             "speedup_factor",
             "reasoning_tokens",
@@ -86,7 +86,7 @@ def _trajectories(arch: str) -> list[TrajectoryTurns]:
         language,
         slug,
         index,
-        status,
+        verdict_status,
         arch_status,
         speedup_factor,
         reasoning,
@@ -99,7 +99,7 @@ def _trajectories(arch: str) -> list[TrajectoryTurns]:
         )  # fmt: skip
         number = index + 1
         t["turns"] = max(t["turns"], number)
-        if status == CORRECT_STATUS:
+        if verdict_status == CORRECT_STATUS:
             if t["first_correct"] is None or number < t["first_correct"]:
                 t["first_correct"] = number
             if arch_status == VERIFIED_ARCH_STATUS and (t["first_verified"] is None or number < t["first_verified"]):

@@ -78,7 +78,7 @@ class Command(BaseCommand):
                 speed = f" {turn.speedup_factor:.2f}x" if turn.speedup_factor is not None else ""
                 self.stdout.write(
                     f"{turn.trajectory.task.slug} t{turn.trajectory.index} turn {turn.index}: "
-                    f"{turn.status} {turn.arch_status}{speed} {turn.error[:200]}"
+                    f"{turn.published_status} {turn.arch_status}{speed} {turn.error[:200]}"
                 )
             if not run.is_active:
                 break

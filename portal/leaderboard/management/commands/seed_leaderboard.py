@@ -182,7 +182,8 @@ class Command(BaseCommand):
                             trajectory=trajectory,
                             index=index,
                             state=Turn.State.DONE,
-                            status=status,
+                            outcome=Turn.Outcome.VERDICT,  # every made-up turn has a verdict
+                            verdict_status=status,
                             arch_status=arch_status,
                             speedup_factor=speedup,
                             prompt_tokens=prompt,
