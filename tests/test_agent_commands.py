@@ -34,7 +34,7 @@ def test_run_model_starts_a_run_with_the_key_from_the_environment(replay, monkey
     system = run.trajectories.first().messages[0]["content"]
     assert "# Knowledge pack" in system and "wgmma.mma_async" not in system  # the no-knowledge pack
     drain()
-    assert Turn.objects.filter(trajectory__run=run, status="NO_KERNEL").count() == 4
+    assert Turn.objects.filter(trajectory__run=run, outcome=Turn.Outcome.NO_KERNEL).count() == 4
     assert {r["token_last4"] for r in server.requests} == {"WXYZ"}
     assert API_KEY not in capsys.readouterr().out
     monkeypatch.delenv("REPLAY_KEY")

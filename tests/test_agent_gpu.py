@@ -42,9 +42,9 @@ def test_compile_error_then_the_hopper_reference_is_correct_and_verified(replay)
     )
     drain()
     turns = list(Turn.objects.filter(trajectory__run=run).order_by("index"))
-    assert turns[0].status == "COMPILE_ERROR"
-    assert (turns[1].status, turns[1].arch_status) == ("PASSED", "verified")
-    assert turns[1].speedup is not None and turns[1].speedup > 0
+    assert turns[0].published_status == "COMPILE_ERROR"
+    assert (turns[1].published_status, turns[1].arch_status) == ("PASSED", "verified")
+    assert turns[1].speedup_factor is not None and turns[1].speedup_factor > 0
     rows = {m.k: m for m in RunTaskMetrics.objects.filter(run=run)}
     assert rows[1].correct == 0 and rows[4].correct == 1 and rows[4].correct_arch == 1
     run.refresh_from_db()

@@ -74,18 +74,18 @@ def test_full_run_broken_fixed_no_code_storm_hang_and_exhausted(alice, replay, c
 
     # GEMM: compile error → fixed (compiles; CPU stages only) → no code → 429 storm ends the trajectory.
     t0, t1, t2, t3 = _turns(run, GEMM)
-    assert (t0.state, t0.status) == (Turn.State.DONE, "COMPILE_ERROR")
+    assert (t0.state, t0.published_status) == (Turn.State.DONE, "COMPILE_ERROR")
     assert t0.evaluation.state == Evaluation.State.DONE and t0.evaluation.submission.kind == Submission.Kind.AGENT
     assert t0.evaluation.submission.name == "replay-model t0 turn 0"
     assert "this is not C++" in t0.kernel and "error" in t0.feedback and "kernel.cu(" in t0.feedback
     assert t0.reasoning_tokens == 120 and t0.prompt_tokens > 1000 and t0.model_latency_s is not None
-    assert (t1.status, t1.arch_status) == ("STATIC_ONLY", "absent")
+    assert (t1.published_status, t1.arch_status) == ("STATIC_ONLY", "absent")
     assert "draft, not the answer" not in t1.kernel and "TVM_FFI_DLL_EXPORT_TYPED_FUNC" in t1.kernel
     assert (t1.prompt_tokens, t1.completion_tokens, t1.reasoning_tokens) == (5000, 900, 300)
     assert "no wgmma found" in t1.feedback and "no TMA found" in t1.feedback
-    assert (t2.status, t2.evaluation, t2.kernel) == (Turn.STATUS_NO_KERNEL, None, "")
+    assert (t2.published_status, t2.evaluation, t2.kernel) == (Turn.STATUS_NO_KERNEL, None, "")
     assert "no kernel" in t2.feedback
-    assert (t3.state, t3.status) == (Turn.State.FAILED, Turn.STATUS_MODEL_ERROR)
+    assert (t3.state, t3.published_status) == (Turn.State.FAILED, Turn.STATUS_MODEL_ERROR)
     # How each ended, apart from its state; the verdict status only where the evaluator gave a verdict.
     assert [(t.outcome, t.verdict_status) for t in (t0, t1, t2, t3)] == [
         (Turn.Outcome.VERDICT, "COMPILE_ERROR"),
@@ -114,7 +114,7 @@ def test_full_run_broken_fixed_no_code_storm_hang_and_exhausted(alice, replay, c
 
     # THIRD: no code four times: turns exhausted, a normal end.
     third = _turns(run, THIRD)
-    assert [t.status for t in third] == [Turn.STATUS_NO_KERNEL] * 4
+    assert [t.published_status for t in third] == [Turn.STATUS_NO_KERNEL] * 4
     trajectory = Trajectory.objects.get(run=run, task__slug=THIRD)
     assert (trajectory.state, trajectory.stop_reason) == (Trajectory.State.DONE, "turns_exhausted")
 
@@ -158,7 +158,7 @@ def test_a_correct_fast_turn_reaches_the_target_and_stops_the_trajectory(alice, 
             verdict=verdict,
             status="PASSED",
             arch_status="verified",
-            speedup=speedup,
+            speedup_factor=speedup,
             gpu_name="NVIDIA H200",
             finished_at=timezone.now(),
         )
@@ -172,7 +172,7 @@ def test_a_correct_fast_turn_reaches_the_target_and_stops_the_trajectory(alice, 
 
     evaluated(turn, 1.1)  # correct but below the 1.2 target: keep going
     turn.refresh_from_db()
-    assert (turn.status, turn.speedup, turn.state) == ("PASSED", 1.1, Turn.State.DONE)
+    assert (turn.published_status, turn.speedup_factor, turn.state) == ("PASSED", 1.1, Turn.State.DONE)
     assert "keep optimizing" in turn.feedback
     trajectory.refresh_from_db()
     assert trajectory.state == Trajectory.State.RUNNING
@@ -228,7 +228,7 @@ def test_an_imported_trajectory_is_rescored_without_calling_a_model(alice, tmp_p
     drain()
     run.refresh_from_db()
     turns = list(Turn.objects.filter(trajectory__run=run).order_by("index"))
-    assert [t.status for t in turns] == ["COMPILE_ERROR", Turn.STATUS_NO_KERNEL]
+    assert [t.published_status for t in turns] == ["COMPILE_ERROR", Turn.STATUS_NO_KERNEL]
     trajectory = Trajectory.objects.get(run=run)
     assert trajectory.stop_reason == "turns_exhausted" and run.state == ModelRun.State.DONE
     assert [m["content"] for m in trajectory.messages][:3] == [

@@ -7,7 +7,7 @@ from portal.agent.metrics import TrajectoryResult, TurnResult, compute_task_metr
 
 
 def turn(index, status, arch="", speedup=None, tokens=100):
-    return TurnResult(index=index, status=status, arch_status=arch, speedup=speedup, tokens=tokens)
+    return TurnResult(index=index, status=status, arch_status=arch, speedup_factor=speedup, tokens=tokens)
 
 
 def by_k(rows):

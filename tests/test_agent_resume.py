@@ -81,7 +81,11 @@ def test_worker_killed_during_a_slow_reply_resumes_without_losing_or_repeating_t
             os.killpg(worker.pid, signal.SIGKILL)
 
     first = Turn.objects.get(trajectory__run=run, index=0)
-    assert (first.state, first.status, first.reply) == (Turn.State.DONE, Turn.STATUS_NO_KERNEL, NO_CODE["content"])
+    assert (first.state, first.published_status, first.reply) == (
+        Turn.State.DONE,
+        Turn.STATUS_NO_KERNEL,
+        NO_CODE["content"],
+    )
     stuck = Turn.objects.get(trajectory__run=run, index=1)
     assert stuck.state == Turn.State.CALLING_MODEL and stuck.replied_at is None and stuck.lease_until is not None
 
@@ -129,7 +133,11 @@ def test_a_stored_reply_is_not_requested_again_after_its_job_was_lost(alice, rep
     assert counts["model_steps"] == 1
     drain()
     turns = list(Turn.objects.filter(trajectory__run=run).order_by("index"))
-    assert (turns[0].reply, turns[0].status, turns[0].prompt_tokens) == ("stored before the crash", "NO_KERNEL", 7)
+    assert (turns[0].reply, turns[0].published_status, turns[0].prompt_tokens) == (
+        "stored before the crash",
+        "NO_KERNEL",
+        7,
+    )
     assert [r["turn"] for r in server.requests] == [1]  # only the next turn was requested
     assert Trajectory.objects.get(run=run).messages[2] == {"role": "assistant", "content": "stored before the crash"}
 

@@ -9,7 +9,6 @@ import importlib
 from datetime import timedelta
 
 import pytest
-from django.apps import apps as django_apps
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
@@ -126,7 +125,12 @@ def test_a_turn_ends_with_an_outcome_its_final_state_allows(alice):
         states.turn_end(turn, Turn.State.DONE, outcome=Turn.Outcome.NONE)
     assert states.turn_end(turn, Turn.State.DONE, outcome=Turn.Outcome.VERDICT, verdict_status="PASSED") == 1
     turn.refresh_from_db()
-    assert (turn.state, turn.outcome, turn.verdict_status, turn.status) == ("done", "verdict", "PASSED", "PASSED")
+    assert (turn.state, turn.outcome, turn.verdict_status, turn.published_status) == (
+        "done",
+        "verdict",
+        "PASSED",
+        "PASSED",
+    )
 
 
 @pytest.mark.parametrize(
@@ -214,7 +218,7 @@ def test_the_model_step_answers_with_typed_outcomes(alice):
     outcome = services.turn_model_step(turn_id=first.id, reveal_api_key=None, call=_never_called)
     assert outcome == StepOutcome(Step.NO_KERNEL)
     first.refresh_from_db()
-    assert (first.state, first.outcome, first.verdict_status, first.status) == (
+    assert (first.state, first.outcome, first.verdict_status, first.published_status) == (
         Turn.State.DONE,
         Turn.Outcome.NO_KERNEL,
         "",
@@ -262,7 +266,7 @@ def test_a_refused_run_is_a_refused_submission():
     assert RunRefused("bad").status == 400
 
 
-# --------------------------------------------------------------------------- migration 0006
+# --------------------------------------------------------------------------- migrations 0006 and 0008
 
 OLD_ROWS = [  # (state, status) as turns were stored before the split
     ("done", "PASSED"),
@@ -291,29 +295,33 @@ def _old_turns(TurnModel, trajectory_id: int) -> None:
         TurnModel.objects.create(trajectory_id=trajectory_id, index=index, state=state, status=status)
 
 
-def test_the_data_migration_reads_each_old_status_into_outcome_and_verdict(alice):
-    migration = importlib.import_module("portal.agent.migrations.0006_turn_outcome_verdict_status")
-    run = _imported(alice, ["a"])
-    trajectory = Trajectory.objects.create(run=run, task=Task.objects.get(slug=GEMM), index=1)
-    _old_turns(Turn, trajectory.id)  # outcome and verdict_status left at their defaults, as the new columns are
-    migration.split_status(django_apps, None)
-    rows = Turn.objects.filter(trajectory=trajectory).order_by("index")
-    assert [(t.outcome, t.verdict_status) for t in rows] == SPLIT
-    assert [(t.state, t.status) for t in rows] == OLD_ROWS  # the published status is kept as it was
-    # The mapping is the module's own: a new outcome is read the same way by states.outcome_of_status.
+def test_the_migrations_read_each_old_status_as_the_model_does():
+    """0006 (split) and 0008 (split what was left, then drop `status`) map a published status to an outcome as
+    `states.outcome_of_status` does, and `Turn.published_status` maps it back (the status is never stored again)."""
+    assert "status" not in {f.name for f in Turn._meta.get_fields()}
+    for name in ("0006_turn_outcome_verdict_status", "0008_remove_turn_status"):
+        migration = importlib.import_module(f"portal.agent.migrations.{name}")
+        assert {Turn.OUTCOME_STATUS[outcome]: outcome for outcome in Turn.OUTCOME_STATUS} == migration.OWN_STATUSES
     assert [states.outcome_of_status(status) for _, status in OLD_ROWS] == SPLIT
+    for (_, status), (outcome, verdict_status) in zip(OLD_ROWS, SPLIT, strict=True):
+        assert Turn(outcome=outcome, verdict_status=verdict_status).published_status == status
+
+
+def _migrate(target: list[tuple[str, str]]):
+    executor = MigrationExecutor(connection)
+    executor.migrate(target)
+    return MigrationExecutor(connection).loader.project_state(target).apps
 
 
 @pytest.mark.django_db(transaction=True)
 def test_migrating_forward_from_0005_keeps_existing_turns():
-    """The real migration on a database at 0005 holding turns written the old way."""
+    """The real migrations on a database at 0005 holding turns written the old way: after 0006 to 0008 each turn
+    has its outcome and verdict status, and publishes the status it had."""
     sync_catalog()
     user = make_user("old")
-    before, after = [("agent", "0005_modelrun_language")], [("agent", "0006_turn_outcome_verdict_status")]
-    executor = MigrationExecutor(connection)
-    executor.migrate(before)
+    before, after = [("agent", "0005_modelrun_language")], [("agent", "0008_remove_turn_status")]
     try:
-        old = MigrationExecutor(connection).loader.project_state(before).apps
+        old = _migrate(before)
         OldRun, OldTrajectory = old.get_model("agent", "ModelRun"), old.get_model("agent", "Trajectory")
         OldTurn, OldTask = old.get_model("agent", "Turn"), old.get_model("catalog", "Task")
         assert "outcome" not in {f.name for f in OldTurn._meta.fields}
@@ -321,8 +329,35 @@ def test_migrating_forward_from_0005_keeps_existing_turns():
         trajectory = OldTrajectory.objects.create(run=run, task=OldTask.objects.get(slug=GEMM), index=0)
         _old_turns(OldTurn, trajectory.id)
     finally:
-        executor = MigrationExecutor(connection)
-        executor.migrate(after)
+        _migrate(after)
     rows = Turn.objects.filter(trajectory_id=trajectory.id).order_by("index")
     assert [(t.outcome, t.verdict_status) for t in rows] == SPLIT
-    assert [(t.state, t.status) for t in rows] == OLD_ROWS
+    assert [(t.state, t.published_status) for t in rows] == OLD_ROWS
+
+
+@pytest.mark.django_db(transaction=True)
+def test_0008_splits_turns_written_with_a_status_only_and_going_back_writes_it_again():
+    """Demo turns seeded between 0006 and 0008 carried only `status`: 0008 splits them before dropping it (turns
+    already split stay as they were); migrating back to 0007 writes `status` from `outcome` and `verdict_status`."""
+    sync_catalog()
+    user = make_user("seeded")
+    before, after = [("agent", "0007_turn_speedup_factor")], [("agent", "0008_remove_turn_status")]
+    try:
+        old = _migrate(before)
+        OldRun, OldTrajectory = old.get_model("agent", "ModelRun"), old.get_model("agent", "Trajectory")
+        OldTurn, OldTask = old.get_model("agent", "Turn"), old.get_model("catalog", "Task")
+        run = OldRun.objects.create(user_id=user.id, model="m", display_name="m", base_url="", arch="sm_90a")
+        trajectory = OldTrajectory.objects.create(run=run, task=OldTask.objects.get(slug=GEMM), index=0)
+        _old_turns(OldTurn, trajectory.id)  # status only, as the demo seed wrote them
+        OldTurn.objects.create(  # split already (written by turn_end): kept
+            trajectory_id=trajectory.id, index=len(OLD_ROWS), state="done", status="NO_KERNEL", outcome="no_kernel"
+        )
+        _migrate(after)
+        rows = Turn.objects.filter(trajectory_id=trajectory.id).order_by("index")
+        assert [(t.outcome, t.verdict_status) for t in rows] == [*SPLIT, ("no_kernel", "")]
+        assert [(t.state, t.published_status) for t in rows] == [*OLD_ROWS, ("done", "NO_KERNEL")]
+        back = _migrate(before)
+        restored = back.get_model("agent", "Turn").objects.filter(trajectory_id=trajectory.id).order_by("index")
+        assert [(t.state, t.status) for t in restored] == [*OLD_ROWS, ("done", "NO_KERNEL")]
+    finally:
+        _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())

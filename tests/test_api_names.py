@@ -77,8 +77,11 @@ def test_version_2_answers_only_the_canonical_names_with_the_same_values(client)
         assert v2[old] == v1[new], old
     assert [v2["speedup_ci95_low"], v2["speedup_ci95_high"]] == v1["speedup_ci95"]
     assert v2["speedup_factor"] == pytest.approx(1.1)
-    rows = client.get("/api/v1/leaderboard/kernels", {"task": GEMM, "v": 2, "show": "all"}).json()["rows"]
+    body = client.get("/api/v1/leaderboard/kernels", {"task": GEMM, "v": 2, "show": "all"}).json()
+    rows = body["rows"]
     assert rows and all(not set(r) & OLD_NAMES for r in rows)
+    assert body["query"]["sort"] == "-speedup_factor"  # the board's order, by the name its rows use
+    assert client.get("/api/v1/leaderboard/kernels", {"task": GEMM}).json()["query"]["sort"] == "-speedup"
     header = client.get("/api/v1/leaderboard/kernels", {"task": GEMM, "format": "csv", "v": 2}).content.decode()
     assert header.splitlines()[0].split(",") == list(board_serializers.KERNEL_FIELDS)
     assert "speedup_factor" in board_serializers.KERNEL_FIELDS
@@ -106,6 +109,7 @@ def test_an_unknown_version_is_a_400_naming_the_versions(client):
         (f"/api/v1/submissions/{board['slow'].submission_id}", {}),
         ("/api/v1/leaderboard/kernels", {"task": GEMM}),
         ("/api/v1/leaderboard/models", {"arch": "sm_90a"}),
+        ("/api/v1/leaderboard/charts/distribution", {"arch": "sm_90a"}),
     ):
         response = client.get(url, {**params, "v": "3"})
         assert response.status_code == 400, url

@@ -147,6 +147,6 @@ def test_a_result_dataset_downloaded_by_the_client_opens_with_datasets(live_serv
     folder = tmp_path / "mine" / "v1"
     assert len(fetched.stdout.splitlines()) == len(list((tmp_path / "served" / "v1").rglob("*.*")))
     ranked = datasets.load_dataset(str(folder), "ranked", split="train", cache_dir=str(tmp_path / "hf"))
-    assert [(r["name"], r["rank"], r["speedup"]) for r in ranked] == [("fast.cu", 1, 1.5)]
+    assert [(r["name"], r["rank"], r["speedup_factor"]) for r in ranked] == [("fast.cu", 1, 1.5)]
     missing = run_cli("dataset", "--version", "9", "-o", str(tmp_path / "x"), url=live_server.url, home=tmp_path)
     assert missing.returncode == 1 and missing.stderr.strip() == "ptxbench: no such result dataset version"

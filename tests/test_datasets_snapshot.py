@@ -66,6 +66,7 @@ def test_every_config_of_a_demo_snapshot_opens_with_datasets(results_dir, tmp_pa
     for path, entry in manifest["files"].items():
         data = (folder / path).read_bytes()
         assert hashlib.sha256(data).hexdigest() == entry["sha256"] and len(data) == entry["bytes"]
+    assert manifest["format"] == "ptxbench-portal.results-2"  # the canonical names (docs/api.md)
     assert manifest["licence"] == "cc-by-4.0" and 'license: "cc-by-4.0"' in (folder / "README.md").read_text()
     row = ResultsSnapshot.objects.get(version=1)
     assert row.manifest_sha256 == hashlib.sha256((folder / "manifest.json").read_bytes()).hexdigest()
@@ -79,7 +80,7 @@ def test_every_config_of_a_demo_snapshot_opens_with_datasets(results_dir, tmp_pa
         assert all(r["synthetic"] for r in loaded), config  # demo rows are kept only flagged
 
     ranked = _jsonl(folder / "ranked" / "train.jsonl")
-    assert {r["status"] for r in ranked} == {"PASSED"} and all(r["speedup"] is not None for r in ranked)
+    assert {r["status"] for r in ranked} == {"PASSED"} and all(r["speedup_factor"] is not None for r in ranked)
     assert {r["board_group"] for r in ranked if r["rank"] is not None} == {"verified"}
     assert all(r["review_state"] != "held" for r in ranked)
     held = _jsonl(folder / "held" / "train.jsonl")
@@ -134,7 +135,9 @@ def test_ranked_holds_only_what_a_public_board_shows_measured(results_dir):
     assert fast["synthetic"] is False and fast["submitter"] == "alice" and fast["evaluator_version"] == "0.1.0"
     assert (fast["gpu_name"], fast["driver_version"]) == ("NVIDIA H200", "570.86.15")
     assert (
-        fast["speedup"] == 1.5 and fast["latency_ms"] == pytest.approx(1 / 1.5) and fast["baseline_latency_ms"] == 1.0
+        fast["speedup_factor"] == 1.5
+        and fast["latency_ms"] == pytest.approx(1 / 1.5)
+        and fast["baseline_latency_ms"] == 1.0
     )
     artifacts = {a["name"]: a for a in fast["artifacts"]}
     assert set(artifacts) == {"kernel.cu", "verdict.json"}

@@ -27,9 +27,9 @@ def test_demo_seed_is_small_flagged_physical_and_bannered(client):
     assert ModelRun.objects.count() == 16 and Submission.objects.filter(kind="kernel").count() == 600
     assert not Submission.objects.filter(is_synthetic=False).exists()
     assert not ModelRun.objects.filter(is_synthetic=False).exists()
-    for evaluation in Evaluation.objects.exclude(tflops=None).values("gpu_name", "tflops", "peak_fraction"):
+    for evaluation in Evaluation.objects.exclude(tflops=None).values("gpu_name", "tflops", "fraction_of_peak"):
         assert evaluation["tflops"] <= PEAK_TFLOPS[evaluation["gpu_name"]]
-        assert 0 < evaluation["peak_fraction"] < 1
+        assert 0 < evaluation["fraction_of_peak"] < 1
     context_processors.reset()
     for url in ("/", "/leaderboard/", "/leaderboard/kernels/", "/tasks/"):
         page = client.get(url).content.decode()

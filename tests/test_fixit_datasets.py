@@ -54,7 +54,10 @@ def test_an_imported_failing_then_passing_trajectory_gives_exactly_the_expected_
     passed = verdict_document(source=FIXED, status="PASSED", speedup=1.25, arch_status="verified")
     drain_with_gpu_stand_in({FIXED.rstrip(): passed, FIXED: passed})
     turns = list(Turn.objects.filter(trajectory__run=run).order_by("index"))
-    assert [(t.status, t.arch_status) for t in turns] == [("COMPILE_ERROR", "not_requested"), ("PASSED", "verified")]
+    assert [(t.published_status, t.arch_status) for t in turns] == [
+        ("COMPILE_ERROR", "not_requested"),
+        ("PASSED", "verified"),
+    ]
 
     dataset = dataset_create(user=alice, name="gemm-fixit", filters={"verified_only": True})
     assert (dataset.version, dataset.repair_rows, dataset.generation_rows) == (1, 1, 1)
@@ -67,7 +70,7 @@ def test_an_imported_failing_then_passing_trajectory_gives_exactly_the_expected_
         str(turns[0].evaluation_id),
         str(turns[1].evaluation_id),
     )
-    assert row["evaluator_version"] == "0.1.0" and row["speedup"] == 1.25
+    assert row["evaluator_version"] == "0.1.0" and row["speedup_factor"] == 1.25
     messages = row["messages"]
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant"]
     assert [m["loss"] for m in messages] == [False, False, False, False, True]
@@ -183,6 +186,7 @@ def test_jsonl_and_parquet_load_with_datasets_hold_the_same_rows_and_the_manifes
         "by_status": {"COMPILE_ERROR": 1, "INCORRECT_NUMERICAL": 1},
     }
     assert manifest["licence"] == "cc-by-4.0" and manifest["attribution"] == "tests"
+    assert manifest["format"] == "ptxbench-portal.fixit-2"  # the measurements by their canonical names
     assert manifest["evaluator_versions"] == ["0.1.0"] and manifest["filters"]["verified_only"] is False
 
     import datasets

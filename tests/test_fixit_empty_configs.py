@@ -9,14 +9,17 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from portal.core.serializers import canonical_names
 from portal.fixit import exports
 from portal.fixit.models import Dataset
 from tests.support.factories import make_user, sync_catalog
 
 REPO = Path(__file__).resolve().parents[1]
-# Three real repair rows (H200, docs/examples/fixit-h200) and no generation row.
+# Three real repair rows (H200, docs/examples/fixit-h200, published as format fixit-1: read with the canonical names)
+# and no generation row.
 REPAIR_ROWS = [
-    json.loads(line) for line in (REPO / "docs/examples/fixit-h200/repair/train.jsonl").read_text().splitlines()
+    canonical_names(json.loads(line))
+    for line in (REPO / "docs/examples/fixit-h200/repair/train.jsonl").read_text().splitlines()
 ]
 
 
@@ -37,6 +40,8 @@ def test_every_config_the_card_names_loads_and_an_empty_one_keeps_its_schema(tmp
     empty = pq.ParquetFile(folder / "generation/train.parquet")
     assert empty.metadata.num_rows == 0 and empty.metadata.num_row_groups == 0
     assert empty.schema_arrow == exports.GENERATION_SCHEMA
+    written = pq.read_table(folder / "repair/train.parquet").column("speedup_factor").to_pylist()
+    assert written == [r["speedup_factor"] for r in REPAIR_ROWS] and all(written)  # a fixit-1 row's `speedup`, kept
     card = (folder / "README.md").read_text()
     header = card.split("---")[1]
     assert "config_name: repair" in header and "generation" not in header

@@ -21,7 +21,7 @@ from portal.agent.models import ModelRun, Trajectory, Turn
 from portal.agent.services import RunRequest, run_create
 from portal.catalog.models import Task
 from portal.fixit.models import RepairExplanation
-from tests.support.agent_support import API_KEY, LOOP_SETTINGS, NO_CODE, fenced, replay  # noqa: F401 - fixture
+from tests.support.agent_support import API_KEY, LOOP_SETTINGS, NO_CODE, ended, fenced, replay  # noqa: F401 - fixture
 from tests.support.factories import GEMM, make_token, make_user, sync_catalog
 from tests.support.fixit_support import stored_trajectory
 
@@ -65,7 +65,7 @@ def _repair_run(user, server, repairs: int) -> ModelRun:
         )
         kernel = f"// fixed {index}\n"
         Turn.objects.create(
-            trajectory=trajectory, index=0, state="done", reply=fenced(kernel), kernel=kernel, status="PASSED"
+            trajectory=trajectory, index=0, state="done", reply=fenced(kernel), kernel=kernel, **ended("PASSED")
         )
     return run
 

@@ -61,7 +61,7 @@ def test_a_repair_run_on_the_gpu_gives_three_verified_pairs(replay, settings, tm
     )
     drain()
     failing = list(Turn.objects.filter(trajectory__run=student_run).order_by("index"))
-    assert [t.status for t in failing] == ["COMPILE_ERROR"] * 3
+    assert [t.published_status for t in failing] == ["COMPILE_ERROR"] * 3
 
     teacher = replay(
         {"turns": [{"content": "The syntax error is fixed; the kernel:\n" + fenced(REFERENCE.read_text())}]}
@@ -77,10 +77,10 @@ def test_a_repair_run_on_the_gpu_gives_three_verified_pairs(replay, settings, tm
     drain()
     attempts = list(Turn.objects.filter(trajectory__run=repair_run).order_by("trajectory__index", "index"))
     if REHEARSAL:  # nothing is known correct without the GPU stages: every attempt used, no pair
-        assert [t.status for t in attempts] == ["STATIC_ONLY"] * 6
+        assert [t.published_status for t in attempts] == ["STATIC_ONLY"] * 6
         assert dataset_create(user=user, name="rehearsal", filters={}).repair_rows == 0
         return
-    assert [(t.status, t.arch_status) for t in attempts] == [("PASSED", "verified")] * 3
+    assert [(t.published_status, t.arch_status) for t in attempts] == [("PASSED", "verified")] * 3
 
     dataset = dataset_create(
         user=user,
@@ -102,6 +102,6 @@ def test_a_repair_run_on_the_gpu_gives_three_verified_pairs(replay, settings, tm
     assert {(r["failed_turn"], r["fixed_turn"], r["source"], r["teacher"]) for r in rows} == {
         (i, 0, "repair_run", "teacher-replay") for i in range(3)
     }
-    assert all(r["speedup"] and r["arch_status"] == "verified" for r in rows)
+    assert all(r["speedup_factor"] and r["arch_status"] == "verified" for r in rows)
     if os.environ.get("FIXIT_EXAMPLE_OUT"):
         shutil.copytree(folder, os.environ["FIXIT_EXAMPLE_OUT"], dirs_exist_ok=True)

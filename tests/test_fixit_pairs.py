@@ -17,7 +17,7 @@ def turn(index, status, kernel="", *, arch="verified", speedup=None, feedback=""
         index=index,
         status=status,
         arch_status=arch if status == "PASSED" else "not_requested",
-        speedup=speedup,
+        speedup_factor=speedup,
         kernel=kernel,
         reply=reply if reply is not None else (f"```cuda\n{kernel}```" if kernel else "thinking..."),
         feedback=feedback or f"Evaluation result: {status}.",
@@ -72,7 +72,7 @@ def test_a_failing_turn_followed_by_a_passing_one_gives_exactly_one_pair_and_one
         ("user", False),
         ("assistant", True),
     ]
-    assert gen["turn"] == 1 and gen["speedup"] == 1.3
+    assert gen["turn"] == 1 and gen["speedup_factor"] == 1.3
 
 
 def test_every_failure_pairs_with_the_first_later_pass_and_nothing_pairs_backwards():

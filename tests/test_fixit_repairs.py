@@ -55,7 +55,7 @@ def test_a_repair_run_adds_pairs_only_for_attempts_that_passed(alice, replay):  
     student_run = run_create(user=alice, request=_request(student, "student-model"))
     drain_with_gpu_stand_in({})
     failing = list(Turn.objects.filter(trajectory__run=student_run).order_by("trajectory__task__slug"))
-    assert [t.status for t in failing] == ["COMPILE_ERROR", "COMPILE_ERROR"]
+    assert [t.published_status for t in failing] == ["COMPILE_ERROR", "COMPILE_ERROR"]
     source = next(t for t in failing if t.trajectory.task.slug == GEMM)
 
     teacher = replay(
@@ -76,7 +76,7 @@ def test_a_repair_run_adds_pairs_only_for_attempts_that_passed(alice, replay):  
 
     trajectories = {t.task.slug: t for t in Trajectory.objects.filter(run=repair_run).select_related("task")}
     assert {slug: t.repair_of_id for slug, t in trajectories.items()} == {t.trajectory.task.slug: t.id for t in failing}
-    attempts = {slug: [x.status for x in t.turns.order_by("index")] for slug, t in trajectories.items()}
+    attempts = {slug: [x.published_status for x in t.turns.order_by("index")] for slug, t in trajectories.items()}
     assert attempts == {GEMM: ["COMPILE_ERROR", "PASSED"], OTHER: ["INCORRECT_NUMERICAL", "INCORRECT_NUMERICAL"]}
     sent = trajectories[GEMM].messages  # exactly what the teacher was sent and said
     assert [m["role"] for m in sent[:3]] == ["system", "user", "assistant"]
@@ -187,7 +187,7 @@ def test_the_reasoning_teacher_explains_each_repair_and_the_row_names_it(alice, 
     request = _request(teacher, "teacher-model")
     repair_run = repair_run_create(user=alice, request=request, turn_ids=[failing.id], attempts=1)
     drain_with_gpu_stand_in({TEACHER_FIX: verdict_document(source=TEACHER_FIX, status="PASSED", speedup=1.0)})
-    assert Turn.objects.get(trajectory__run=repair_run).status == "PASSED"
+    assert Turn.objects.get(trajectory__run=repair_run).published_status == "PASSED"
 
     client, token = Client(), make_token(alice)
     url = f"/api/v1/fixit/repair-runs/{repair_run.id}/explanations"

@@ -171,7 +171,9 @@ def test_speedup_distribution_counts_ranked_kernels(client, runs):
     body = chart(client, "distribution", arch="sm_90a", task=GEMM)
     assert body["data"]["n"] == 3
     assert body["data"]["bins"] == [{"low": 0.5, "high": 0.55, "count": 2}, {"low": 1.2, "high": 1.25, "count": 1}]
-    assert body["data"]["references"] == [{"task": GEMM, "name": "ref", "speedup": 1.4}]
+    assert body["data"]["references"] == [{"task": GEMM, "name": "ref", "speedup": 1.4}]  # version 1, the default
+    v2 = chart(client, "distribution", arch="sm_90a", task=GEMM, v="2")["data"]
+    assert v2["references"] == [{"task": GEMM, "name": "ref", "speedup_factor": 1.4}]
     assert chart(client, "distribution", arch="sm_90a")["data"]["n"] == 3  # all tasks
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from portal.submissions.models import Artifact
 from tests.support import leaderboard_factories as lf
+from tests.support.agent_support import ended
 from tests.support.factories import sync_catalog
 from tests.support.leaderboard_factories import GEMM, HEADLINE, leaderboard_isolation  # noqa: F401 - autouse fixture
 
@@ -94,7 +95,8 @@ def test_submission_bundle_has_a_manifest_of_sha256_sums(client, evaluation):
     assert manifest["environment"]["gpu_name"] == "NVIDIA H200"
     assert manifest["environment"]["driver_version"] == "570.86.15"
     assert manifest["submission"]["source_sha256"] == evaluation.submission.source_sha256
-    assert manifest["evaluations"][0]["speedup"] == 1.3
+    assert manifest["format"] == "ptxbench-portal.bundle-2"  # the canonical names (docs/api.md)
+    assert manifest["evaluations"][0]["speedup_factor"] == 1.3
 
 
 def test_flashinfer_trace_lines(client, evaluation):
@@ -143,13 +145,13 @@ def _run_with_turn(owner, evaluation):
         state="done",
         reply="```cuda\n...\n```",
         evaluation=evaluation,
-        status="PASSED",
+        **ended("PASSED"),
         arch_status="verified",
-        speedup=1.3,
+        speedup_factor=1.3,
         prompt_tokens=1000,
         completion_tokens=200,
     )
-    Turn.objects.create(trajectory=trajectory, index=1, state="failed", status="NO_KERNEL", reply="sorry")
+    Turn.objects.create(trajectory=trajectory, index=1, state="failed", **ended("NO_KERNEL"), reply="sorry")
     return run
 
 
@@ -166,6 +168,8 @@ def test_run_bundle_has_trajectories_and_each_turns_artifacts(client, evaluation
     document = json.loads(archive.read("trajectories.json"))
     (trajectory,) = document["trajectories"]
     assert [t["status"] for t in trajectory["turns"]] == ["PASSED", "NO_KERNEL"]
+    assert document["format"] == manifest["format"] == "ptxbench-portal.bundle-2"
+    assert [t["speedup_factor"] for t in trajectory["turns"]] == [1.3, None]  # the column's name
     assert trajectory["messages"] == [{"role": "assistant", "content": "here"}]
     assert manifest["environment"]["gpu_name"] == "NVIDIA H200"
     everything = response.content + archive.read("trajectories.json") + archive.read("MANIFEST.json")

@@ -52,7 +52,7 @@ def test_import_creates_a_reference_row_once(tmp_path):
     assert submission.user is None and submission.name == SOLUTION
     assert submission.source_sha256 == hashlib.sha256(source).hexdigest()
     (evaluation,) = Evaluation.objects.filter(submission=submission)
-    assert (evaluation.state, evaluation.status, evaluation.speedup, evaluation.gpu_name) == (
+    assert (evaluation.state, evaluation.status, evaluation.speedup_factor, evaluation.gpu_name) == (
         "done",
         "PASSED",
         1.18,
@@ -68,7 +68,13 @@ def test_import_creates_a_reference_row_once(tmp_path):
     )
 
     (row,) = kernel_board(Generation(), task=GEMM, arch="sm_90a")
-    assert (row.is_reference, row.rank, row.name, row.speedup, row.speedup_ci_low) == (True, None, SOLUTION, 1.18, 1.16)
+    assert (row.is_reference, row.rank, row.name, row.speedup_factor, row.speedup_ci95_low) == (
+        True,
+        None,
+        SOLUTION,
+        1.18,
+        1.16,
+    )
 
 
 def test_import_refuses_a_verdict_of_other_source(tmp_path):
@@ -155,7 +161,7 @@ def test_the_committed_triton_reference_verdicts_import_as_triton_rows(tmp_path)
         submission = Submission.objects.get(kind="reference", name=e["solution"], task__slug=e["task"])
         assert submission.language == "triton"
         (evaluation,) = submission.evaluations.all()
-        assert evaluation.status == "PASSED" and evaluation.arch_status == "verified" and evaluation.speedup > 0
+        assert evaluation.status == "PASSED" and evaluation.arch_status == "verified" and evaluation.speedup_factor > 0
         names = set(evaluation.artifacts.values_list("name", flat=True))
         assert "kernel.py" in names and "kernel.cu" not in names
         with zipfile.ZipFile(io.BytesIO(submission_bundle(submission))) as bundle:
@@ -200,7 +206,7 @@ def test_every_committed_verdict_imports_through_the_import_command_as_its_row()
             document["arch_check"]["status"],
         ), e["verdict"]
         speedups = {w["performance"]["speedup_factor"] for w in document["workloads"] if w.get("performance")}
-        assert evaluation.speedup in speedups and evaluation.gpu_name == document["environment"]["gpu_name"]
+        assert evaluation.speedup_factor in speedups and evaluation.gpu_name == document["environment"]["gpu_name"]
         stored = json.loads(artifacts.read(Artifact.objects.get(evaluation=evaluation, name="verdict.json")))
         assert stored == document
     board = {row.name: row for row in kernel_board(Generation(), task=GEMM, arch="sm_90a")}

@@ -53,7 +53,7 @@ def board():
 
 def test_only_visible_correct_kernels_rank_in_hand_computed_order(board):
     rows = kernel_board(Generation(), task=lf.GEMM, arch="sm_90a")
-    assert [(r.name, r.rank, r.speedup) for r in rows] == [
+    assert [(r.name, r.rank, r.speedup_factor) for r in rows] == [
         ("alice.cu", 1, 1.5),
         ("carol.cu", 1, 1.5),
         ("hopper_tma_wgmma", None, 1.4),
@@ -77,7 +77,7 @@ def test_held_evaluation_ranks_once_an_admin_confirms_it(board):
     Evaluation.objects.filter(submission__name="held.cu").update(review_state="confirmed")
     leaderboard_changed()
     rows = kernel_board(Generation(), task=lf.GEMM, arch="sm_90a")
-    assert (rows[0].name, rows[0].rank, rows[0].speedup) == ("held.cu", 1, 2.2)
+    assert (rows[0].name, rows[0].rank, rows[0].speedup_factor) == ("held.cu", 1, 2.2)
 
 
 def test_ban_takes_effect_through_the_signal(board, django_capture_on_commit_callbacks):
@@ -170,11 +170,11 @@ def test_rank_kernels_pure_rules():
             source_sha256=sha,
             arch_status="verified",
             arch_full=False,
-            speedup=speedup,
-            speedup_ci_low=None,
-            speedup_ci_high=None,
+            speedup_factor=speedup,
+            speedup_ci95_low=None,
+            speedup_ci95_high=None,
             tflops=None,
-            peak_fraction=None,
+            fraction_of_peak=None,
             gpu_name="",
             finished_at=lf.T0 + timedelta(minutes=minute),
         )

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from tests.support import leaderboard_factories as lf
+from tests.support.agent_support import ended
 from tests.support.factories import sync_catalog
 from tests.support.leaderboard_factories import GEMM, leaderboard_isolation  # noqa: F401 - autouse fixture
 
@@ -68,7 +69,7 @@ def test_model_reply_is_escaped_on_the_trajectory_page(client):
         state="done",
         messages=[{"role": "user", "content": "write a kernel"}, {"role": "assistant", "content": PAYLOAD}],
     )
-    Turn.objects.create(trajectory=trajectory, index=0, state="done", reply=PAYLOAD, status="NO_KERNEL")
+    Turn.objects.create(trajectory=trajectory, index=0, state="done", reply=PAYLOAD, **ended("NO_KERNEL"))
     response = client.get(f"/runs/{run.id}/trajectories/{trajectory.id}/")
     assert response.status_code == 200
     html = response.content.decode()

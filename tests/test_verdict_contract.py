@@ -190,7 +190,7 @@ def test_an_old_stored_verdict_summarises_and_gives_feedback():
     document = _old_verdict()
     summary = summarise_verdict(document, headline_workload=lf.HEADLINE, plausible_speedup_max=3.0)
     assert summary["status"] == "PASSED" and summary["arch_status"] == "verified"
-    assert summary["speedup"] == pytest.approx(1.25) and summary["review_state"] == ""
+    assert summary["speedup_factor"] == pytest.approx(1.25) and summary["review_state"] == ""
     assert summary == summarise_verdict(parse_verdict(document), headline_workload=lf.HEADLINE,
                                         plausible_speedup_max=3.0)  # fmt: skip
     text = verdict_feedback(document, speedup=1.25, target_speedup=1.2)

@@ -14,6 +14,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from portal.agent.models import Trajectory, Turn
 from portal.submissions.models import Evaluation
 from tests.support import leaderboard_factories as lf
+from tests.support.agent_support import ended
 from tests.support.factories import make_token, sync_catalog
 from tests.support.leaderboard_factories import GEMM, leaderboard_isolation  # noqa: F401 - autouse fixture
 
@@ -88,7 +89,7 @@ def _turn_evaluation(run, owner) -> tuple[Trajectory, Evaluation]:
         reply="```cuda\n// kernel\n```",
         kernel=evaluation.submission.source,
         evaluation=evaluation,
-        status=evaluation.status,
+        **ended(evaluation.status),
     )
     run.tasks.add(lf.task(GEMM))
     return trajectory, evaluation
@@ -264,7 +265,7 @@ def test_my_submissions_shows_the_public_evaluation_and_only_pass_fail_of_the_ra
     erin = lf.user("erin")
     public = lf.evaluation(owner=erin, name="mine.cu", speedup=1.3, ranked_check="INCORRECT_NUMERICS")
     check = public.submission.evaluations.get(purpose=Evaluation.Purpose.HIDDEN)
-    Evaluation.objects.filter(id=check.id).update(speedup=0.123, arch_status="not_verified")
+    Evaluation.objects.filter(id=check.id).update(speedup_factor=0.123, arch_status="not_verified")
     client.force_login(erin)
     html = client.get("/submissions/mine/").content.decode()
     assert "1.300" in html

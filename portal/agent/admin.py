@@ -42,8 +42,8 @@ class TrajectoryAdmin(admin.ModelAdmin):
 
 @admin.register(Turn)
 class TurnAdmin(admin.ModelAdmin):
-    list_display = ("id", "trajectory", "index", "state", "outcome", "status", "arch_status", "speedup")
-    list_filter = ("state", "outcome", "status", "arch_status")
+    list_display = ("id", "trajectory", "index", "state", "outcome", "verdict_status", "arch_status", "speedup_factor")
+    list_filter = ("state", "outcome", "verdict_status", "arch_status")
     readonly_fields = [f.name for f in Turn._meta.fields]
 
 

@@ -19,7 +19,7 @@ class TurnResult:
     index: int  # 0-based turn number in its trajectory
     status: str  # verdict status, or NO_KERNEL / MODEL_ERROR / EVALUATION_FAILED
     arch_status: str  # verdict arch_check.status ("verified", "absent", ...) or ""
-    speedup: float | None  # headline workload speedup vs the library baseline, when timed
+    speedup_factor: float | None  # headline workload speedup vs the library baseline, when timed
     tokens: int  # prompt + completion tokens of the turn's model call
 
     @property
@@ -58,8 +58,8 @@ def compute_task_metrics(trajectories: Iterable[TrajectoryResult], ks: Iterable[
             correct += bool(good)
             correct_arch += any(turn.arch_status == VERIFIED_ARCH_STATUS for turn in good)
             for turn in good:
-                if turn.speedup is not None and turn.speedup > best:
-                    best = turn.speedup
+                if turn.speedup_factor is not None and turn.speedup_factor > best:
+                    best = turn.speedup_factor
         rows.append(
             TaskMetrics(
                 k=k,

@@ -162,11 +162,17 @@ class Turn(models.Model):
         EVALUATION_FAILED = "evaluation_failed", "Evaluation infrastructure failed"
         OVER_BUDGET = "over_budget", "The reply came, but the run's evaluation budget was used up"
 
-    # The published status (`status`) of turns that ended without a verdict (states.published_status).
+    # The published status (`published_status`) of turns that ended without a verdict: PTXBench's own names.
     STATUS_NO_KERNEL = "NO_KERNEL"
     STATUS_MODEL_ERROR = "MODEL_ERROR"
     STATUS_EVALUATION_FAILED = "EVALUATION_FAILED"
     STATUS_OVER_BUDGET = "OVER_BUDGET"
+    OUTCOME_STATUS = {
+        Outcome.NO_KERNEL: STATUS_NO_KERNEL,
+        Outcome.MODEL_ERROR: STATUS_MODEL_ERROR,
+        Outcome.EVALUATION_FAILED: STATUS_EVALUATION_FAILED,
+        Outcome.OVER_BUDGET: STATUS_OVER_BUDGET,
+    }
 
     trajectory = models.ForeignKey(Trajectory, on_delete=models.CASCADE, related_name="turns")
     index = models.PositiveSmallIntegerField()  # 0-based
@@ -178,11 +184,8 @@ class Turn(models.Model):
     evaluation = models.ForeignKey(Evaluation, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     outcome = models.CharField(max_length=24, choices=Outcome.choices, default="", blank=True)
     verdict_status = models.CharField(max_length=32, blank=True)  # the evaluator's status; only with a verdict
-    # What pages, the API, the boards and Fixit read: `verdict_status`, or the outcome's STATUS_* name when the turn
-    # had no verdict. Written only with `outcome` and `verdict_status` (states.turn_end); never branch on it here.
-    status = models.CharField(max_length=32, blank=True)
     arch_status = models.CharField(max_length=32, blank=True)
-    speedup = models.FloatField(null=True, blank=True)
+    speedup_factor = models.FloatField(null=True, blank=True)  # its evaluation's
     prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
     completion_tokens = models.PositiveIntegerField(null=True, blank=True)
     reasoning_tokens = models.PositiveIntegerField(null=True, blank=True)  # when the server reports them
@@ -207,6 +210,15 @@ class Turn(models.Model):
 
     def __str__(self) -> str:
         return f"{self.trajectory} turn {self.index}"
+
+    @property
+    def published_status(self) -> str:
+        """The one status word pages, the API, the exports and Fixit show (their `status`): the verdict's status when
+        the evaluator gave one, else the outcome's own name (NO_KERNEL, ...); "" while the turn runs. Derived from
+        `outcome` and `verdict_status`, never stored (issue 30)."""
+        if self.outcome == self.Outcome.VERDICT:
+            return self.verdict_status
+        return self.OUTCOME_STATUS.get(self.outcome, "")
 
     @property
     def total_tokens(self) -> int:

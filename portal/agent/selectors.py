@@ -66,9 +66,9 @@ def turn_document(turn: Turn, *, v: int = DEFAULT_API_VERSION) -> dict[str, Any]
     record = {
         "index": turn.index,
         "state": turn.state,
-        "status": turn.status,
+        "status": turn.published_status,
         "arch_status": turn.arch_status,
-        "speedup_factor": turn.speedup,
+        "speedup_factor": turn.speedup_factor,
         "prompt_tokens": turn.prompt_tokens,
         "completion_tokens": turn.completion_tokens,
         "reasoning_tokens": turn.reasoning_tokens,

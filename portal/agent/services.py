@@ -591,9 +591,9 @@ def turn_verdict_step(*, turn_id: int) -> StepOutcome:
                 "outcome": Turn.Outcome.VERDICT,
                 "verdict_status": evaluation.status,
                 "arch_status": evaluation.arch_status,
-                "speedup": evaluation.speedup,
+                "speedup_factor": evaluation.speedup_factor,
                 "feedback": verdict_feedback(
-                    evaluation.verdict, speedup=evaluation.speedup, target_speedup=run.target_speedup
+                    evaluation.verdict, speedup=evaluation.speedup_factor, target_speedup=run.target_speedup
                 ),
             }
             if evaluation.gpu_name and not run.gpu_name:
@@ -608,7 +608,7 @@ def turn_verdict_step(*, turn_id: int) -> StepOutcome:
         if not _turn_finish(turn, from_=[Turn.State.EVALUATING], **ending):
             return StepOutcome(Step.NOTHING_TO_DO)
         _advance(turn)
-    return StepOutcome(Step.RECORDED, turn.status)
+    return StepOutcome(Step.RECORDED, turn.published_status)
 
 
 def _advance(turn: Turn) -> None:
@@ -626,13 +626,13 @@ def _advance(turn: Turn) -> None:
         )
     elif (
         turn.verdict_status == metrics.CORRECT_STATUS
-        and turn.speedup is not None
-        and turn.speedup >= run.target_speedup
+        and turn.speedup_factor is not None
+        and turn.speedup_factor >= run.target_speedup
     ):
         _trajectory_stop(
             trajectory,
             Trajectory.StopReason.TARGET_REACHED,
-            f"turn {turn.index}: correct at {turn.speedup:.2f}x (target {run.target_speedup:g}x)",
+            f"turn {turn.index}: correct at {turn.speedup_factor:.2f}x (target {run.target_speedup:g}x)",
         )
     elif turn.index + 1 >= run.turns:
         _trajectory_stop(trajectory, Trajectory.StopReason.TURNS_EXHAUSTED, f"all {run.turns} turns used")
@@ -681,9 +681,9 @@ def metrics_refresh(*, run: ModelRun, task: Task) -> list[RunTaskMetrics]:
         turns = [
             metrics.TurnResult(
                 index=t.index,
-                status=t.status,
+                status=t.published_status,
                 arch_status=t.arch_status,
-                speedup=t.speedup,
+                speedup_factor=t.speedup_factor,
                 tokens=t.total_tokens,
             )
             for t in trajectory.turns.all()

@@ -8,8 +8,8 @@ does not hold raises `IllegalTransition` (a bug in the caller, never a race).
 
 A turn's state says where it is in the loop; how a finished turn ended is apart from it: `Turn.outcome` (the
 agent's own result: no kernel, model error, ...) and `Turn.verdict_status` (the evaluator's status, only when
-the evaluator gave a verdict). `Turn.status`, what pages, the API and the other apps read, is derived from those
-two by `published_status()` and written with them.
+the evaluator gave a verdict). The one status word pages, the API and the other apps show (`status` in their
+JSON) is derived from those two, never stored: `Turn.published_status` (`published_status()` here).
 
 The services' steps answer with a `StepOutcome` (what the step did, typed), never with prose to branch on; its
 `str()` is the line the job logs and returns to RQ."""
@@ -136,16 +136,12 @@ TURN_OUTCOMES: dict[str, frozenset[str]] = {
 }  # fmt: skip
 
 # The published status of a turn that ended without a verdict (PTXBench's names; Fixit and the exports read them).
-_OUTCOME_STATUS = {
-    Turn.Outcome.NO_KERNEL: Turn.STATUS_NO_KERNEL,
-    Turn.Outcome.MODEL_ERROR: Turn.STATUS_MODEL_ERROR,
-    Turn.Outcome.EVALUATION_FAILED: Turn.STATUS_EVALUATION_FAILED,
-    Turn.Outcome.OVER_BUDGET: Turn.STATUS_OVER_BUDGET,
-}
+_OUTCOME_STATUS = Turn.OUTCOME_STATUS
 
 
 def published_status(outcome: str, verdict_status: str = "") -> str:
-    """`Turn.status`: the verdict's status when the evaluator gave one, else the outcome's own name."""
+    """`Turn.published_status` of an outcome: the verdict's status when the evaluator gave one, else the outcome's
+    own name. Refuses a verdict status beside an outcome that had no verdict."""
     if outcome == Turn.Outcome.VERDICT:
         return verdict_status
     if verdict_status:
@@ -154,7 +150,8 @@ def published_status(outcome: str, verdict_status: str = "") -> str:
 
 
 def outcome_of_status(status: str) -> tuple[str, str]:
-    """(outcome, verdict status) of a published status: how rows stored before the split are read."""
+    """(outcome, verdict status) of a published status: how a turn is written from one (demo data, rows stored
+    before the split, test fixtures)."""
     for outcome, name in _OUTCOME_STATUS.items():
         if status == name:
             return outcome, ""
@@ -190,9 +187,11 @@ def transition(machine: Machine, target, to: str, *, from_: Iterable[str] | None
 
 
 def turn_end(turn: Turn, to: str, *, outcome: str, verdict_status: str = "", from_=None, **fields) -> int:
-    """Finish a turn (DONE or FAILED) with how it ended; `status` follows from `outcome` and `verdict_status`."""
+    """Finish a turn (DONE or FAILED) with how it ended; its published status follows from `outcome` and
+    `verdict_status` (checked here: published_status refuses a verdict status without a verdict)."""
     if outcome not in TURN_OUTCOMES.get(to, ()):
         raise IllegalTransition(f"a turn does not end {to!r} with outcome {outcome!r}")
+    published_status(outcome, verdict_status)  # a verdict status only with a verdict
     return transition(
         TURN,
         turn,
@@ -200,7 +199,6 @@ def turn_end(turn: Turn, to: str, *, outcome: str, verdict_status: str = "", fro
         from_=from_,
         outcome=outcome,
         verdict_status=verdict_status,
-        status=published_status(outcome, verdict_status),
         **fields,
     )
 

@@ -16,6 +16,9 @@ from typing import Any
 from portal.agent.models import Trajectory
 
 TRAJECTORY_FORMAT = "mini-swe-agent-1.1"
+# The version of PTXBench's own names under `info.ptxbench` and each message's `extra` (docs/api.md): 2 since issue 30
+# (a turn's `speedup_factor`, the verdict's name); documents written before carry no `format` there and say `speedup`.
+PTXBENCH_FORMAT = "ptxbench-portal.trajectory-2"
 
 
 def trajectory_export(trajectory: Trajectory) -> dict[str, Any]:
@@ -43,9 +46,9 @@ def trajectory_export(trajectory: Trajectory) -> dict[str, Any]:
             turn = turns[assistant_seen - 1]
             item["extra"] = {
                 "turn": turn.index,
-                "status": turn.status,
+                "status": turn.published_status,
                 "arch_status": turn.arch_status,
-                "speedup": turn.speedup,
+                "speedup_factor": turn.speedup_factor,
                 "evaluation": str(turn.evaluation_id) if turn.evaluation_id else None,
             }
         messages.append(item)
@@ -64,6 +67,7 @@ def trajectory_export(trajectory: Trajectory) -> dict[str, Any]:
             "exit_status": trajectory.stop_reason or trajectory.state,
             "submission": last_kernel,
             "ptxbench": {
+                "format": PTXBENCH_FORMAT,
                 "run": run.id,
                 "display_name": run.display_name,
                 "task": trajectory.task.slug,
@@ -77,9 +81,9 @@ def trajectory_export(trajectory: Trajectory) -> dict[str, Any]:
                 "turns": [
                     {
                         "index": t.index,
-                        "status": t.status,
+                        "status": t.published_status,
                         "arch_status": t.arch_status,
-                        "speedup": t.speedup,
+                        "speedup_factor": t.speedup_factor,
                         "prompt_tokens": t.prompt_tokens,
                         "completion_tokens": t.completion_tokens,
                         "reasoning_tokens": t.reasoning_tokens,

@@ -82,7 +82,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "document": document,
             "budget": budget.run_budget(run, viewer=request.user),
             # Scored on the CPU stages only somewhere: kept off the public boards (leaderboard/selectors.py).
-            "static_only": Turn.objects.filter(trajectory__run=run, status="STATIC_ONLY").exists(),
+            "static_only": Turn.objects.filter(trajectory__run=run, verdict_status="STATIC_ONLY").exists(),
         },
     )
 

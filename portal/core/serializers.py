@@ -67,12 +67,25 @@ def api_version(params: Any) -> int:
     return int(raw)
 
 
+def field_name(name: str, v: int) -> str:
+    """A canonical field's name in version `v` (the old name in version 1)."""
+    return V1_NAMES.get(name, name) if v < 2 else name
+
+
+def canonical_names(record: dict[str, Any]) -> dict[str, Any]:
+    """A record written with version 1's names (a file published before issue 30: a Fixit dataset row, a results
+    snapshot line, a bundle manifest's evaluation), read back with the canonical names; other keys unchanged. A record
+    already canonical comes back as it was."""
+    old = {v1: canonical for canonical, v1 in V1_NAMES.items()}
+    return {old.get(key, key): value for key, value in record.items()}
+
+
 def to_version(record: dict[str, Any], v: int, resource: str = "") -> dict[str, Any]:
     """A record built with the canonical names, as version `v` names it: 2 as built, 1 with the old names
     (V1_NAMES) and the resource's deprecated aliases (V1_ALIASES) after them, same values."""
     if v >= 2:
         return record
-    out = {V1_NAMES.get(key, key): value for key, value in record.items()}
+    out = {field_name(key, v): value for key, value in record.items()}
     for alias, source in V1_ALIASES.get(resource, {}).items():
         if isinstance(source, tuple):
             if all(s in record for s in source):
@@ -94,11 +107,11 @@ def measurement(obj: Any, *, arch: str) -> dict[str, Any]:
         "arch_status": verdicts.arch_state(obj.arch_status),
         "arch_full": bool(obj.arch_full),
         "verdict_phrase": verdicts.verdict_phrase(status, obj.arch_status, obj.arch_full, arch),
-        "speedup_factor": obj.speedup,
-        "speedup_ci95_low": obj.speedup_ci_low,
-        "speedup_ci95_high": obj.speedup_ci_high,
+        "speedup_factor": obj.speedup_factor,
+        "speedup_ci95_low": obj.speedup_ci95_low,
+        "speedup_ci95_high": obj.speedup_ci95_high,
         "tflops": obj.tflops,
         # tflops over the GPU's datasheet dense BF16 peak (evaluator/peaks.py)
-        "fraction_of_peak": obj.peak_fraction,
+        "fraction_of_peak": obj.fraction_of_peak,
         "gpu_name": obj.gpu_name,
     }

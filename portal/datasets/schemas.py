@@ -1,5 +1,7 @@
 """The columns of each config of a public result snapshot (docs/api.md, "Public result datasets"). One Arrow schema
-per config: the Parquet files have exactly these columns, also with 0 rows, and the JSONL lines the same keys."""
+per config: the Parquet files have exactly these columns, also with 0 rows, and the JSONL lines the same keys. The
+measurements carry the verdict's names (portal/core/serializers.py MEASUREMENT_FIELDS) since format results-2
+(snapshot.py MANIFEST_FORMAT, issue 30); versions published before keep version 1's names."""
 
 from __future__ import annotations
 
@@ -29,11 +31,11 @@ EVALUATION_SCHEMA = pa.schema(
         ("tensor_core_share", pa.float64()),
         ("latency_ms", pa.float64()),
         ("baseline_latency_ms", pa.float64()),  # the trusted library baseline on the headline workload
-        ("speedup", pa.float64()),
-        ("speedup_ci_low", pa.float64()),
-        ("speedup_ci_high", pa.float64()),
+        ("speedup_factor", pa.float64()),
+        ("speedup_ci95_low", pa.float64()),
+        ("speedup_ci95_high", pa.float64()),
         ("tflops", pa.float64()),
-        ("peak_fraction", pa.float64()),
+        ("fraction_of_peak", pa.float64()),
         ("gpu_name", pa.string()),
         ("driver_version", pa.string()),
         ("evaluator_version", pa.string()),
@@ -64,7 +66,7 @@ TURN_SCHEMA = pa.schema(
         ("turn", pa.int64()),  # 0-based
         ("status", pa.string()),
         ("arch_status", pa.string()),
-        ("speedup", pa.float64()),
+        ("speedup_factor", pa.float64()),
         ("prompt_tokens", pa.int64()),
         ("completion_tokens", pa.int64()),
         ("reasoning_tokens", pa.int64()),

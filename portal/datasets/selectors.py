@@ -56,9 +56,7 @@ def _evaluation_row(evaluation: Evaluation, *, rank: int | None, group: str) -> 
         "synthetic": submission.is_synthetic,
         "source": submission.source,
         "source_sha256": submission.source_sha256,
-        # The published datasets keep version 1's column names (portal/datasets/schemas.py) until a dataset
-        # schema moves to the canonical ones (issue 30).
-        **serializers.to_version(serializers.measurement(evaluation, arch=submission.arch), 1),
+        **serializers.measurement(evaluation, arch=submission.arch),
         "ptxbench_verified": evaluation.ptxbench_verified,
         "tensor_core_share": evaluation.tensor_core_share,
         "latency_ms": evaluation.latency_ms,
@@ -97,7 +95,7 @@ def ranked_rows() -> list[dict[str, Any]]:
             placed.extend(
                 (r.evaluation_id, r.rank, r.group)
                 for r in board.kernel_board(gen, task=task, arch=arch)
-                if r.speedup is not None
+                if r.speedup_factor is not None
             )
     # Checked again on the rows themselves: a board generation may be a moment older than a ban, hide or review.
     withheld = (Evaluation.ReviewState.HELD, Evaluation.ReviewState.REJECTED)
@@ -155,9 +153,9 @@ def turn_rows() -> list[dict[str, Any]]:
                 "trajectory_id": turn.trajectory_id,
                 "trajectory_index": turn.trajectory.index,
                 "turn": turn.index,
-                "status": turn.status,
+                "status": turn.published_status,
                 "arch_status": turn.arch_status,
-                "speedup": turn.speedup,
+                "speedup_factor": turn.speedup_factor,
                 "prompt_tokens": turn.prompt_tokens,
                 "completion_tokens": turn.completion_tokens,
                 "reasoning_tokens": turn.reasoning_tokens,

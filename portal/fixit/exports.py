@@ -24,7 +24,9 @@ import pyarrow as pa
 from portal.datasets.files import card_front_matter, jsonl_bytes, sha256_bytes
 from portal.datasets.files import parquet_bytes as _parquet_bytes
 
-MANIFEST_FORMAT = "ptxbench-portal.fixit-1"
+# 2 since issue 30: the fixed (or correct) kernel's `speedup_factor`, the verdict's name (it was `speedup` in
+# version 1; files already published keep theirs, read back through portal/core/serializers.py `canonical_names`).
+MANIFEST_FORMAT = "ptxbench-portal.fixit-2"
 _MESSAGES = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string()), ("loss", pa.bool_())]))
 REPAIR_SCHEMA = pa.schema(
     [
@@ -42,7 +44,7 @@ REPAIR_SCHEMA = pa.schema(
         ("failed_evaluation", pa.string()),
         ("fixed_evaluation", pa.string()),
         ("arch_status", pa.string()),
-        ("speedup", pa.float64()),
+        ("speedup_factor", pa.float64()),
         ("failed_evaluator_version", pa.string()),
         ("evaluator_version", pa.string()),
         ("wrong_sha256", pa.string()),
@@ -66,7 +68,7 @@ GENERATION_SCHEMA = pa.schema(
         ("turn", pa.int64()),
         ("evaluation", pa.string()),
         ("arch_status", pa.string()),
-        ("speedup", pa.float64()),
+        ("speedup_factor", pa.float64()),
         ("evaluator_version", pa.string()),
         ("kernel_sha256", pa.string()),
     ]

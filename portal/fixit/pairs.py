@@ -41,7 +41,7 @@ class TurnRecord:
     index: int  # 0-based turn number in its trajectory
     status: str  # verdict status, or NO_KERNEL
     arch_status: str
-    speedup: float | None
+    speedup_factor: float | None
     kernel: str  # extracted source; empty for NO_KERNEL
     reply: str  # the model's whole reply
     feedback: str  # the user message the turn's verdict produced (the error log of a failing turn)
@@ -152,7 +152,7 @@ class PairFilter:
             return False
         if self.verified_only and turn.arch_status != VERIFIED:
             return False
-        if self.min_speedup is not None and (turn.speedup is None or turn.speedup < self.min_speedup):
+        if self.min_speedup is not None and (turn.speedup_factor is None or turn.speedup_factor < self.min_speedup):
             return False
         return True
 
@@ -182,7 +182,7 @@ class RepairRow:
     failed_evaluation: str | None  # None for a NO_KERNEL turn (nothing was evaluated)
     fixed_evaluation: str
     arch_status: str  # of the fixed kernel
-    speedup: float | None  # of the fixed kernel
+    speedup_factor: float | None  # of the fixed kernel
     failed_evaluator_version: str
     evaluator_version: str  # of the fixed kernel's evaluation
     system: str
@@ -231,7 +231,7 @@ class RepairRow:
             "failed_evaluation": self.failed_evaluation,
             "fixed_evaluation": self.fixed_evaluation,
             "arch_status": self.arch_status,
-            "speedup": self.speedup,
+            "speedup_factor": self.speedup_factor,
             "failed_evaluator_version": self.failed_evaluator_version,
             "evaluator_version": self.evaluator_version,
             "wrong_sha256": self.wrong_sha256,
@@ -253,7 +253,7 @@ class GenerationRow:
     turn: int
     evaluation: str
     arch_status: str
-    speedup: float | None
+    speedup_factor: float | None
     evaluator_version: str
     system: str
     prompt: str
@@ -285,7 +285,7 @@ class GenerationRow:
             "turn": self.turn,
             "evaluation": self.evaluation,
             "arch_status": self.arch_status,
-            "speedup": self.speedup,
+            "speedup_factor": self.speedup_factor,
             "evaluator_version": self.evaluator_version,
             "kernel_sha256": self.kernel_sha256,
         }
@@ -319,7 +319,7 @@ def _pair(trajectory: TrajectoryRecord, failed, fixed, *, run, trajectory_id, **
         failed_evaluation=failed.evaluation_id,
         fixed_evaluation=str(fixed.evaluation_id),
         arch_status=fixed.arch_status,
-        speedup=fixed.speedup,
+        speedup_factor=fixed.speedup_factor,
         failed_evaluator_version=failed.evaluator_version,
         evaluator_version=fixed.evaluator_version,
         system=trajectory.system,
@@ -389,7 +389,7 @@ def generation_rows(trajectory: TrajectoryRecord, pair_filter: PairFilter) -> li
             turn=turn.index,
             evaluation=str(turn.evaluation_id),
             arch_status=turn.arch_status,
-            speedup=turn.speedup,
+            speedup_factor=turn.speedup_factor,
             evaluator_version=turn.evaluator_version,
             system=trajectory.system,
             prompt=trajectory.prompt,

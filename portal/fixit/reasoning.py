@@ -68,7 +68,7 @@ def explanations_request(*, run: ModelRun, user: User, teacher: str = "") -> lis
     waiting = scheduling.WAIT_FOR_CALLS.format(n=settings.AGENT_MAX_CALLS_PER_USER)
     with transaction.atomic():
         for trajectory in run.trajectories.filter(repair_of__isnull=False, explanation__isnull=True):
-            fixed = trajectory.turns.filter(status=PASSED).exclude(kernel="").order_by("index").first()
+            fixed = trajectory.turns.filter(verdict_status=PASSED).exclude(kernel="").order_by("index").first()
             if fixed is None:
                 continue
             explanation = RepairExplanation.objects.create(

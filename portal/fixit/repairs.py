@@ -61,8 +61,9 @@ def repair_sources(turn_ids: list[int], *, arch: str) -> list[Turn]:
         turn = found.get(turn_id)
         if turn is None:
             raise RunRefused(f"turn {turn_id} is not a public, evaluated turn of a model run")
-        if turn.status not in FAILURE_STATUSES or not (turn.kernel or (turn.status == NO_KERNEL and turn.reply)):
-            raise RunRefused(f"turn {turn_id} did not fail ({turn.status or 'no status'}): nothing to repair")
+        status = turn.published_status
+        if status not in FAILURE_STATUSES or not (turn.kernel or (status == NO_KERNEL and turn.reply)):
+            raise RunRefused(f"turn {turn_id} did not fail ({status or 'no status'}): nothing to repair")
         if turn.trajectory.run.arch != arch:
             raise RunRefused(f"turn {turn_id} was evaluated on {turn.trajectory.run.arch}, not {arch}")
         sources.append(turn)

@@ -16,8 +16,9 @@ from django.http import Http404
 
 from portal.agent import visibility
 from portal.agent.models import ModelRun, Trajectory, Turn
+from portal.core.serializers import canonical_names
 from portal.fixit.models import Dataset, DatasetFile, RepairExplanation
-from portal.fixit.pairs import NO_KERNEL, PairFilter, TrajectoryRecord, TurnRecord
+from portal.fixit.pairs import PairFilter, TrajectoryRecord, TurnRecord
 from portal.fixit.storage import dataset_folder
 from portal.submissions.models import Evaluation
 
@@ -36,7 +37,7 @@ def usable_turns() -> QuerySet[Turn]:
         evaluation__submission__is_hidden=False,
         evaluation__submission__is_synthetic=False,
     ) & ~Q(evaluation__review_state__in=[Evaluation.ReviewState.HELD, Evaluation.ReviewState.REJECTED])
-    no_kernel = Q(status=NO_KERNEL, evaluation__isnull=True)
+    no_kernel = Q(outcome=Turn.Outcome.NO_KERNEL, evaluation__isnull=True)
     return Turn.objects.filter(state=Turn.State.DONE, trajectory__run__in=public_runs.values("id")).filter(
         evaluated | no_kernel
     )
@@ -53,9 +54,9 @@ def _turn_record(turn: Turn) -> TurnRecord:
     evaluation = turn.evaluation
     return TurnRecord(
         index=turn.index,
-        status=turn.status,
+        status=turn.published_status,
         arch_status=turn.arch_status,
-        speedup=turn.speedup,
+        speedup_factor=turn.speedup_factor,
         kernel=turn.kernel,
         reply=turn.reply,
         feedback=turn.feedback,
@@ -180,7 +181,8 @@ def dataset_sample(dataset: Dataset) -> dict | None:
         except (Http404, OSError, ValueError):
             continue
         if first.strip():
-            return json.loads(first)
+            # A version published before issue 30 (format fixit-1) says `speedup`: read with the canonical names.
+            return canonical_names(json.loads(first))
     return None
 
 

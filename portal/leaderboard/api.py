@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from portal.accounts.api_auth import api_endpoint
 from portal.core.api import json_error
-from portal.core.serializers import api_version
+from portal.core.serializers import api_version, field_name
 from portal.leaderboard import charts, downloads, evidence, ranking, selectors, serializers
 from portal.leaderboard.cache import Generation
 from portal.leaderboard.selectors import BadQuery, BoardQuery
@@ -67,9 +67,8 @@ def kernels(request: HttpRequest) -> HttpResponse:
         return json_error(str(exc), 400)
     rows = selectors.kernel_board(gen, task=query.task, arch=query.arch, gpu=query.gpu, language=query.language)
     records = [serializers.kernel_entry(r, v=v) for r in ranking.visible_rows(rows, show_all=show_all)]
-    query = BoardQuery(
-        arch=query.arch, task=query.task, k=query.k, gpu=query.gpu, sort="-speedup", language=query.language
-    )
+    order = "-" + field_name("speedup_factor", v)  # the board's order, echoed in `query`
+    query = BoardQuery(arch=query.arch, task=query.task, k=query.k, gpu=query.gpu, sort=order, language=query.language)
     held = selectors.held_kernels(gen, task=query.task, arch=query.arch, gpu=query.gpu, language=query.language)
     # Held rows are never ranked and never in `rows`; the JSON lists them apart, each with its held_reason.
     extra = {"show": "all" if show_all else "verified", "held": [serializers.kernel_entry(r, v=v) for r in held]}
@@ -159,7 +158,8 @@ def chart(request: HttpRequest, name: str) -> HttpResponse:
     gen = Generation()
     try:
         query = _parse(request, gen, task_required=False)
-    except BadQuery as exc:
+        v = api_version(request.GET)
+    except (BadQuery, ValueError) as exc:
         return json_error(str(exc), 400)
-    result = charts.chart(gen, name, query)
+    result = charts.as_version(charts.chart(gen, name, query), v)
     return JsonResponse({"query": _query_dict(query), **result})

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from evaluator.arches import ARCHES
+from portal.core import serializers
 from portal.leaderboard import ranking, selectors, turns
 from portal.leaderboard.cache import KERNELS, MODELS, Generation
 from portal.leaderboard.selectors import BoardQuery
@@ -485,14 +486,19 @@ def distribution_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
         boards = {query.task: selectors.kernel_board(gen, task=query.task, arch=query.arch, gpu=query.gpu)}
     else:
         boards = selectors.kernel_speedups(gen, arch=query.arch, gpu=query.gpu)
-    speedups = [r.speedup for rows in boards.values() for r in rows if r.rank is not None and r.speedup is not None]
+    speedups = [
+        r.speedup_factor
+        for rows in boards.values()
+        for r in rows
+        if r.rank is not None and r.speedup_factor is not None
+    ]
     # Expert references and negative controls (reference kernels written to fail the instruction check) are
     # drawn apart: a control is never an "expert reference" diamond.
     references, controls = [], []
     for task, rows in boards.items():
         for r in rows:
-            if r.is_reference and r.speedup is not None and not r.held_reason:
-                point = {"task": task, "name": r.name, "speedup": r.speedup}
+            if r.is_reference and r.speedup_factor is not None and not r.held_reason:
+                point = {"task": task, "name": r.name, "speedup_factor": r.speedup_factor}
                 (controls if r.is_negative_control else references).append(point)
     return {
         "task": query.task,
@@ -523,7 +529,7 @@ def distribution_figure(data: dict[str, Any]) -> PlainFigure:
         fig.add_trace(
             _trace(
                 "scatter",
-                x=[r["speedup"] for r in data["references"]],
+                x=[r["speedup_factor"] for r in data["references"]],
                 y=[0 for _ in data["references"]],
                 mode="markers",
                 marker={"symbol": "diamond", "size": 11, "color": COLORS[1]},
@@ -536,7 +542,7 @@ def distribution_figure(data: dict[str, Any]) -> PlainFigure:
         fig.add_trace(
             _trace(
                 "scatter",
-                x=[r["speedup"] for r in data["negative_controls"]],
+                x=[r["speedup_factor"] for r in data["negative_controls"]],
                 y=[0 for _ in data["negative_controls"]],
                 mode="markers",
                 marker={"symbol": "x-thin-open", "size": 10, "color": "#5b6470", "line": {"width": 2}},
@@ -628,6 +634,18 @@ CHARTS: dict[str, tuple[Callable[[Generation, BoardQuery], dict], Callable[[dict
     "distribution": (distribution_data, distribution_figure, False),
     "arch-comparison": (arch_comparison_data, arch_comparison_figure, True),
 }
+
+
+def as_version(result: dict[str, Any], v: int) -> dict[str, Any]:
+    """A chart (`chart`) as the API's version `v` names its data: the reference kernels of `distribution` carry their
+    `speedup_factor` (`speedup` in version 1); every other chart's data names its own axes and is the same in both."""
+    data = result.get("data") or {}
+    if v >= 2 or result.get("chart") != "distribution":
+        return result
+    points = {
+        key: [serializers.to_version(p, v) for p in data.get(key) or []] for key in ("references", "negative_controls")
+    }
+    return {**result, "data": {**data, **points}}
 
 
 def figure_title(figure: dict[str, Any]) -> str:

@@ -251,7 +251,7 @@ def _workloads(verdict: Verdict | None) -> dict[str, dict[str, Any]]:
                 "status": w.status.value,
                 "latency_ms": perf.latency_ms if perf else None,
                 "baseline_latency_ms": perf.baseline_latency_ms if perf else None,
-                "speedup": perf.speedup_factor if perf else None,
+                "speedup_factor": perf.speedup_factor if perf else None,
             }
     return out
 
@@ -281,8 +281,7 @@ def _kernel_side(evaluation: Evaluation) -> dict[str, Any]:
         if submission.kind == submission.Kind.REFERENCE
         else None,
         "language": submission.language,
-        # Version 1's names, which the compare page and its JSON still use (issue 30).
-        **serializers.to_version(serializers.measurement(evaluation, arch=submission.arch), 1),
+        **serializers.measurement(evaluation, arch=submission.arch),
         "latency_ms": evaluation.latency_ms,
         "baseline_latency_ms": evaluation.baseline_latency_ms,
         "review_state": evaluation.review_state or None,
@@ -320,4 +319,19 @@ def compare_kernels(viewer, a: str, b: str) -> dict[str, Any]:
         "workloads": workloads,
         "families": families,
         "opcodes": opcodes,
+    }
+
+
+def kernels_as_version(data: dict[str, Any], v: int) -> dict[str, Any]:
+    """A kernel comparison (built with the canonical names) as the API's version `v` names it: each side's
+    measurement and each workload's `speedup_factor` (`speedup` in version 1)."""
+
+    def named(side: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if side is None else serializers.to_version(side, v)
+
+    return {
+        **data,
+        "a": named(data["a"]),
+        "b": named(data["b"]),
+        "workloads": [{**w, "a": named(w["a"]), "b": named(w["b"])} for w in data["workloads"]],
     }

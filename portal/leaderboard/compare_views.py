@@ -6,6 +6,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from evaluator.arches import ARCHES
+from portal.core.serializers import DEFAULT_API_VERSION, api_version
 from portal.leaderboard import compare, ranking, selectors
 from portal.leaderboard.cache import Generation
 from portal.leaderboard.selectors import BadQuery
@@ -36,7 +37,7 @@ def _kernel_choices(gen: Generation, task: str, tasks: list[str], arch: str) -> 
         if rows or task:
             choices = []
             for row in rows[:100]:
-                speed = f"{row.speedup:.2f}x" if row.speedup is not None else "not timed"
+                speed = f"{row.speedup_factor:.2f}x" if row.speedup_factor is not None else "not timed"
                 who = row.reference_label or row.submitter
                 choices.append((row.evaluation_id, f"{row.name} · {who} · {row.language} · {speed}"))
             return slug, choices
@@ -56,9 +57,14 @@ def compare_page(request: HttpRequest) -> HttpResponse:
         "kind": params.get("kind", ""),
     }
     status = 200
+    v = DEFAULT_API_VERSION
     try:
         if params.get("format") not in (None, "", "json"):
             raise BadQuery("format must be json or absent")
+        try:
+            v = api_version(params)  # the JSON's field names (docs/api.md); the page always shows the canonical ones
+        except ValueError as exc:
+            raise BadQuery(str(exc)) from exc
         kind = compare.parse_kind(params)
         context["kind"] = kind
         query = selectors.parse_query(params, gen)
@@ -90,7 +96,9 @@ def compare_page(request: HttpRequest) -> HttpResponse:
     except compare.NotFound as exc:
         context["error"], status = str(exc), 404
     if wants_json:
-        return JsonResponse({"error": context["error"]} if status != 200 else data, status=status)
+        if status != 200:
+            return JsonResponse({"error": context["error"]}, status=status)
+        return JsonResponse(compare.kernels_as_version(data, v) if data["kind"] == "kernels" else data)
     if status == 200:
         context["data"] = data
         context["figure"] = data.get("figure")

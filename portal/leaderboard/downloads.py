@@ -18,6 +18,10 @@ from django.http import HttpResponse
 from evaluator.verdict import Verdict
 
 MANIFEST_NAME = "MANIFEST.json"
+# The version of a bundle's names (MANIFEST.json `format`, and `format` of a run's trajectories.json): 2 since issue 30,
+# the measurements by the verdict's names (`speedup_factor`, `speedup_ci95_low`/`_high`, `fraction_of_peak`, a turn's
+# `speedup_factor`). Bundles built before carry no `format` (version 1: portal/core/serializers.py V1_NAMES).
+BUNDLE_FORMAT = "ptxbench-portal.bundle-2"
 
 
 class ChecksumMismatch(Exception):
@@ -55,8 +59,8 @@ class BundleFile:
 
 
 def build_bundle(files: Iterable[BundleFile], *, meta: dict[str, Any]) -> bytes:
-    """A zip of `files` plus MANIFEST.json: {meta..., "files": [{path, sha256, size}]}. Deterministic timestamps,
-    so the same evidence always gives the same archive."""
+    """A zip of `files` plus MANIFEST.json: {format, meta..., "files": [{path, sha256, size}]}. Deterministic
+    timestamps, so the same evidence always gives the same archive."""
     buffer = io.BytesIO()
     entries = []
     stamp = (1980, 1, 1, 0, 0, 0)
@@ -64,7 +68,7 @@ def build_bundle(files: Iterable[BundleFile], *, meta: dict[str, Any]) -> bytes:
         for item in files:
             archive.writestr(zipfile.ZipInfo(item.path, date_time=stamp), item.data, zipfile.ZIP_DEFLATED)
             entries.append({"path": item.path, "sha256": sha256_hex(item.data), "size": len(item.data)})
-        manifest = {**meta, "files": entries}
+        manifest = {"format": BUNDLE_FORMAT, **meta, "files": entries}
         archive.writestr(
             zipfile.ZipInfo(MANIFEST_NAME, date_time=stamp),
             json.dumps(manifest, indent=2, sort_keys=True, default=str).encode(),

@@ -13,7 +13,15 @@ from django.db.models import Model
 
 from portal.core import serializers
 from portal.core.verdict_record import parse_verdict
-from portal.leaderboard.downloads import BundleFile, build_bundle, checked, environment_of, to_jsonl, trace_lines
+from portal.leaderboard.downloads import (
+    BUNDLE_FORMAT,
+    BundleFile,
+    build_bundle,
+    checked,
+    environment_of,
+    to_jsonl,
+    trace_lines,
+)
 from portal.submissions import artifacts as artifact_store
 from portal.submissions.models import Artifact, Evaluation, Submission, kernel_file_name
 
@@ -69,8 +77,7 @@ def _evaluation_meta(evaluation: Evaluation) -> dict[str, Any]:
     return {
         "id": str(evaluation.id),
         "state": evaluation.state,
-        # Bundle manifests keep version 1's names for now (issue 30: the API's `?v=2` has the canonical ones).
-        **serializers.to_version(serializers.measurement(evaluation, arch=evaluation.submission.arch), 1),
+        **serializers.measurement(evaluation, arch=evaluation.submission.arch),  # named as BUNDLE_FORMAT says
         "review_state": evaluation.review_state,
         "finished_at": evaluation.finished_at,
         "evaluator_version": evaluation.evaluator_version,
@@ -155,12 +162,14 @@ def _run_document(run, trajectories: list) -> dict[str, Any]:
     run_fields.pop("user_id", None)  # the user name says who; account ids are not published
     run_fields["user"] = run.user.username if run.user else ""
     return {
+        "format": BUNDLE_FORMAT,  # every turn's columns as named in the database: its `speedup_factor`
         "run": run_fields,
         "trajectories": [
             {
                 **record_fields(t),
                 "task": t.task.slug,
-                "turns": [record_fields(turn) for turn in _turns(t)],
+                # Each turn's columns, and its published status (derived from `outcome` and `verdict_status`).
+                "turns": [{**record_fields(turn), "status": turn.published_status} for turn in _turns(t)],
             }
             for t in trajectories
         ],

@@ -45,11 +45,12 @@ class KernelRow:
     source_sha256: str
     arch_status: str  # one of ARCH_STATES
     arch_full: bool  # sm_90a: both GMMA and TMA executed
-    speedup: float | None  # library median / candidate median, headline workload
-    speedup_ci_low: float | None
-    speedup_ci_high: float | None
+    # The evaluation's measurement, by the verdict's names (portal/core/serializers.py MEASUREMENT_FIELDS).
+    speedup_factor: float | None  # library median / candidate median, headline workload
+    speedup_ci95_low: float | None
+    speedup_ci95_high: float | None
     tflops: float | None
-    peak_fraction: float | None
+    fraction_of_peak: float | None
     gpu_name: str
     finished_at: datetime | None
     rank: int | None = None  # competition rank among verified user kernels; None for references and the rest
@@ -100,7 +101,7 @@ def _speed_order(row: KernelRow) -> tuple:
     # Fastest first; a correct kernel without a timing sorts after every timed one; an equal speed goes to
     # whoever reached it first, and the evaluation id settles the rest so the order never flickers.
     finished = row.finished_at.timestamp() if row.finished_at else math.inf
-    return (row.speedup is None, -(row.speedup or 0.0), finished, row.evaluation_id)
+    return (row.speedup_factor is None, -(row.speedup_factor or 0.0), finished, row.evaluation_id)
 
 
 def _board_order(row: KernelRow) -> tuple:
@@ -129,8 +130,8 @@ def rank_kernels(rows: Iterable[KernelRow]) -> list[KernelRow]:
             ranked.append(replace(row, rank=None))
             continue
         position += 1
-        rank = previous[1] if previous is not None and previous[0] == row.speedup else position
-        previous = (row.speedup, rank)
+        rank = previous[1] if previous is not None and previous[0] == row.speedup_factor else position
+        previous = (row.speedup_factor, rank)
         ranked.append(replace(row, rank=rank))
     return ranked
 

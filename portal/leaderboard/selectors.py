@@ -202,11 +202,11 @@ def _rows_by_task(evaluations, *, arch: str) -> dict[str, list[KernelRow]]:
         "submission__is_synthetic",
         "arch_status",
         "arch_full",
-        "speedup",
-        "speedup_ci_low",
-        "speedup_ci_high",
+        "speedup_factor",
+        "speedup_ci95_low",
+        "speedup_ci95_high",
         "tflops",
-        "peak_fraction",
+        "fraction_of_peak",
         "gpu_name",
         "finished_at",
         "review_state",
@@ -225,11 +225,11 @@ def _rows_by_task(evaluations, *, arch: str) -> dict[str, list[KernelRow]]:
                 arch_status=ranking.arch_state(v["arch_status"]),
                 arch_full=v["arch_full"],
                 arch=arch,
-                speedup=v["speedup"],
-                speedup_ci_low=v["speedup_ci_low"],
-                speedup_ci_high=v["speedup_ci_high"],
+                speedup_factor=v["speedup_factor"],
+                speedup_ci95_low=v["speedup_ci95_low"],
+                speedup_ci95_high=v["speedup_ci95_high"],
                 tflops=v["tflops"],
-                peak_fraction=v["peak_fraction"],
+                fraction_of_peak=v["fraction_of_peak"],
                 gpu_name=v["gpu_name"],
                 finished_at=v["finished_at"],
                 language=v["submission__language"],
@@ -313,7 +313,7 @@ def unmeasured_run_ids():
     """The ids of unmeasured model runs, as a subquery."""
     from portal.agent.models import Turn
 
-    return Turn.objects.filter(status=UNMEASURED_STATUS).values("trajectory__run_id")
+    return Turn.objects.filter(verdict_status=UNMEASURED_STATUS).values("trajectory__run_id")
 
 
 def _model_rows(*, arch: str, k: int) -> dict[str, list[ModelRow]]:

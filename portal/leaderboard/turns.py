@@ -70,9 +70,9 @@ def _trajectories(arch: str) -> list[TrajectoryTurns]:
             "trajectory__run__language",
             "trajectory__task__slug",
             "index",
-            "status",
+            "verdict_status",
             "arch_status",
-            "speedup",
+            "speedup_factor",
             "reasoning_tokens",
         )
         .order_by()
@@ -86,9 +86,9 @@ def _trajectories(arch: str) -> list[TrajectoryTurns]:
         language,
         slug,
         index,
-        status,
+        verdict_status,
         arch_status,
-        speedup,
+        speedup_factor,
         reasoning,
     ) in values:
         t = folded.setdefault(
@@ -99,13 +99,13 @@ def _trajectories(arch: str) -> list[TrajectoryTurns]:
         )  # fmt: skip
         number = index + 1
         t["turns"] = max(t["turns"], number)
-        if status == CORRECT_STATUS:
+        if verdict_status == CORRECT_STATUS:
             if t["first_correct"] is None or number < t["first_correct"]:
                 t["first_correct"] = number
             if arch_status == VERIFIED_ARCH_STATUS and (t["first_verified"] is None or number < t["first_verified"]):
                 t["first_verified"] = number
-            if speedup and speedup > 0:
-                t["speedups"].append((number, speedup))
+            if speedup_factor and speedup_factor > 0:
+                t["speedups"].append((number, speedup_factor))
         if reasoning is not None:
             t["reasoning_tokens"] += reasoning
             t["reasoning_turns"] += 1

@@ -7,7 +7,7 @@ from portal.submissions.services import evaluation_review, submission_hide
 class EvaluationInline(admin.TabularInline):
     model = Evaluation
     extra = 0
-    fields = ("id", "state", "stage", "status", "arch_status", "speedup", "review_state", "created_at")
+    fields = ("id", "state", "stage", "status", "arch_status", "speedup_factor", "review_state", "created_at")
     readonly_fields = fields
     show_change_link = True
 
@@ -36,7 +36,7 @@ class EvaluationAdmin(admin.ModelAdmin):
         "stage",
         "status",
         "arch_status",
-        "speedup",
+        "speedup_factor",
         "review_state",
         "created_at",
     )

@@ -41,13 +41,13 @@ def summarise_verdict(
         "gpu_uuid": str((env and env.gpu_uuid) or "")[:100],
         "driver_version": str((env and env.driver_version) or "")[:40],
         "evaluator_version": str(verdict.evaluator_version if verdict else "")[:40],
-        "speedup": None,
-        "speedup_ci_low": None,
-        "speedup_ci_high": None,
+        "speedup_factor": None,
+        "speedup_ci95_low": None,
+        "speedup_ci95_high": None,
         "latency_ms": None,
         "baseline_latency_ms": None,
         "tflops": None,
-        "peak_fraction": None,
+        "fraction_of_peak": None,
         "review_state": "",
         "review_reason": "",
     }
@@ -57,33 +57,35 @@ def summarise_verdict(
     if passed and perf is not None:
         ci = perf.speedup_ci95 or [None, None]
         out.update(
-            speedup=perf.speedup_factor,
-            speedup_ci_low=ci[0] if len(ci) > 0 else None,
-            speedup_ci_high=ci[1] if len(ci) > 1 else None,
+            speedup_factor=perf.speedup_factor,
+            speedup_ci95_low=ci[0] if len(ci) > 0 else None,
+            speedup_ci95_high=ci[1] if len(ci) > 1 else None,
             latency_ms=perf.latency_ms,
             baseline_latency_ms=perf.baseline_latency_ms,
             tflops=perf.tflops,
             # One denominator everywhere (evaluator/peaks.py): recomputed from the throughput, never taken from the
             # verdict, whose older versions divided by the matmul rate measured on the host.
-            peak_fraction=peaks.fraction_of_peak(perf.tflops, env.gpu_name if env else None),
+            fraction_of_peak=peaks.fraction_of_peak(perf.tflops, env.gpu_name if env else None),
         )
         reasons = []
-        if out["peak_fraction"] is not None and out["peak_fraction"] > 1.0:
+        if out["fraction_of_peak"] is not None and out["fraction_of_peak"] > 1.0:
             reasons.append(f"achieved {out['tflops']:.0f} TFLOP/s is above the GPU's datasheet peak")
         # Speedup and latencies must describe one measurement (the evaluator holds such a verdict itself since
         # issue 32; older or imported verdicts are checked here with the same rule).
         figures = consistency_hold(
             latency_ms=out["latency_ms"],
             baseline_latency_ms=out["baseline_latency_ms"],
-            speedup=out["speedup"],
+            speedup=out["speedup_factor"],
             tflops=None,
             flops=None,
         )
         held_codes = {h.code for h in holds}
         if figures is not None and figures.code not in held_codes:
             reasons.append(f"integrity ({figures.code}): {figures.message}")
-        if out["speedup"] is not None and out["speedup"] > plausible_speedup_max:
-            reasons.append(f"speedup {out['speedup']:.2f}x is above the plausibility bound {plausible_speedup_max:g}x")
+        if out["speedup_factor"] is not None and out["speedup_factor"] > plausible_speedup_max:
+            reasons.append(
+                f"speedup {out['speedup_factor']:.2f}x is above the plausibility bound {plausible_speedup_max:g}x"
+            )
     else:
         reasons = []
     # The evaluator's integrity holds (docs/threat-model.md): an outside measurement disagreed with the candidate
@@ -97,7 +99,7 @@ def summarise_verdict(
     message = f"{out['status'] or 'no status'}"
     if out["arch_status"]:
         message += f", instructions: {out['arch_status']}"
-    if out["speedup"] is not None:
-        message += f", {out['speedup']:.2f}x vs library"
+    if out["speedup_factor"] is not None:
+        message += f", {out['speedup_factor']:.2f}x vs library"
     out["message"] = message
     return out

@@ -1,16 +1,16 @@
-// Polls the run's JSON (/api/v1/runs/<id>) and updates states, metrics and per-turn rows in place.
+// Polls the run's JSON (/api/v1/runs/<id>?v=2: the canonical names, docs/api.md) and updates states, metrics and per-turn rows in place.
 // Model and user text only ever goes in through textContent.
 (function () {
   "use strict";
   var box = document.getElementById("run");
   if (!box || box.dataset.final === "1") return;
   var url = box.dataset.statusUrl;
-  var FIELDS = ["state", "status", "arch_status", "speedup", "prompt_tokens", "completion_tokens",
+  var FIELDS = ["state", "status", "arch_status", "speedup_factor", "prompt_tokens", "completion_tokens",
                 "reasoning_tokens", "model_latency_s"];
 
   function fmt(field, value) {
     if (value === null || value === undefined) return "";
-    if (field === "speedup") return Number(value).toFixed(3);
+    if (field === "speedup_factor") return Number(value).toFixed(3);
     if (field === "model_latency_s") return Number(value).toFixed(1);
     if (field === "state") return String(value).replace("_", " ");
     return String(value);
@@ -33,7 +33,7 @@
     FIELDS.forEach(function (name) {
       var td = document.createElement("td");
       td.dataset.field = name;
-      if (["speedup", "prompt_tokens", "completion_tokens", "reasoning_tokens", "model_latency_s"].indexOf(name) >= 0) {
+      if (["speedup_factor", "prompt_tokens", "completion_tokens", "reasoning_tokens", "model_latency_s"].indexOf(name) >= 0) {
         td.className = "num";
       }
       row.appendChild(td);

@@ -22,6 +22,15 @@ LOOP_SETTINGS = {
 }
 
 
+def ended(status: str) -> dict[str, str]:
+    """The `outcome` and `verdict_status` of a turn written straight to the database with this published status
+    (PASSED, NO_KERNEL, ...): `Turn.objects.create(..., **ended("PASSED"))`."""
+    from portal.agent.states import outcome_of_status
+
+    outcome, verdict_status = outcome_of_status(status)
+    return {"outcome": outcome, "verdict_status": verdict_status}
+
+
 def fenced(source: str, lang: str = "cuda") -> str:
     return f"```{lang}\n{source.rstrip()}\n```"
 

@@ -12,7 +12,7 @@ from portal.agent.models import ModelRun, Trajectory, Turn
 from portal.catalog.models import Task
 from portal.submissions import services as submission_services
 from portal.submissions.models import Evaluation, Submission
-from tests.support.agent_support import fenced
+from tests.support.agent_support import ended, fenced
 from tests.support.factories import GEMM
 
 
@@ -47,7 +47,7 @@ def stored_trajectory(user, turns: list[dict], *, model: str = "stored-model") -
             verdict={"status": spec["status"]},
             status=spec["status"],
             arch_status=spec.get("arch", "verified"),
-            speedup=spec.get("speedup"),
+            speedup_factor=spec.get("speedup"),
             evaluator_version="0.1.0",
             review_state=spec.get("review", ""),
             finished_at=timezone.now(),
@@ -59,9 +59,9 @@ def stored_trajectory(user, turns: list[dict], *, model: str = "stored-model") -
             reply=fenced(kernel),
             kernel=kernel,
             evaluation=evaluation,
-            status=spec["status"],
+            **ended(spec["status"]),
             arch_status=spec.get("arch", "verified"),
-            speedup=spec.get("speedup"),
+            speedup_factor=spec.get("speedup"),
             feedback=f"Evaluation result: {spec['status']}.",
         )
     return trajectory

@@ -256,13 +256,14 @@ def metrics(
 def turns(run, task_slug, trajectories):
     """Trajectories of a run on one task; each a list of turns (status, arch_status, speedup, reasoning tokens)."""
     from portal.agent.models import Trajectory, Turn
+    from tests.support.agent_support import ended
 
     for index, turn_list in enumerate(trajectories):
         trajectory = Trajectory.objects.create(run=run, task=task(task_slug), index=index, state="done")
         for number, (status, arch_status, speedup, reasoning) in enumerate(turn_list):
             Turn.objects.create(
-                trajectory=trajectory, index=number, state="done", status=status, arch_status=arch_status,
-                speedup=speedup, reasoning_tokens=reasoning,
+                trajectory=trajectory, index=number, state="done", **ended(status), arch_status=arch_status,
+                speedup_factor=speedup, reasoning_tokens=reasoning,
             )  # fmt: skip
 
 

@@ -75,10 +75,10 @@ class Command(BaseCommand):
             run.refresh_from_db()
             for turn in Turn.objects.filter(trajectory__run=run, finished_at__isnull=False).exclude(id__in=seen):
                 seen.add(turn.id)
-                speed = f" {turn.speedup:.2f}x" if turn.speedup is not None else ""
+                speed = f" {turn.speedup_factor:.2f}x" if turn.speedup_factor is not None else ""
                 self.stdout.write(
                     f"{turn.trajectory.task.slug} t{turn.trajectory.index} turn {turn.index}: "
-                    f"{turn.status} {turn.arch_status}{speed} {turn.error[:200]}"
+                    f"{turn.published_status} {turn.arch_status}{speed} {turn.error[:200]}"
                 )
             if not run.is_active:
                 break

@@ -52,7 +52,7 @@ DEMO = {"runs": 16, "trajectories": 2, "turns": 8, "kernels": 600, "users": 8}  
 
 
 def physical_figures(rng: random.Random, library_fraction: float, gpu: str) -> tuple[float, float, float]:
-    """(speedup, tflops, peak_fraction) of a made-up correct kernel: a share of the GPU's peak between 3% and
+    """(speedup, tflops, fraction of peak) of a made-up correct kernel: a share of the GPU's peak between 3% and
     92% (a smooth beta draw, no pile-up at the cap), the speedup being that share over the library's."""
     fraction = 0.03 + 0.89 * rng.betavariate(2.2, 2.8)
     return fraction / library_fraction, fraction * PEAK_TFLOPS[gpu], fraction
@@ -83,8 +83,8 @@ def measured_library_fractions(verdicts_dir: Path, tasks: list[Task]) -> dict[in
             verdict, headline_workload=str(headline) if headline else None, plausible_speedup_max=1e9
         )
         peak = peaks.peak_tflops(row["gpu_name"])
-        if row["tflops"] and row["speedup"] and peak:
-            shares.setdefault(task.id, []).append(row["tflops"] / row["speedup"] / peak)
+        if row["tflops"] and row["speedup_factor"] and peak:
+            shares.setdefault(task.id, []).append(row["tflops"] / row["speedup_factor"] / peak)
     return {task_id: median(values) for task_id, values in shares.items()}
 
 
@@ -182,9 +182,10 @@ class Command(BaseCommand):
                             trajectory=trajectory,
                             index=index,
                             state=Turn.State.DONE,
-                            status=status,
+                            outcome=Turn.Outcome.VERDICT,  # every made-up turn has a verdict
+                            verdict_status=status,
                             arch_status=arch_status,
-                            speedup=speedup,
+                            speedup_factor=speedup,
                             prompt_tokens=prompt,
                             completion_tokens=completion,
                             reasoning_tokens=rng.randint(completion // 4, completion),
@@ -292,7 +293,7 @@ class Command(BaseCommand):
         submissions = Submission.objects.bulk_create(submissions, batch_size=BATCH)
         for submission, row in zip(submissions, rows, strict=True):
             *_, status, arch_status, figures, gpu, hidden, review = row
-            speedup, tflops, peak_fraction = figures or (None, None, None)
+            speedup, tflops, fraction_of_peak = figures or (None, None, None)
             if hidden:
                 submission.is_hidden = True
             evaluations.append(
@@ -304,11 +305,11 @@ class Command(BaseCommand):
                     arch_status=arch_status,
                     arch_full=arch_status == ArchStatus.VERIFIED,
                     ptxbench_verified=arch_status == ArchStatus.VERIFIED,
-                    speedup=speedup,
-                    speedup_ci_low=speedup * 0.97 if speedup else None,
-                    speedup_ci_high=speedup * 1.03 if speedup else None,
+                    speedup_factor=speedup,
+                    speedup_ci95_low=speedup * 0.97 if speedup else None,
+                    speedup_ci95_high=speedup * 1.03 if speedup else None,
                     tflops=tflops,
-                    peak_fraction=peak_fraction,
+                    fraction_of_peak=fraction_of_peak,
                     gpu_name=gpu,
                     driver_version="570.86.15",
                     review_state=review,
@@ -335,7 +336,7 @@ class Command(BaseCommand):
 
 
 def _figures_of(speedup: float | None, library_fraction: float, gpu: str) -> tuple[float, float, float] | None:
-    """A turn's (speedup, tflops, peak_fraction) from its speedup, consistent with physical_figures."""
+    """A turn's (speedup, tflops, fraction of peak) from its speedup, consistent with physical_figures."""
     if speedup is None:
         return None
     fraction = speedup * library_fraction
