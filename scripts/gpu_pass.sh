@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One session's GPU pass on an offline H200 (the device tool runs it from the repo root), in eight modes:
 #   smoke   references, the headline GEMM's phases, four corpus entries: a changed evaluator's first look.
-#   fixit   tests/test_fixit_gpu.py alone (~2 minutes); FIXIT_REPEAT=3 runs it three times in a row (issue 32), then
+#   fixit   tests/test_fixit_gpu.py alone (~2 minutes); FIXIT_REPEAT=3 runs it three times in a row (issue 32), after
 #           the headline GEMM's phase table (bench/evaluator_phases.py) when PHASES=1.
 #   entries chosen corpus entries only (ENTRIES=a,b,...): a changed evaluator's first look before a whole round.
 #   checks  every sm_90a reference kernel (CUDA and Triton; verdicts kept), chosen corpus entries, Fixit end to end
@@ -81,14 +81,14 @@ fi
 
 if [ "$mode" = fixit ]; then  # the Fixit end-to-end test alone (its dataset, or its attempts' verdicts, packed)
   begin
+  if [ "${PHASES:-0}" = 1 ]; then  # first: the shorter of the two, so a call cut short still has it
+    step phases "${PHASES_LIMIT:-150}" 40 python3 bench/evaluator_phases.py --repeats 2 --out "$WORK/phases"
+  fi
   for n in $(seq 1 "${FIXIT_REPEAT:-1}"); do
     echo "== fixit run $n of ${FIXIT_REPEAT:-1}"
     fixit_step
     cp "$WORK/fixit.log" "$WORK/fixit-run$n.log"
   done
-  if [ "${PHASES:-0}" = 1 ]; then
-    step phases "${PHASES_LIMIT:-150}" 40 python3 bench/evaluator_phases.py --repeats 2 --out "$WORK/phases"
-  fi
   finish
 fi
 
