@@ -20,12 +20,12 @@ sys.path.insert(0, str(REPO))
 from bench.reliability_stack import PrivatePostgres  # noqa: E402
 
 FILES = [
-    "tests/test_visibility.py",
-    "tests/test_quotas.py",
-    "tests/test_agent_fairness.py",
-    "tests/test_api_errors.py",
-    "tests/test_security_ban.py",
-    "tests/test_throttles.py",
+    "tests/security/test_visibility.py",
+    "tests/agent/test_quotas.py",
+    "tests/agent/test_agent_fairness.py",
+    "tests/core/test_api_errors.py",
+    "tests/accounts/test_security_ban.py",
+    "tests/accounts/test_throttles.py",
 ]
 
 

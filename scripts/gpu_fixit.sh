@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fixit on an offline H200/H100 host: tests/test_fixit_gpu.py (a replayed student's three failing kernels, a
+# Fixit on an offline H200/H100 host: tests/fixit/test_fixit_gpu.py (a replayed student's three failing kernels, a
 # repair run whose recorded teacher replies are scored end to end by the real evaluator through the portal's
 # agent loop and GPU queue, the dataset built from it). The dataset's files land in $OUT/fixit-example
 # (commit them as docs/examples/fixit-h200/), the log in $OUT/fixit-gpu.log.
@@ -16,7 +16,7 @@ source scripts/gpu_host_env.sh
 date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true
 start=$(date +%s)
 FIXIT_EXAMPLE_OUT="$OUT/fixit-example" timeout "${TESTS_TIMEOUT:-420}" $PY -m pytest -m gpu -q -p no:cacheprovider -rA \
-  tests/test_fixit_gpu.py 2>&1 | tee "$OUT/fixit-gpu.log"
+  tests/fixit/test_fixit_gpu.py 2>&1 | tee "$OUT/fixit-gpu.log"
 rc=${PIPESTATUS[0]}
 echo "fixit gpu test: exit $rc in $(( $(date +%s) - start )) s" | tee -a "$OUT/fixit-gpu.log"
 ls -lR "$OUT/fixit-example" | tee -a "$OUT/fixit-gpu.log"

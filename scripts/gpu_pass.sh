@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # One session's GPU pass on an offline H200 (the device tool runs it from the repo root), in eight modes:
 #   smoke   references, the headline GEMM's phases, four corpus entries: a changed evaluator's first look.
-#   fixit   tests/test_fixit_gpu.py alone (~2 minutes); FIXIT_REPEAT=3 runs it three times in a row (issue 32), after
+#   fixit   tests/fixit/test_fixit_gpu.py alone (~2 minutes); FIXIT_REPEAT=3 runs it three times in a row (issue 32), after
 #           the headline GEMM's phase table (bench/evaluator_phases.py) when PHASES=1.
 #   entries chosen corpus entries only (ENTRIES=a,b,...): a changed evaluator's first look before a whole round.
 #   checks  every sm_90a reference kernel (CUDA and Triton; verdicts kept), chosen corpus entries, Fixit end to end
-#           through the portal's GPU worker (tests/test_fixit_gpu.py); about 8 minutes.
+#           through the portal's GPU worker (tests/fixit/test_fixit_gpu.py); about 8 minutes.
 #   probe   bench/evaluator_phases.py (where one verdict's time goes), scripts/measure_baselines.py (every library
 #           baseline by the evaluator's timer), the Triton GPU tests (references and the 17 starters); ~7 minutes.
 #   cost    bench/evaluator_phases.py and bench/evaluator_bench.py on the headline GEMM, the Triton starter tests.
-#   holds   issue 32's false-hold rate (tests/test_false_holds_gpu.py: every sm_90a reference 5 times through the
+#   holds   issue 32's false-hold rate (tests/submissions/test_false_holds_gpu.py: every sm_90a reference 5 times through the
 #           portal's GPU path with a CPU load), detached like corpus: `holds start`, then `holds wait` at once.
 #           All seven references take ~40 min: FALSE_HOLDS_ONLY=task/solution,... runs a part per session.
 #   corpus  the whole adversarial corpus twice back to back in one process (tests/adversarial/corpus.py
@@ -54,7 +54,7 @@ step() {
 fixit_step() {
   mkdir -p "$WORK/fixit-example" "$WORK/fixit-verdicts"
   export FIXIT_EXAMPLE_OUT="$WORK/fixit-example" FIXIT_VERDICTS_OUT="$WORK/fixit-verdicts"
-  step fixit "${FIXIT_LIMIT:-240}" 25 python3 -m pytest -m gpu -q -p no:cacheprovider -rA tests/test_fixit_gpu.py
+  step fixit "${FIXIT_LIMIT:-240}" 25 python3 -m pytest -m gpu -q -p no:cacheprovider -rA tests/fixit/test_fixit_gpu.py
 }
 begin() { exec > >(tee "$WORK/$mode.log") 2>&1; env_log | tee "$WORK/env.log"; }
 finish() { cp "$WORK/$mode.log" "$FINAL/"; exit 0; }
@@ -119,10 +119,10 @@ if [ "$mode" = cost ]; then  # the headline GEMM's time per verdict, every stage
   finish
 fi
 
-if [ "$mode" = holds ] && [ "$sub" = start ]; then  # issue 32's false-hold rate: tests/test_false_holds_gpu.py, detached
+if [ "$mode" = holds ] && [ "$sub" = start ]; then  # issue 32's false-hold rate: tests/submissions/test_false_holds_gpu.py, detached
   env_log > "$WORK/holds-env.log" 2>&1
   setsid nohup bash -c "cd '$PWD' && FALSE_HOLDS_OUT='$WORK/holds.jsonl' python3 -m pytest -m gpu -q -s -p no:cacheprovider \
-    -rA tests/test_false_holds_gpu.py > '$WORK/holds.log' 2>&1; echo \"exit \$?\" > '$WORK/holds.done'" \
+    -rA tests/submissions/test_false_holds_gpu.py > '$WORK/holds.log' 2>&1; echo \"exit \$?\" > '$WORK/holds.done'" \
     >/dev/null 2>&1 < /dev/null &
   sleep 2; echo "false-hold run started: $(date -u)"
   exit 0

@@ -45,7 +45,7 @@ if [ "${PORTAL_GPU_TESTS:-0}" = "1" ]; then
   # The portal's gpu-marked tests (agent loop on a real GPU): Django, Redis and pytest-django from the bundle.
   start=$(date +%s)
   timeout "${TESTS_TIMEOUT:-240}" $PY -m pytest -m gpu -q -p no:cacheprovider \
-    tests/test_agent_gpu.py >"$OUT/e2e/portal-gpu-tests.log" 2>&1
+    tests/agent/test_agent_gpu.py >"$OUT/e2e/portal-gpu-tests.log" 2>&1
   echo "portal gpu tests: exit $? in $(( $(date +%s) - start )) s"; tail -15 "$OUT/e2e/portal-gpu-tests.log"
   pack
 fi

@@ -13,9 +13,9 @@
 # "not run": a pass that proved nothing exits non-zero. When every GPU test skipped (no GPU of the kind, a missing
 # package: pytest itself exits 0 then) the tests part prints "gpu tests: not run" with the reasons and exits 5; the
 # corpus prints "not run" for each entry whose needs are unmet here and exits non-zero (tests/adversarial/corpus.py).
-# GPU_TEST_PATHS overrides the test paths (default: tests/evaluator tests/test_reference_solutions.py).
+# GPU_TEST_PATHS overrides the test paths (default: tests/evaluator tests/tasks/test_reference_solutions.py).
 # Installs wheels carried in .whl/ (tvm-ffi, cupti-python, nvidia-cuda-cupti, pyelftools, jsonschema and its
-# deps) into /tmp/site when present, runs `pytest -m gpu tests/evaluator tests/test_reference_solutions.py`, then the benchmark, and leaves
+# deps) into /tmp/site when present, runs `pytest -m gpu tests/evaluator tests/tasks/test_reference_solutions.py`, then the benchmark, and leaves
 # logs, verdicts and Nsight Compute CSVs in $OUT (default ./gpu-out) as one archive plus two logs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -59,7 +59,7 @@ rc=0
 if [[ "$what" == tests || "$what" == all ]]; then
   rm -f "$OUT/gpu-tests.xml"
   # shellcheck disable=SC2086 # GPU_TEST_PATHS is a list of paths
-  timeout "${TEST_LIMIT:-400}" python3 -m pytest -m gpu ${GPU_TEST_PATHS:-tests/evaluator tests/test_reference_solutions.py} \
+  timeout "${TEST_LIMIT:-400}" python3 -m pytest -m gpu ${GPU_TEST_PATHS:-tests/evaluator tests/tasks/test_reference_solutions.py} \
     -p no:django -p no:cacheprovider -rA --junitxml="$OUT/gpu-tests.xml" "$@" 2>&1 | tee "$OUT/gpu-tests.log"
   rc=${PIPESTATUS[0]}
   # pytest exits 0 when every test skipped, and 5 when none was collected: either way nothing was shown here.

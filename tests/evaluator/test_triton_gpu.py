@@ -43,7 +43,7 @@ def test_triton_dot_in_a_branch_never_taken_is_not_executed():
     assert v["arch_check"]["status"] == "not_executed", v["arch_check"]["reason"]
 
 
-# One task per distinct Triton starter (tests/test_task_suite_triton.py checks them on CPU in the interpreter).
+# One task per distinct Triton starter (tests/tasks/test_task_suite_triton.py checks them on CPU in the interpreter).
 STARTER_TASKS = ("gemm_n256_k7168", "mha_with_lse_d96", "mha_with_lse_d64_causal", "mha_bwd_d96", "mha_bwd_d128_causal")
 
 

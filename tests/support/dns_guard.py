@@ -2,7 +2,7 @@
 imported) wraps the resolver entry points: address literals, loopback names and no name at all go through;
 any other name is refused with socket.gaierror, as if it did not exist, and recorded in REFUSED_NAMES so the
 test that asked fails at teardown even when the code under test swallowed the error. Tests that need a name
-resolved use a fake resolver of their own in front of this one (tests/test_agent_ssrf.py's `dns`)."""
+resolved use a fake resolver of their own in front of this one (tests/agent/test_agent_ssrf.py's `dns`)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from portal.fixit import exports
 from portal.fixit.models import Dataset
 from tests.support.factories import make_user, sync_catalog
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # Three real repair rows (H200, docs/examples/fixit-h200, published as format fixit-1: read with the canonical names)
 # and no generation row.
 REPAIR_ROWS = [

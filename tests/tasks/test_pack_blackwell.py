@@ -22,7 +22,7 @@ from evaluator.packs import load_pack
 from evaluator.policy import check_source
 from evaluator.sass import count_families, disassemble, parse_sass
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PACKS = REPO / "tasks" / "packs"
 INCLUDE = PACKS / "include"
 PACK_DIR = PACKS / "blackwell"

@@ -237,7 +237,7 @@ def test_pipeline_rejects_a_header_that_leads_outside_the_roots_and_publishes_no
     target = Path("/usr/lib/os-release")
     if not target.is_file():
         pytest.skip("no /usr/lib/os-release on this host")
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     task = find_task(repo / "tests" / "evaluator" / "tasks", "tiny_gemm")
     (tmp_path / "build").mkdir()
     (tmp_path / "build" / "leak.h").symlink_to(target)

@@ -8,8 +8,8 @@ import re
 import pytest
 from django.test import Client, override_settings
 
+from tests.project.test_settings import PROD_ENV, _django
 from tests.support.factories import GEMM, make_token, make_user, starter_source, sync_catalog
-from tests.test_settings import PROD_ENV, _django
 
 pytestmark = pytest.mark.django_db
 

@@ -19,8 +19,8 @@ from portal.accounts.services import token_create
 from portal.agent.models import ModelRun
 from portal.fixit.models import Dataset
 from portal.submissions.models import Submission
+from tests.project.test_settings import _django
 from tests.support.factories import GEMM, make_user, starter_source, sync_catalog
-from tests.test_settings import _django
 
 pytestmark = pytest.mark.django_db
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent / "adversarial"
+HERE = Path(__file__).resolve().parents[1] / "adversarial"
 
 
 def payload(kernel: str, name: str) -> str:

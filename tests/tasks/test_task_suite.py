@@ -28,7 +28,7 @@ from tests.support.task_suite_math import (
     tolerance_ratio,
 )
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 TASKS = REPO / "tasks"
 NAMESPACE = uuid.UUID("6f1f7a52-0d0e-4c55-9d1e-5054584245e4")
 

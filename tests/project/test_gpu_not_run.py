@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "adversarial"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adversarial"))
 
 import corpus  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _no_gpu_here() -> None:

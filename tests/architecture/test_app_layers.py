@@ -1,7 +1,7 @@
 """The portal's apps are floors: an app imports only itself and the apps below it, `core` at the bottom (the order is
 LAYERS; docs/architecture.md, "Import direction"). Read from the source with `ast`, nothing imported: every import
 at any depth counts (inside functions, under `if TYPE_CHECKING:`, relative ones), and so do the app labels named by
-migration dependencies and by lazy model references ("agent.Turn"). `tests/test_import_cycles_portal.py` checks
+migration dependencies and by lazy model references ("agent.Turn"). `tests/architecture/test_import_cycles_portal.py` checks
 modules for cycles; this checks apps, where a cycle can hide in imports that are each one way between modules.
 
 An app that needs something from an app above it does not import it: the app above registers it in its
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 # Bottom to top. Each app may import the apps before it, never one after it.
 LAYERS = ("core", "accounts", "catalog", "submissions", "agent", "leaderboard", "datasets", "fixit", "ops")

@@ -12,7 +12,7 @@ from portal.submissions.models import Submission
 from tests.support.factories import GEMM, make_user, starter_source, sync_catalog
 
 pytestmark = pytest.mark.django_db
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TRITON_GEMM = (REPO / "tasks/gemm_n4096_k4096/solutions/triton_tma_wgmma/kernel.py").read_text()
 
 

@@ -26,13 +26,13 @@ ID_ARGUMENTS = {"submission_id", "evaluation_id", "run_id", "trajectory_id", "na
 # Routes with ids that name no submission, evaluation or run, and why they are outside this walk.
 NOT_SUBMISSION_DATA = {
     "accounts:token_revoke": "a token id, looked up among the logged-in user's own tokens only",
-    # Fixit (tests/test_fixit_web.py): a dataset version is public by construction (rows only from public
+    # Fixit (tests/fixit/test_fixit_web.py): a dataset version is public by construction (rows only from public
     # evaluations, withdrawn once a source is hidden or held); its `name` is the dataset's, not an artifact's.
     "fixit:dataset_detail": "a dataset version (public by construction)",
     "fixit:dataset_file": "a dataset version's file (public by construction)",
     "fixit:api_dataset": "a dataset version (public by construction)",
     "fixit:api_dataset_file": "a dataset version's file (public by construction)",
-    # Token-only writes on a run: 404 for a run the caller may not see, like a read (tests/test_fixit_*.py).
+    # Token-only writes on a run: 404 for a run the caller may not see, like a read (tests/fixit/).
     "fixit:api_repair_run_explanations": "a write on a repair run (token only; 404 when not visible)",
     "fixit:api_run_tuned_on": "a write on a model run (token only; 404 when not visible)",
 }
@@ -187,7 +187,7 @@ def test_every_id_route_is_walked(cases):
         if name in NOT_SUBMISSION_DATA:
             continue
         unknown = set(args) - ID_ARGUMENTS
-        assert not unknown, f"{name} takes {sorted(unknown)}: teach tests/test_visibility.py what they name"
+        assert not unknown, f"{name} takes {sorted(unknown)}: teach tests/security/test_visibility.py what they name"
         assert any(all(a in c.ids for a in args) for c in cases), f"no case reaches {name}"
     # every case reaches at least the routes its own kind of id opens
     assert all(_urls(c) for c in cases)

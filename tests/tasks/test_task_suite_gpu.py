@@ -31,7 +31,7 @@ pytestmark = pytest.mark.gpu
 if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU: torch.cuda.is_available() is false", allow_module_level=True)
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 TASKS = REPO / "tasks"
 SUITE = sorted(t.name for t in load_tasks(TASKS) if "suite:ptxbench" in t.definition.tags)
 

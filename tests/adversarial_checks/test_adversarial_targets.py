@@ -15,7 +15,7 @@ included) and checks each against the real evaluator:
 - a type name a gc scan compares against is a class defined in a module of that process;
 - a string that only starts a module name (`"evaluator." + x`) fails: resolve it by hand and add it here.
 
-tests/test_adversarial_payloads.py goes further for some payloads (runs them against the real modules).
+tests/adversarial_checks/test_adversarial_payloads.py goes further for some payloads (runs them against the real modules).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import pytest
 
 from tests.support.evaluator_imports import CANDIDATE_PACKAGE, import_edges, loaded_by
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SOURCES = sorted(
     [
         *(REPO / "tests" / "adversarial").glob("*.cu"),

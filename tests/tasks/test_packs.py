@@ -23,7 +23,7 @@ from evaluator.policy import check_source
 from evaluator.sass import count_families, disassemble, parse_sass
 from evaluator.taskdata import TaskDataError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PACKS = REPO / "tasks" / "packs"
 INCLUDE = PACKS / "include"
 PROBE = REPO / "tests" / "fixtures" / "packs" / "hopper_probe.cu"

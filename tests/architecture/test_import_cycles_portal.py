@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("portal",)
 
 # Cycles that exist on purpose, each with its reason (none today); the test fails when one disappears, so the list stays true.

@@ -2,7 +2,7 @@
 tasks/*/solutions/ (CUDA and Triton, negative controls too: they are honest code) is uploaded FALSE_HOLDS_REPEATS
 times (default 5) and scored through the portal's GPU path (the evaluation job on the architecture's queue, the
 real evaluator with every stage, the verdict recorded as the web tier would), with a CPU load beside it on all but
-two cores, the way tests/test_fixit_gpu.py runs the portal. No evaluation may be held: an honest kernel held on a
+two cores, the way tests/fixit/test_fixit_gpu.py runs the portal. No evaluation may be held: an honest kernel held on a
 busy host is the failure this measures. With FALSE_HOLDS_OUT set, one JSON line per evaluation (kernel, status,
 review state and reason, holds, latency, trusted clock, host floor) is written there, and a table is printed.
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "adversarial"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adversarial"))
 
 import corpus  # noqa: E402
 

@@ -22,7 +22,7 @@ from evaluator.pipeline import Options, evaluate
 from evaluator.taskdata import find_task
 from evaluator.triton_policy import check_source
 from evaluator.verdict import OverallStatus
-from tests.test_task_suite import BWD, FWD, GEMM, REPO, SUITE, TASKS
+from tests.tasks.test_task_suite import BWD, FWD, GEMM, REPO, SUITE, TASKS
 
 pytest.importorskip("triton", reason="Triton is not installed (pip install '.[triton]')")
 

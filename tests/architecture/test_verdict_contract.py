@@ -19,7 +19,7 @@ from evaluator.verdict import ArchStatus, OverallStatus, Status, Verdict
 from portal.core.verdict_record import parse_verdict, parse_workload
 from tests.support import leaderboard_factories as lf
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PORTAL = ROOT / "portal"
 # The one module that may read a verdict document's keys: it turns the document into the typed records.
 PARSER = PORTAL / "core" / "verdict_record.py"
