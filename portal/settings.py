@@ -150,7 +150,7 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",
-    "portal.leaderboard.finders.PlotlyFinder",  # vendor/plotly.min.js from the plotly package (no CDN)
+    "portal.leaderboard.charts.finders.PlotlyFinder",  # vendor/plotly.min.js from the plotly package (no CDN)
 ]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

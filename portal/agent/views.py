@@ -81,7 +81,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "metrics_by_task": metrics_by_task,
             "document": document,
             "budget": budget.run_budget(run, viewer=request.user),
-            # Scored on the CPU stages only somewhere: kept off the public boards (leaderboard/selectors.py).
+            # Scored on the CPU stages only somewhere: kept off the public boards (leaderboard/boards/selectors.py).
             "static_only": Turn.objects.filter(trajectory__run=run, verdict_status="STATIC_ONLY").exists(),
         },
     )

@@ -1,7 +1,7 @@
 """What apps above the catalog add to a task's page. The catalog owns the page (`views.task_detail`) and knows
 nothing of results; an app with something to show there registers a panel in its AppConfig.ready(): the
 leaderboard's is the current best kernel per architecture and the library's latency per GPU
-(`portal/leaderboard/task_highlights.py`). A panel takes the task and its architectures (Hopper first) and returns
+(`portal/leaderboard/boards/task_highlights.py`). A panel takes the task and its architectures (Hopper first) and returns
 the template context it fills."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ measurement (`measurement`), the same fields in `/api/v1/evaluations/<id>` (`res
 (`evaluations[].result`), the kernel board (`/api/v1/leaderboard/kernels` rows, CSV columns), bundle manifests and
 the datasets; timestamps (`iso`); the field names' versions. Each app serializes its own resources with these,
 always with the canonical names: an evaluation's result in `portal/submissions/serializers.py`, board entries in
-`portal/leaderboard/serializers.py`. The old names are answered only by version 1 of the API (`to_version`, the
+`portal/leaderboard/boards/serializers.py`. The old names are answered only by version 1 of the API (`to_version`, the
 one table V1_NAMES / V1_ALIASES, listed in docs/api.md)."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The one vocabulary of verdicts, shared by every page, the JSON API, CSV and the datasets: the architecture
 check's states, the status words of a row, and the phrase and badge tone of a verdict. Pure functions of the
 recorded fields (an Evaluation, a board row or a dict carry the same names); the ranking rules that use these words
-live in `portal/leaderboard/ranking.py`."""
+live in `portal/leaderboard/boards/ranking.py`."""
 
 from __future__ import annotations
 

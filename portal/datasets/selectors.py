@@ -1,7 +1,7 @@
 """Reads for the public result snapshots: the rows of each config, and the versions.
 
 What may go in is decided by the rules every page asks, never restated here:
-- `ranked`: the kernel boards themselves (`portal.leaderboard.selectors.kernel_board`, every group: the
+- `ranked`: the kernel boards themselves (`portal.leaderboard.boards.selectors.kernel_board`, every group: the
   ranking rules of `ranking.py`: finished, PASSED, public, not hidden, not a banned user's, not held or rejected,
   the ranked check passed), keeping only measured rows (a speedup), then checked once more against
   `visibility.public_submissions`. STATIC_ONLY never reaches a board.
@@ -24,7 +24,7 @@ from evaluator.arches import ARCHES
 from evaluator.verdict import OverallStatus
 from portal.core import serializers
 from portal.datasets.models import ResultsSnapshot
-from portal.leaderboard import selectors as board
+from portal.leaderboard.boards import selectors as board
 from portal.leaderboard.cache import Generation
 from portal.submissions import visibility
 from portal.submissions.models import Evaluation, Submission

@@ -8,7 +8,8 @@ class LeaderboardConfig(AppConfig):
 
     def ready(self) -> None:
         from portal.catalog.task_panels import register_task_panel
-        from portal.leaderboard import signals, task_highlights
+        from portal.leaderboard import signals
+        from portal.leaderboard.boards import task_highlights
 
         signals.connect()
         register_task_panel(self.label, task_highlights.task_panel)

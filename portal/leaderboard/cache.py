@@ -12,7 +12,7 @@ A value is looked up in three places, each keyed by scope, token and key:
 3. otherwise the value is computed. A short lock in the store makes one process compute it; the others serve
    the previous generation's value meanwhile (stale-while-revalidate) or, with none to serve, wait up to
    WAIT_SECONDS for it. A value built from a stale part is served but never stored under the new token; a
-   page rendered from one is reused for STALE_RENDER_SECONDS under a key of its own (views.py). So a page
+   page rendered from one is reused for STALE_RENDER_SECONDS under a key of its own (boards/views.py). So a page
    shows earlier results at most as long as computing the newest ones takes (LOCK_SECONDS if the process
    computing dies), plus STALE_RENDER_SECONDS.
 Without the store (Redis down, alias not configured) every process computes for itself, as before."""
@@ -44,6 +44,10 @@ WAIT_SECONDS = 3.0  # with no older value to serve, wait this long for the proce
 POLL_SECONDS = 0.02
 STALE_KEEP_SECONDS = 30  # a superseded generation's value stays in the store this long, for stale reads
 STALE_RENDER_SECONDS = 2  # a page rendered from stale values is reused this long (per process), then rendered again
+# The store holds pickles, and a pickle names the module of each class in it (the board rows of boards/ranking.py, the
+# trajectories of charts/turns.py): when such a class moves, raise this, or a process reads a pickle naming a module its
+# code no longer has (an error on every page until the generation changes). 2: issue 30 moved both into sub-packages.
+STORE_FORMAT = 2
 _MAX_ENTRIES = 4000
 _GENERATIONS_KEPT = 2  # per scope in process memory: the current one and the one before (stale reads)
 
@@ -114,12 +118,12 @@ def shared_store():
 
 def entry_name(scope: str, token: str, key: Hashable) -> str:
     """A value's name in the shared store; its lock is this plus ":lock"."""
-    return f"{scope}:{token}:{_digest(key)}"
+    return f"{scope}:v{STORE_FORMAT}:{token}:{_digest(key)}"
 
 
 def _latest_name(scope: str, key: Hashable) -> str:
     """Names the token under which `key` was last stored (the value stale reads fall back to)."""
-    return f"{scope}:latest:{_digest(key)}"
+    return f"{scope}:v{STORE_FORMAT}:latest:{_digest(key)}"
 
 
 def _digest(key: Hashable) -> str:

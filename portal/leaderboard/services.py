@@ -21,7 +21,6 @@ from evaluator.verdict import Verdict
 from portal.catalog.models import Task
 from portal.core.verdict_record import parse_verdict
 from portal.leaderboard.cache import leaderboard_changed
-from portal.leaderboard.sass_view import sass_from_ncu_rows
 from portal.submissions import artifacts
 from portal.submissions.models import Evaluation, Submission, kernel_file_name
 from portal.submissions.summary import summarise_verdict
@@ -211,6 +210,18 @@ def _profiler_files(entry: IndexEntry, directory: Path) -> dict[str, bytes]:
     except NcuParseError as exc:
         raise ValueError(f"{entry.ncu_source}: {exc}") from None
     return {"ncu_source.csv": data, "kernel.sass": sass_from_ncu_rows(kernels).encode("utf-8")}
+
+
+def sass_from_ncu_rows(kernels) -> str:
+    """A cuobjdump-style listing from Nsight Compute's source page (evaluator.ncu.parse_source_page), for the
+    reference verdicts that carry the profiler CSV but no SASS dump: one `Function :` header per kernel."""
+    out = []
+    for kernel in kernels:
+        out.append(f"        Function : {kernel.name}")
+        for row in kernel.rows:
+            address = row.address.removeprefix("0x").rjust(4, "0")
+            out.append(f"        /*{address}*/                   {row.source} ;  /* executed {row.executed} */")
+    return "\n".join(out) + "\n"
 
 
 _ROLE_NOTES = {"negative_control": "Negative control (a reference kernel written to fail the instruction check)"}

@@ -17,7 +17,7 @@ import pytest
 from django.apps import apps
 
 from portal.core.serializers import MEASUREMENT_FIELDS, V1_NAMES, canonical_names, field_name, to_version
-from portal.leaderboard.ranking import KernelRow
+from portal.leaderboard.boards.ranking import KernelRow
 
 REPO = Path(__file__).resolve().parents[2]
 OLD = frozenset(V1_NAMES.values())  # speedup, speedup_ci_low, speedup_ci_high, peak_fraction

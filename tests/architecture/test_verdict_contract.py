@@ -184,7 +184,7 @@ def test_every_committed_reference_verdict_parses():
 
 def test_an_old_stored_verdict_summarises_and_gives_feedback():
     from portal.agent.feedback import verdict_feedback
-    from portal.leaderboard.downloads import environment_of, trace_lines
+    from portal.leaderboard.evidence.downloads import environment_of, trace_lines
     from portal.submissions.summary import summarise_verdict
 
     document = _old_verdict()

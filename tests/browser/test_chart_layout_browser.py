@@ -74,7 +74,7 @@ def test_no_chart_text_overlaps_or_is_cut(live_server, width):
     """Catches the legend drawn over the x-axis title (legend at a fixed fraction below the plot), the
     "library 1.0x" label cut to "libr" at the right edge, titles longer than a phone screen, and the ~230 px
     gap between the per-task bars and their legend (a legend placed at a fraction of a tall plot's height)."""
-    from portal.leaderboard.views import MODEL_CHARTS
+    from portal.leaderboard.boards.views import MODEL_CHARTS
 
     _data()
     with chromium_page() as page:
@@ -111,7 +111,7 @@ def test_a_model_keeps_one_colour_on_every_chart_in_the_browser(live_server):
     """Issue 29 item 2 as a visitor sees it: every chart on /leaderboard/, as drawn by plotly in Chromium, gives
     each model one colour, the same on all of them. Mutation caught: colours taken from each chart's series
     order (one model brown, red, green across charts)."""
-    from portal.leaderboard.views import MODEL_CHARTS
+    from portal.leaderboard.boards.views import MODEL_CHARTS
 
     _data()
     with chromium_page() as page:

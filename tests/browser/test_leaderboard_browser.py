@@ -26,7 +26,7 @@ def _choose(page, selector: str, value: str) -> None:
 
 
 def test_charts_draw_and_filters_update_the_model_table(live_server):
-    from portal.leaderboard.views import MODEL_CHARTS
+    from portal.leaderboard.boards.views import MODEL_CHARTS
 
     runs = lf.standard_runs()
     lf.turns(runs["a"], GEMM, [[("COMPILE_ERROR", "", None, 90), ("PASSED", "verified", 1.4, 120)]])

@@ -17,7 +17,7 @@ import zipfile
 
 import pytest
 
-from portal.leaderboard.serializers import KERNEL_FIELDS
+from portal.leaderboard.boards.serializers import KERNEL_FIELDS
 from tests.support import leaderboard_factories as lf
 from tests.support.cli_support import config_file, run_cli
 from tests.support.factories import (

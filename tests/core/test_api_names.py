@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from portal.core import serializers
-from portal.leaderboard import serializers as board_serializers
+from portal.leaderboard.boards import serializers as board_serializers
 from tests.support import leaderboard_factories as lf
 from tests.support.leaderboard_factories import GEMM, leaderboard_isolation  # noqa: F401 - autouse fixture
 from tests.support.ranking_fixtures import mixed_board

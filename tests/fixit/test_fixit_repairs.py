@@ -14,8 +14,8 @@ from portal.agent.services import RunRefused, RunRequest, run_create
 from portal.fixit.repairs import REPAIR_REQUEST, repair_run_create
 from portal.fixit.services import dataset_create
 from portal.fixit.storage import dataset_folder
-from portal.leaderboard.selectors import _model_rows
-from portal.leaderboard.turns import _trajectories
+from portal.leaderboard.boards.selectors import _model_rows
+from portal.leaderboard.charts.turns import _trajectories
 from tests.support.agent_support import API_KEY, LOOP_SETTINGS, broken_reply, fenced, replay  # noqa: F401
 from tests.support.factories import GEMM, make_token, make_user, starter_source, sync_catalog
 from tests.support.fixit_support import drain_with_gpu_stand_in, stored_trajectory

@@ -100,7 +100,7 @@ def _board_row(client, model_id: str, **params) -> str:
 def test_intervals_only_from_three_runs_else_the_values_and_no_run_suffix_on_pooled_rows(client):
     """Catches "1.07x [0.00, 3.27]" and "63% [0%, 100%]" from n = 2 runs (now each run's value instead), and
     "Llama-4-Maverick #13" naming a row that pools two runs (now the model id)."""
-    from portal.leaderboard import ranking
+    from portal.leaderboard.boards import ranking
     from tests.support.factories import sync_catalog
 
     assert ranking.mean_interval([1.0, 1.2]) == (pytest.approx(1.1), None, None)
@@ -256,7 +256,7 @@ def test_demo_rows_agree_with_the_measured_reference_beside_them():
 
     from django.core.management import call_command
 
-    from portal.leaderboard import selectors
+    from portal.leaderboard.boards import selectors
     from portal.leaderboard.cache import Generation
 
     call_command("seed_leaderboard", "--demo", stdout=StringIO())

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from portal.leaderboard import sass_view
+from portal.leaderboard.evidence import sass_view
 from tests.support import leaderboard_factories as lf
 from tests.support.factories import sync_catalog
 from tests.support.leaderboard_factories import leaderboard_isolation  # noqa: F401 - autouse fixture

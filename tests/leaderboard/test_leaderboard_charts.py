@@ -12,8 +12,8 @@ import pytest
 from django.contrib.staticfiles import finders
 from django.core.management import call_command
 
-from portal.leaderboard import charts
-from portal.leaderboard.finders import plotly_js_path
+from portal.leaderboard.charts import figures, model_charts
+from portal.leaderboard.charts.finders import plotly_js_path
 from tests.support import leaderboard_factories as lf
 from tests.support.leaderboard_factories import GEMM, MHA, leaderboard_isolation  # noqa: F401 - autouse fixture
 
@@ -64,7 +64,7 @@ def test_correctness_and_verified_for_every_turn_by_model_name(client, runs):
 def test_hidden_runs_and_banned_users_turns_stay_out_of_every_turn_chart_and_export(client, runs):
     """The hidden run D and the banned user's run E get turns better than anyone's (and one turn more), on the same
     task and GPU as model A: none of it may reach a chart, the page that embeds the charts, or the turns export.
-    Mutation caught (tried, both halves separately): `leaderboard/turns.py` without `trajectory__run__is_hidden=False`
+    Mutation caught (tried, both halves separately): `leaderboard/charts/turns.py` without `trajectory__run__is_hidden=False`
     or without the `is_banned` exclude (D or E then appears in correctness and speedup-by-turn, with a 3-turn axis)."""
     from portal.agent.models import ModelRun
     from portal.datasets.selectors import turn_rows
@@ -149,7 +149,7 @@ def test_best_speedup_per_task_is_horizontal_and_by_model(client, runs):
 
 
 def test_more_models_than_the_cap_are_all_counted_in_the_title(client, runs, monkeypatch):
-    monkeypatch.setattr(charts, "MAX_MODELS", 2)
+    monkeypatch.setattr(model_charts, "MAX_MODELS", 2)
     body = chart(client, "fast-p", arch="sm_90a", k="8")
     assert len(body["data"]["series"]) == 2 and "top 2 of 3 models" in body["figure"]["layout"]["title"]["text"]
 
@@ -185,7 +185,7 @@ def test_unknown_chart_and_bad_parameters(client, runs):
 
 def test_page_embeds_every_chart_as_a_json_block(client, runs):
     html = client.get("/leaderboard/", {"arch": "sm_90a", "k": "8"}).content.decode()
-    from portal.leaderboard.views import MODEL_CHARTS
+    from portal.leaderboard.boards.views import MODEL_CHARTS
 
     for name in MODEL_CHARTS:
         if name in ("correctness", "speedup-by-turn", "reasoning"):
@@ -215,5 +215,5 @@ def test_plotly_js_is_found_and_collected_from_the_plotly_package(tmp_path, sett
 
 
 def test_plot_text_escapes_label_markup():
-    assert charts.plot_text("<b>x</b> & y") == "&lt;b&gt;x&lt;/b&gt; &amp; y"
-    assert len(charts.plot_text("m" * 100)) == 48
+    assert figures.plot_text("<b>x</b> & y") == "&lt;b&gt;x&lt;/b&gt; &amp; y"
+    assert len(figures.plot_text("m" * 100)) == 48

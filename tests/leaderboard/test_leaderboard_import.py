@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from portal.leaderboard.boards.selectors import kernel_board
 from portal.leaderboard.cache import Generation
-from portal.leaderboard.evidence import submission_bundle
-from portal.leaderboard.selectors import kernel_board
+from portal.leaderboard.evidence.selectors import submission_bundle
 from portal.submissions.models import Artifact, Evaluation, Submission
 from tests.support import leaderboard_factories as lf
 from tests.support.factories import REPO, sync_catalog

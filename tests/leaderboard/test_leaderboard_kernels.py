@@ -8,9 +8,9 @@ from datetime import timedelta
 
 import pytest
 
-from portal.leaderboard import ranking
+from portal.leaderboard.boards import ranking
+from portal.leaderboard.boards.selectors import kernel_board
 from portal.leaderboard.cache import Generation, leaderboard_changed
-from portal.leaderboard.selectors import kernel_board
 from tests.support import leaderboard_factories as lf
 from tests.support.factories import sync_catalog
 from tests.support.leaderboard_factories import leaderboard_isolation  # noqa: F401 - autouse fixture

@@ -9,9 +9,9 @@ import math
 
 import pytest
 
-from portal.leaderboard import ranking
+from portal.leaderboard.boards import ranking
+from portal.leaderboard.boards.selectors import BoardQuery, model_board, model_summary
 from portal.leaderboard.cache import Generation
-from portal.leaderboard.selectors import BoardQuery, model_board, model_summary
 from tests.support import leaderboard_factories as lf
 from tests.support.leaderboard_factories import GEMM, MHA, leaderboard_isolation  # noqa: F401 - autouse fixture
 

@@ -18,9 +18,9 @@ import django_rq
 import pytest
 
 from portal.leaderboard import cache
+from portal.leaderboard.boards.selectors import kernel_board
 from portal.leaderboard.cache import KERNELS, Generation, clear_process_cache, entry_name, shared_store
 from portal.leaderboard.cache import leaderboard_changed as new_generation
-from portal.leaderboard.selectors import kernel_board
 from tests.support import leaderboard_factories as lf
 from tests.support.factories import REPO, sync_catalog
 from tests.support.leaderboard_factories import GEMM, leaderboard_isolation  # noqa: F401 - autouse fixture
@@ -74,7 +74,7 @@ def test_a_board_computed_in_one_process_is_read_by_another_without_touching_the
         from django.db import connection
         from django.test.utils import CaptureQueriesContext
         from portal.leaderboard.cache import Generation
-        from portal.leaderboard.selectors import kernel_board
+        from portal.leaderboard.boards.selectors import kernel_board
         with CaptureQueriesContext(connection) as queries:
             rows = kernel_board(Generation(), task={GEMM!r}, arch="sm_90a")
         print(json.dumps({{"names": [r.name for r in rows], "queries": len(queries)}}))

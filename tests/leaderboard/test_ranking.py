@@ -9,9 +9,9 @@ import io
 import pytest
 
 from portal.core import numbers, verdicts
-from portal.leaderboard import ranking
+from portal.leaderboard.boards import ranking
+from portal.leaderboard.boards.selectors import BoardQuery, kernel_board, model_groups
 from portal.leaderboard.cache import Generation
-from portal.leaderboard.selectors import BoardQuery, kernel_board, model_groups
 from tests.support import leaderboard_factories as lf
 from tests.support.leaderboard_factories import GEMM, leaderboard_isolation  # noqa: F401 - autouse fixture
 from tests.support.ranking_fixtures import mixed_board, three_runs_of_one_model

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from portal.leaderboard import charts
+from portal.leaderboard.charts import selectors as charts
 from tests.support import leaderboard_factories as lf
 from tests.support.leaderboard_factories import GEMM, leaderboard_isolation  # noqa: F401 - autouse fixture
 

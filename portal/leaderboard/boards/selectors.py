@@ -1,6 +1,6 @@
-"""Reads for the leaderboards. Each board is computed once per results generation (see cache.py) and
-returned as typed rows from ranking.py; the HTML pages, the JSON API, CSV downloads and charts all
-read the same rows."""
+"""Reads for the leaderboards. Each board is computed once per results generation (see ../cache.py) and
+returned as typed rows from ranking.py; the HTML pages, the JSON API, CSV downloads, charts, /compare/ and the
+results datasets all read the same rows."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from django.db.models import Exists, OuterRef, Q
 from evaluator.arches import ARCHES
 from evaluator.verdict import OverallStatus
 from portal.catalog.models import Task
-from portal.leaderboard import ranking
+from portal.leaderboard.boards import ranking
+from portal.leaderboard.boards.ranking import KernelRow, ModelRow, SummaryRow
 from portal.leaderboard.cache import KERNELS, MODELS, Generation
-from portal.leaderboard.ranking import KernelRow, ModelRow, SummaryRow
 from portal.submissions.models import Evaluation, Submission
 
 

@@ -1,6 +1,6 @@
 """Side-by-side comparisons: two models (per-task rates and best speedup at k, per-turn-limit curves) or two
 kernels on one task (verdicts, per-workload latency, instruction counts, SASS opcodes). Reads come from the
-leaderboard selectors (the same visibility as the boards) and from `visible_evaluation`, each behind one
+boards' selectors (the same visibility as the boards) and from `visible_evaluation`, each behind one
 helper below so a single visibility module can replace them."""
 
 from __future__ import annotations
@@ -10,16 +10,17 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-import plotly.graph_objects as go
 from django.http import Http404
 
 from evaluator.verdict import Verdict
 from portal.core import serializers
 from portal.core.verdict_record import parse_verdict
-from portal.leaderboard import charts, ranking, selectors
+from portal.leaderboard.boards import ranking, selectors
+from portal.leaderboard.boards.ranking import ModelRow
+from portal.leaderboard.boards.selectors import BadQuery, BoardQuery
 from portal.leaderboard.cache import Generation
-from portal.leaderboard.ranking import ModelRow
-from portal.leaderboard.selectors import BadQuery, BoardQuery
+from portal.leaderboard.charts.figures import figure_json
+from portal.leaderboard.compare.figures import curves_figure
 from portal.submissions import visibility
 from portal.submissions.models import Evaluation
 
@@ -203,34 +204,7 @@ def compare_models(gen: Generation, query: BoardQuery, a: str, b: str) -> dict[s
         "tasks_without_runs": unrun,
         "curves": curves,
     }
-    return {**data, "figure": charts.figure_json(curves_figure(data))}
-
-
-def curves_figure(data: dict[str, Any]) -> go.Figure:
-    """Correct and correct-plus-verified rates against the turn limit, both models on one chart."""
-    fig = go.Figure()
-    for curve in data["curves"]:
-        color = charts.model_color(curve["model"])
-        for field, label, dash in (  # as on the board: correct solid, correct + verified dotted
-            ("correct_rate", "correct", "solid"),
-            ("correct_arch_rate", "correct + verified", "dot"),
-        ):
-            points = curve["points"]
-            fig.add_trace(
-                go.Scatter(
-                    x=[p["k"] for p in points],
-                    y=[None if p[field] is None else round(100 * p[field], 2) for p in points],
-                    customdata=[f"{p[field.replace('_rate', '')]}/{p['n']}" for p in points],
-                    mode="lines+markers",
-                    line={"color": color, "dash": dash},
-                    name=f"{charts.plot_text(curve['model'])} · {label}",
-                    hovertemplate="k=%{x}: %{y:.1f}% (%{customdata})<extra></extra>",
-                )
-            )
-    fig.update_xaxes(tickvals=list(ranking.TURN_LIMITS), type="linear")
-    fig.update_yaxes(range=[0, 105])
-    where = data["task"] or "all tasks"
-    return charts._layout(fig, title=f"Per turn limit ({where})", x="turn limit k", y="trajectories (%)")
+    return {**data, "figure": figure_json(curves_figure(data))}
 
 
 # --------------------------------------------------------------------------- kernels
@@ -319,19 +293,4 @@ def compare_kernels(viewer, a: str, b: str) -> dict[str, Any]:
         "workloads": workloads,
         "families": families,
         "opcodes": opcodes,
-    }
-
-
-def kernels_as_version(data: dict[str, Any], v: int) -> dict[str, Any]:
-    """A kernel comparison (built with the canonical names) as the API's version `v` names it: each side's
-    measurement and each workload's `speedup_factor` (`speedup` in version 1)."""
-
-    def named(side: dict[str, Any] | None) -> dict[str, Any] | None:
-        return None if side is None else serializers.to_version(side, v)
-
-    return {
-        **data,
-        "a": named(data["a"]),
-        "b": named(data["b"]),
-        "workloads": [{**w, "a": named(w["a"]), "b": named(w["b"])} for w in data["workloads"]],
     }

@@ -1,25 +1,21 @@
-"""Leaderboard pages and evidence downloads. Function views; every number comes from selectors.py."""
+"""The two board pages, each with its charts. Function views; every number comes from selectors.py."""
 
 from __future__ import annotations
 
-import logging
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
 from django.urls import reverse
 
 from evaluator.arches import ARCHES
-from portal.core.verdict_record import parse_verdict
-from portal.leaderboard import charts, evidence, ranking, sass_view, selectors
+from portal.leaderboard.boards import ranking, selectors
+from portal.leaderboard.boards.selectors import BadQuery, BoardQuery
 from portal.leaderboard.cache import STALE_RENDER_SECONDS, Generation
-from portal.leaderboard.downloads import ChecksumMismatch, attachment
-from portal.leaderboard.selectors import BadQuery, BoardQuery
-from portal.submissions import visibility
+from portal.leaderboard.charts import figures as chart_figures
+from portal.leaderboard.charts import selectors as charts
 from portal.submissions.models import Submission
-
-log = logging.getLogger(__name__)
 
 MODEL_CHARTS = ("correctness", "speedup-by-turn", "fast-p", "reasoning", "best-speedup", "arch-comparison")
 # Charts the board leaves out, message and all, when they have nothing to show (the JSON still says why).
@@ -94,7 +90,7 @@ def _chart_blocks(gen: Generation, query: BoardQuery, names: tuple[str, ...]) ->
                 "element_id": f"figure-{name}",
                 "figure": result["figure"],
                 "empty": result.get("empty") or "",
-                "title": charts.figure_title(result["figure"]),
+                "title": chart_figures.figure_title(result["figure"]),
                 "json_url": reverse("leaderboard_api:chart", args=[name]) + "?" + _query_string(query),
             }
         )
@@ -151,92 +147,3 @@ def kernel_leaderboard(request: HttpRequest) -> HttpResponse:
     context["query_string"] = _query_string(query, sort="", k="")
     context["show_query_string"] = _query_string(query, sort="", k="", show="all")
     return _render(request, "leaderboard/kernels.html", context, gen)
-
-
-# --------------------------------------------------------------------------- evidence
-
-
-def evaluation_detail(request: HttpRequest, evaluation_id) -> HttpResponse:
-    """The one evaluation page: the verdict summary, per-workload results, the target-instruction table, the
-    SASS with the target opcodes marked, every artifact with its sha256, the source (highlighted on the server)
-    and the compiler output (escaped). The submission's status page links here once the evaluation is done."""
-    evaluation = visibility.visible_evaluation(request.user, evaluation_id)
-    artifacts = list(evaluation.artifacts.order_by("name"))
-    verdict = parse_verdict(evaluation.verdict)
-    sass_artifact = next((a for a in artifacts if a.name.endswith(".sass")), None)
-    listing = None
-    if sass_artifact is not None:
-        try:
-            text = evidence.artifact_bytes(sass_artifact).decode("utf-8", errors="replace")
-        except (FileNotFoundError, ChecksumMismatch) as exc:
-            log.warning("SASS of evaluation %s not shown: %s", evaluation.id, exc)
-        else:
-            listing = sass_view.sass_listing(text, families=ARCHES[evaluation.submission.arch].families)
-    context = {
-        "evaluation": evaluation,
-        "submission": evaluation.submission,
-        "verdict": verdict,
-        "artifacts": artifacts,
-        "badge": ranking.arch_badge(evaluation.arch_status, evaluation.arch_full),
-        "phrase": ranking.verdict_phrase(
-            evaluation.status, evaluation.arch_status, evaluation.arch_full, evaluation.submission.arch
-        ),
-        "compile_output": (verdict.compile.output if verdict and verdict.compile else None) or "",
-        "sass_artifact": sass_artifact,
-        "sass": listing,
-        "target_families": ARCHES[evaluation.submission.arch].families,
-    }
-    return render(request, "leaderboard/evaluation.html", context)
-
-
-def evaluation_artifact(request: HttpRequest, evaluation_id, name: str) -> HttpResponse:
-    evaluation = visibility.visible_evaluation(request.user, evaluation_id)
-    artifact = get_object_or_404(evaluation.artifacts, name=name)
-    try:
-        data = evidence.artifact_bytes(artifact)
-    except FileNotFoundError:
-        raise Http404("the artifact file is missing") from None
-    except ChecksumMismatch as exc:
-        log.error("refusing to serve a corrupted artifact: %s", exc)
-        return HttpResponse("the stored file does not match its recorded sha256", status=500, content_type="text/plain")
-    return attachment(data, filename=f"{evaluation.id}-{artifact.name}", content_type=artifact.content_type)
-
-
-def evaluation_trace(request: HttpRequest, evaluation_id) -> HttpResponse:
-    evaluation = visibility.visible_evaluation(request.user, evaluation_id)
-    data = evidence.traces_jsonl([evaluation])
-    return attachment(data, filename=f"{evaluation.id}-trace.jsonl", content_type="application/x-ndjson")
-
-
-def submission_bundle(request: HttpRequest, submission_id: int) -> HttpResponse:
-    submission = visibility.visible_submission(request.user, submission_id)
-    try:
-        data = evidence.submission_bundle(submission)
-    except ChecksumMismatch as exc:
-        log.error("refusing to bundle a corrupted artifact: %s", exc)
-        return HttpResponse("a stored file does not match its recorded sha256", status=500, content_type="text/plain")
-    return attachment(data, filename=f"submission-{submission.id}.zip", content_type="application/zip")
-
-
-def run_bundle(request: HttpRequest, run_id: int) -> HttpResponse:
-    if not selectors.models_available():
-        raise Http404("model runs are not enabled on this portal")
-    from portal.agent.visibility import visible_run
-
-    run = visible_run(request.user, run_id)
-    try:
-        data = evidence.run_bundle(run)
-    except ChecksumMismatch as exc:
-        log.error("refusing to bundle a corrupted artifact: %s", exc)
-        return HttpResponse("a stored file does not match its recorded sha256", status=500, content_type="text/plain")
-    return attachment(data, filename=f"run-{run.id}.zip", content_type="application/zip")
-
-
-def run_trajectories(request: HttpRequest, run_id: int) -> HttpResponse:
-    if not selectors.models_available():
-        raise Http404("model runs are not enabled on this portal")
-    from portal.agent.visibility import visible_run
-
-    run = visible_run(request.user, run_id)
-    data = evidence.trajectories_json(run)
-    return attachment(data, filename=f"run-{run.id}-trajectories.json", content_type="application/json")

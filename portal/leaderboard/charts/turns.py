@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 from django.db.models import Q
 
-from portal.leaderboard import ranking
+from portal.leaderboard.boards import ranking
+from portal.leaderboard.boards.selectors import models_available, unmeasured_run_ids
 from portal.leaderboard.cache import MODELS, Generation
-from portal.leaderboard.selectors import models_available, unmeasured_run_ids
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ def _trajectories(arch: str) -> list[TrajectoryTurns]:
         )
         .exclude(Q(trajectory__run__user__profile__is_banned=True))
         .exclude(trajectory__run__kind="repair")  # Fixit repair runs: not a model's own trajectories
-        .exclude(trajectory__run_id__in=unmeasured_run_ids())  # CPU stages only: nothing known (selectors.py)
+        .exclude(trajectory__run_id__in=unmeasured_run_ids())  # CPU stages only: nothing known (boards/selectors.py)
         .values_list(
             "trajectory_id",
             "trajectory__run_id",

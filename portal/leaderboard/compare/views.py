@@ -7,9 +7,11 @@ from django.shortcuts import render
 
 from evaluator.arches import ARCHES
 from portal.core.serializers import DEFAULT_API_VERSION, api_version
-from portal.leaderboard import compare, ranking, selectors
+from portal.leaderboard.boards import ranking, selectors
+from portal.leaderboard.boards.selectors import BadQuery
 from portal.leaderboard.cache import Generation
-from portal.leaderboard.selectors import BadQuery
+from portal.leaderboard.compare import selectors as compare
+from portal.leaderboard.compare.serializers import kernels_as_version
 from portal.submissions.models import Submission
 
 
@@ -98,7 +100,7 @@ def compare_page(request: HttpRequest) -> HttpResponse:
     if wants_json:
         if status != 200:
             return JsonResponse({"error": context["error"]}, status=status)
-        return JsonResponse(compare.kernels_as_version(data, v) if data["kind"] == "kernels" else data)
+        return JsonResponse(kernels_as_version(data, v) if data["kind"] == "kernels" else data)
     if status == 200:
         context["data"] = data
         context["figure"] = data.get("figure")

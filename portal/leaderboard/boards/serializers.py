@@ -1,14 +1,28 @@
 """The board resources' JSON shapes: a kernel board entry (`kernel_entry`, also each CSV line), a model run's row
 on a board (`run_entry`) and a model board entry (`model_entry`), built from ranking.py's rows with the shared
-measurement fields and timestamps of portal/core/serializers.py."""
+measurement fields and timestamps of portal/core/serializers.py; the query a board answers (`query_entry`) and a
+board as CSV (`to_csv`)."""
 
 from __future__ import annotations
 
+import csv
+import io
+from collections.abc import Iterable
 from typing import Any
 
 from evaluator import peaks
 from portal.core.serializers import DEFAULT_API_VERSION, MEASUREMENT_FIELDS, V1_NAMES, iso, measurement, to_version
-from portal.leaderboard import ranking
+from portal.leaderboard.boards import ranking
+from portal.leaderboard.boards.selectors import BoardQuery
+
+
+def query_entry(query: BoardQuery) -> dict[str, Any]:
+    """The query a board or chart answered, echoed in its JSON as `query`."""
+    body = {"arch": query.arch, "task": query.task or None, "k": query.k, "gpu": query.gpu or None, "sort": query.sort}
+    if query.language:  # boards filtered to one kernel language
+        body["language"] = query.language
+    return body
+
 
 KERNEL_FIELDS = (
     "rank",
@@ -170,3 +184,20 @@ def model_entry(group: ranking.ModelGroup, *, with_runs: bool = True, v: int = D
     if with_runs:
         record["runs"] = [run_entry(r, v=v) for r in group.runs]
     return record
+
+
+def _csv_cell(value: Any) -> Any:
+    # Spreadsheet formula injection: a cell starting with = + - @ (or a tab/CR) is evaluated by Excel and
+    # LibreOffice; a leading apostrophe keeps hostile names as text. Numbers pass unchanged.
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return "" if value is None else value
+
+
+def to_csv(records: Iterable[dict[str, Any]], columns: list[str]) -> bytes:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    for record in records:
+        writer.writerow([_csv_cell(record.get(c)) for c in columns])
+    return buffer.getvalue().encode("utf-8")

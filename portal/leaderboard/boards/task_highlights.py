@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from evaluator.arches import ARCHES
 from portal.catalog.models import Task
-from portal.leaderboard import ranking, selectors
+from portal.leaderboard.boards import ranking, selectors
 from portal.leaderboard.cache import Generation
 from portal.submissions.models import Evaluation
 

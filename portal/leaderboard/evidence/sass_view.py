@@ -46,15 +46,3 @@ def sass_listing(text: str, *, families: tuple[str, ...], limit: int | None = No
         if number < limit:
             shown.append(SassLine(line, family or ""))
     return SassListing(shown, len(all_lines), counts)
-
-
-def sass_from_ncu_rows(kernels) -> str:
-    """A cuobjdump-style listing from Nsight Compute's source page (evaluator.ncu.parse_source_page), for the
-    reference verdicts that carry the profiler CSV but no SASS dump: one `Function :` header per kernel."""
-    out = []
-    for kernel in kernels:
-        out.append(f"        Function : {kernel.name}")
-        for row in kernel.rows:
-            address = row.address.removeprefix("0x").rjust(4, "0")
-            out.append(f"        /*{address}*/                   {row.source} ;  /* executed {row.executed} */")
-    return "\n".join(out) + "\n"

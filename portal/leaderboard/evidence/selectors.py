@@ -13,7 +13,7 @@ from django.db.models import Model
 
 from portal.core import serializers
 from portal.core.verdict_record import parse_verdict
-from portal.leaderboard.downloads import (
+from portal.leaderboard.evidence.downloads import (
     BUNDLE_FORMAT,
     BundleFile,
     build_bundle,

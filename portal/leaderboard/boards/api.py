@@ -1,5 +1,5 @@
-"""Public read-only JSON API under /api/v1/leaderboard/. Same selectors and sort whitelist as the pages;
-errors are {"error": "..."} with the right status. `format=csv` returns the table as a CSV attachment,
+"""The boards in the public read-only JSON API under /api/v1/leaderboard/. Same selectors and sort whitelist as
+the pages; errors are {"error": "..."} with the right status. `format=csv` returns the table as a CSV attachment,
 `download=1` returns the JSON as an attachment."""
 
 from __future__ import annotations
@@ -12,19 +12,12 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from portal.accounts.api_auth import api_endpoint
 from portal.core.api import json_error
 from portal.core.serializers import api_version, field_name
-from portal.leaderboard import charts, downloads, evidence, ranking, selectors, serializers
+from portal.leaderboard.attachments import attachment
+from portal.leaderboard.boards import ranking, selectors, serializers
+from portal.leaderboard.boards.selectors import BadQuery, BoardQuery
 from portal.leaderboard.cache import Generation
-from portal.leaderboard.selectors import BadQuery, BoardQuery
-from portal.submissions.models import Evaluation
 
 FORMATS = ("json", "csv")
-
-
-def _query_dict(query: BoardQuery) -> dict[str, Any]:
-    body = {"arch": query.arch, "task": query.task or None, "k": query.k, "gpu": query.gpu or None, "sort": query.sort}
-    if query.language:  # boards filtered to one kernel language
-        body["language"] = query.language
-    return body
 
 
 def _table(
@@ -39,13 +32,13 @@ def _table(
         if p
     )
     if fmt == "csv":
-        return downloads.attachment(
-            downloads.to_csv(records, columns), filename=f"{stem}.csv", content_type="text/csv; charset=utf-8"
+        return attachment(
+            serializers.to_csv(records, columns), filename=f"{stem}.csv", content_type="text/csv; charset=utf-8"
         )
-    body = {"query": _query_dict(query), **extra, "count": len(records), "rows": records}
+    body = {"query": serializers.query_entry(query), **extra, "count": len(records), "rows": records}
     if request.GET.get("download") == "1":
         data = json.dumps(body, indent=2, default=str).encode()
-        return downloads.attachment(data, filename=f"{stem}.json", content_type="application/json")
+        return attachment(data, filename=f"{stem}.json", content_type="application/json")
     return JsonResponse(body)
 
 
@@ -74,25 +67,6 @@ def kernels(request: HttpRequest) -> HttpResponse:
     extra = {"show": "all" if show_all else "verified", "held": [serializers.kernel_entry(r, v=v) for r in held]}
     return _table(
         request, name="kernels", query=query, records=records, columns=serializers.kernel_fields(v), extra=extra
-    )
-
-
-@api_endpoint(methods=("GET",), auth=False)
-def kernel_traces(request: HttpRequest) -> HttpResponse:
-    """FlashInfer Trace JSONL of every kernel on the board (one line per workload result)."""
-    gen = Generation()
-    try:
-        query = _parse(request, gen, task_required=True)
-    except BadQuery as exc:
-        return json_error(str(exc), 400)
-    rows = selectors.kernel_board(gen, task=query.task, arch=query.arch, gpu=query.gpu)
-    by_id = {
-        str(e.id): e
-        for e in Evaluation.objects.select_related("submission__task").filter(id__in=[r.evaluation_id for r in rows])
-    }
-    data = evidence.traces_jsonl([by_id[r.evaluation_id] for r in rows if r.evaluation_id in by_id])
-    return downloads.attachment(
-        data, filename=f"traces-{query.task}-{query.arch}.jsonl", content_type="application/x-ndjson"
     )
 
 
@@ -146,20 +120,3 @@ def models(request: HttpRequest) -> HttpResponse:
 def summary(request: HttpRequest) -> HttpResponse:
     """The model board across tasks (the same as /models without a task)."""
     return _model_table(request, name="summary", task_required=False)
-
-
-@api_endpoint(methods=("GET",), auth=False)
-def chart(request: HttpRequest, name: str) -> HttpResponse:
-    """A chart's data and its plotly figure, exactly what the page draws."""
-    if name not in charts.CHARTS:
-        return json_error(f"unknown chart {name!r}; use one of: {', '.join(charts.CHARTS)}", 404)
-    if charts.CHARTS[name][2] and not selectors.models_available():
-        return _models_off()
-    gen = Generation()
-    try:
-        query = _parse(request, gen, task_required=False)
-        v = api_version(request.GET)
-    except (BadQuery, ValueError) as exc:
-        return json_error(str(exc), 400)
-    result = charts.as_version(charts.chart(gen, name, query), v)
-    return JsonResponse({"query": _query_dict(query), **result})

@@ -1,11 +1,9 @@
-"""Audit downloads: zip bundles with a MANIFEST.json of sha256 sums, leaderboard tables as CSV, and
-FlashInfer Trace JSONL. Pure builders over bytes and rows; the views only fetch rows and wrap responses."""
+"""Audit downloads: zip bundles with a MANIFEST.json of sha256 sums, and FlashInfer Trace JSONL. Pure builders over
+bytes and verdicts; `selectors.py` fetches the rows and `views.py` wraps the responses."""
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import hashlib
 import io
 import json
 import zipfile
@@ -13,9 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from django.http import HttpResponse
-
 from evaluator.verdict import Verdict
+from portal.leaderboard.attachments import sha256_hex
 
 MANIFEST_NAME = "MANIFEST.json"
 # The version of a bundle's names (MANIFEST.json `format`, and `format` of a run's trajectories.json): 2 since issue 30,
@@ -28,25 +25,11 @@ class ChecksumMismatch(Exception):
     """A stored file no longer matches the sha256 recorded when it was written: never serve it."""
 
 
-def sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def checked(data: bytes, expected: str, what: str) -> bytes:
     actual = sha256_hex(data)
     if actual != expected:
         raise ChecksumMismatch(f"{what}: stored sha256 {expected}, file on disk has {actual}")
     return data
-
-
-def attachment(data: bytes, *, filename: str, content_type: str) -> HttpResponse:
-    """Bytes as a download: attachment disposition, the sha256 in a header so clients can check it."""
-    response = HttpResponse(data, content_type=content_type)
-    safe = "".join(c for c in filename if c.isalnum() or c in "._-") or "download"
-    response["Content-Disposition"] = f'attachment; filename="{safe}"'
-    response["X-Content-SHA256"] = sha256_hex(data)
-    response["Content-Length"] = str(len(data))
-    return response
 
 
 # --------------------------------------------------------------------------- bundles
@@ -81,26 +64,6 @@ def environment_of(verdict: Verdict | None) -> dict[str, Any]:
     """The verdict's environment record as plain data (empty without one)."""
     env = verdict.environment if verdict is not None else None
     return dataclasses.asdict(env) if env is not None else {}
-
-
-# --------------------------------------------------------------------------- tables
-
-
-def _csv_cell(value: Any) -> Any:
-    # Spreadsheet formula injection: a cell starting with = + - @ (or a tab/CR) is evaluated by Excel and
-    # LibreOffice; a leading apostrophe keeps hostile names as text. Numbers pass unchanged.
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return "" if value is None else value
-
-
-def to_csv(records: Iterable[dict[str, Any]], columns: list[str]) -> bytes:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(columns)
-    for record in records:
-        writer.writerow([_csv_cell(record.get(c)) for c in columns])
-    return buffer.getvalue().encode("utf-8")
 
 
 # --------------------------------------------------------------------------- FlashInfer Trace

@@ -1,0 +1,106 @@
+"""The evaluation page and the evidence downloads under /evidence/ (who may see what: docs/visibility.md). Function
+views; the files come from selectors.py."""
+
+from __future__ import annotations
+
+import logging
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+
+from evaluator.arches import ARCHES
+from portal.core.verdict_record import parse_verdict
+from portal.core.verdicts import arch_badge, verdict_phrase
+from portal.leaderboard.attachments import attachment
+from portal.leaderboard.boards.selectors import models_available
+from portal.leaderboard.evidence import sass_view, selectors
+from portal.leaderboard.evidence.downloads import ChecksumMismatch
+from portal.submissions import visibility
+
+log = logging.getLogger(__name__)
+
+
+def evaluation_detail(request: HttpRequest, evaluation_id) -> HttpResponse:
+    """The one evaluation page: the verdict summary, per-workload results, the target-instruction table, the
+    SASS with the target opcodes marked, every artifact with its sha256, the source (highlighted on the server)
+    and the compiler output (escaped). The submission's status page links here once the evaluation is done."""
+    evaluation = visibility.visible_evaluation(request.user, evaluation_id)
+    artifacts = list(evaluation.artifacts.order_by("name"))
+    verdict = parse_verdict(evaluation.verdict)
+    sass_artifact = next((a for a in artifacts if a.name.endswith(".sass")), None)
+    listing = None
+    if sass_artifact is not None:
+        try:
+            text = selectors.artifact_bytes(sass_artifact).decode("utf-8", errors="replace")
+        except (FileNotFoundError, ChecksumMismatch) as exc:
+            log.warning("SASS of evaluation %s not shown: %s", evaluation.id, exc)
+        else:
+            listing = sass_view.sass_listing(text, families=ARCHES[evaluation.submission.arch].families)
+    context = {
+        "evaluation": evaluation,
+        "submission": evaluation.submission,
+        "verdict": verdict,
+        "artifacts": artifacts,
+        "badge": arch_badge(evaluation.arch_status, evaluation.arch_full),
+        "phrase": verdict_phrase(
+            evaluation.status, evaluation.arch_status, evaluation.arch_full, evaluation.submission.arch
+        ),
+        "compile_output": (verdict.compile.output if verdict and verdict.compile else None) or "",
+        "sass_artifact": sass_artifact,
+        "sass": listing,
+        "target_families": ARCHES[evaluation.submission.arch].families,
+    }
+    return render(request, "leaderboard/evaluation.html", context)
+
+
+def evaluation_artifact(request: HttpRequest, evaluation_id, name: str) -> HttpResponse:
+    evaluation = visibility.visible_evaluation(request.user, evaluation_id)
+    artifact = get_object_or_404(evaluation.artifacts, name=name)
+    try:
+        data = selectors.artifact_bytes(artifact)
+    except FileNotFoundError:
+        raise Http404("the artifact file is missing") from None
+    except ChecksumMismatch as exc:
+        log.error("refusing to serve a corrupted artifact: %s", exc)
+        return HttpResponse("the stored file does not match its recorded sha256", status=500, content_type="text/plain")
+    return attachment(data, filename=f"{evaluation.id}-{artifact.name}", content_type=artifact.content_type)
+
+
+def evaluation_trace(request: HttpRequest, evaluation_id) -> HttpResponse:
+    evaluation = visibility.visible_evaluation(request.user, evaluation_id)
+    data = selectors.traces_jsonl([evaluation])
+    return attachment(data, filename=f"{evaluation.id}-trace.jsonl", content_type="application/x-ndjson")
+
+
+def submission_bundle(request: HttpRequest, submission_id: int) -> HttpResponse:
+    submission = visibility.visible_submission(request.user, submission_id)
+    try:
+        data = selectors.submission_bundle(submission)
+    except ChecksumMismatch as exc:
+        log.error("refusing to bundle a corrupted artifact: %s", exc)
+        return HttpResponse("a stored file does not match its recorded sha256", status=500, content_type="text/plain")
+    return attachment(data, filename=f"submission-{submission.id}.zip", content_type="application/zip")
+
+
+def run_bundle(request: HttpRequest, run_id: int) -> HttpResponse:
+    if not models_available():
+        raise Http404("model runs are not enabled on this portal")
+    from portal.agent.visibility import visible_run
+
+    run = visible_run(request.user, run_id)
+    try:
+        data = selectors.run_bundle(run)
+    except ChecksumMismatch as exc:
+        log.error("refusing to bundle a corrupted artifact: %s", exc)
+        return HttpResponse("a stored file does not match its recorded sha256", status=500, content_type="text/plain")
+    return attachment(data, filename=f"run-{run.id}.zip", content_type="application/zip")
+
+
+def run_trajectories(request: HttpRequest, run_id: int) -> HttpResponse:
+    if not models_available():
+        raise Http404("model runs are not enabled on this portal")
+    from portal.agent.visibility import visible_run
+
+    run = visible_run(request.user, run_id)
+    data = selectors.trajectories_json(run)
+    return attachment(data, filename=f"run-{run.id}-trajectories.json", content_type="application/json")
