@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 APP = ("portal", "leaderboard")
 
 PARTS = ("boards", "charts", "compare", "evidence")
