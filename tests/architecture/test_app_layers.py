@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.import_names import imported_names
+
 REPO = Path(__file__).resolve().parents[2]
 
 # Bottom to top. Each app may import the apps before it, never one after it.
@@ -45,30 +47,10 @@ class Reference:
         return f"{self.path}:{self.line}: {self.app} -> {self.target} ({self.how})"
 
 
-def _module_parts(path: Path, root: Path) -> list[str]:
-    parts = list(path.relative_to(root).with_suffix("").parts)
-    return parts[:-1] if parts[-1] == "__init__" else parts
-
-
 def _owner(path: Path, root: Path) -> str:
     """The app a file belongs to (its first folder under portal/), or its own name for the project's modules."""
     parts = path.relative_to(root / "portal").parts
     return parts[0] if len(parts) > 1 else Path(parts[0]).stem
-
-
-def _imported_names(node: ast.Import | ast.ImportFrom, path: Path, root: Path) -> list[str]:
-    """The dotted names an import statement loads, relative ones resolved (`from portal import agent` gives
-    portal.agent, since the name may be a package)."""
-    if isinstance(node, ast.Import):
-        return [alias.name for alias in node.names]
-    if node.level:
-        package = _module_parts(path, root)
-        package = package if path.name == "__init__.py" else package[:-1]
-        package = package[: len(package) - (node.level - 1)]
-        base = ".".join(package + ([node.module] if node.module else []))
-    else:
-        base = node.module or ""
-    return [base, *(f"{base}.{alias.name}" for alias in node.names)]
 
 
 def _portal_target(name: str) -> str | None:
@@ -90,7 +72,7 @@ def references(path: Path, root: Path) -> list[Reference]:
 
     for node in ast.walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
-            for name in _imported_names(node, path, root):
+            for name in imported_names(node, path, root):
                 add(node.lineno, _portal_target(name), ast.unparse(node))
         elif isinstance(node, ast.Assign) and "migrations" in path.parts:
             if any(isinstance(t, ast.Name) and t.id == "dependencies" for t in node.targets):

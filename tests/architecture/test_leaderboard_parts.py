@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.import_names import imported_names, module_parts
+
 REPO = Path(__file__).resolve().parents[2]
 APP = ("portal", "leaderboard")
 
@@ -70,26 +72,6 @@ def place(parts: list[str]) -> Place | None:
     return Place(WIRED if parts[0] in WIRING else BASE)
 
 
-def _module_parts(path: Path, root: Path) -> list[str]:
-    parts = list(path.relative_to(root).with_suffix("").parts)
-    return parts[:-1] if parts[-1] == "__init__" else parts
-
-
-def _imported_names(node: ast.Import | ast.ImportFrom, path: Path, root: Path) -> list[str]:
-    """The dotted names an import loads, relative ones resolved (`from portal.leaderboard import charts` gives
-    portal.leaderboard.charts, since the name may be a package)."""
-    if isinstance(node, ast.Import):
-        return [alias.name for alias in node.names]
-    if node.level:
-        package = _module_parts(path, root)
-        package = package if path.name == "__init__.py" else package[:-1]
-        package = package[: len(package) - (node.level - 1)]
-        base = ".".join(package + ([node.module] if node.module else []))
-    else:
-        base = node.module or ""
-    return [base, *(f"{base}.{alias.name}" for alias in node.names)]
-
-
 def _allowed(source: Place, target: Place) -> bool:
     if source.part == WIRED:
         return True
@@ -109,7 +91,7 @@ def crossings(root: Path) -> list[str]:
     app = root.joinpath(*APP)
     problems: list[str] = []
     for path in sorted(app.rglob("*.py")):
-        source = place(_module_parts(path, app))
+        source = place(module_parts(path, app))
         if source is None:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
@@ -117,7 +99,7 @@ def crossings(root: Path) -> list[str]:
             if not isinstance(node, ast.Import | ast.ImportFrom):
                 continue
             seen: set[str] = set()
-            for name in _imported_names(node, path, root):
+            for name in imported_names(node, path, root):
                 dotted = name.split(".")
                 if tuple(dotted[: len(APP)]) != APP:
                     continue
