@@ -30,6 +30,7 @@ from tests.support.factories import (
     sync_catalog,
     wait_for_live_worker,
 )
+from tests.support.hf_offline import hf_offline
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -125,9 +126,7 @@ def test_the_client_installs_without_django_or_pytorch():
 def test_a_result_dataset_downloaded_by_the_client_opens_with_datasets(live_server, tmp_path, settings, monkeypatch):
     """From the portal to a notebook: build a snapshot, fetch it with `ptxbench dataset` (each file checked against
     the API's sha256), open every non-empty config with Hugging Face `datasets`, offline."""
-    # Before `datasets` is first imported: it reads these once, at import, for the rest of the process.
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    hf_offline(monkeypatch)
     import datasets
     from django.core.management import call_command
 

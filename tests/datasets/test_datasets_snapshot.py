@@ -17,6 +17,7 @@ from portal.datasets.models import ResultsSnapshot
 from portal.datasets.schemas import CONFIGS
 from tests.support import leaderboard_factories as lf
 from tests.support.factories import sync_catalog
+from tests.support.hf_offline import hf_offline
 from tests.support.leaderboard_factories import GEMM, leaderboard_isolation  # noqa: F401 - autouse fixture
 
 pytestmark = pytest.mark.django_db
@@ -24,8 +25,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def results_dir(settings, tmp_path, monkeypatch):
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    hf_offline(monkeypatch)
     settings.RESULTS_DATASETS_DIR = tmp_path / "results"
     return settings.RESULTS_DATASETS_DIR
 

@@ -21,6 +21,7 @@ from portal.submissions.models import Submission
 from tests.support.agent_support import LOOP_SETTINGS, fenced
 from tests.support.factories import BROKEN_KERNEL, GEMM, make_user, starter_source, sync_catalog
 from tests.support.fixit_support import drain_with_gpu_stand_in, stored_trajectory
+from tests.support.hf_offline import hf_offline
 from tests.support.leaderboard_factories import verdict as verdict_document
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -158,8 +159,7 @@ def test_held_hidden_ranked_check_and_banned_sources_never_appear(alice):
 
 
 def test_jsonl_and_parquet_load_with_datasets_hold_the_same_rows_and_the_manifest_sha256s_match(alice, monkeypatch):
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    hf_offline(monkeypatch)
     stored_trajectory(
         alice,
         [

@@ -13,6 +13,7 @@ from portal.core.serializers import canonical_names
 from portal.fixit import exports
 from portal.fixit.models import Dataset
 from tests.support.factories import make_user, sync_catalog
+from tests.support.hf_offline import hf_offline
 
 REPO = Path(__file__).resolve().parents[2]
 # Three real repair rows (H200, docs/examples/fixit-h200, published as format fixit-1: read with the canonical names)
@@ -30,9 +31,10 @@ def _write(files: dict[str, bytes], folder: Path) -> Path:
     return folder
 
 
-def test_every_config_the_card_names_loads_and_an_empty_one_keeps_its_schema(tmp_path):
+def test_every_config_the_card_names_loads_and_an_empty_one_keeps_its_schema(tmp_path, monkeypatch):
     """Catches: the card naming a `generation` config of 0 rows, whose Parquet (a row group of 0 rows) makes
     `datasets.load_dataset(folder, "generation")` fail with "BatchSize must be greater than 0"."""
+    hf_offline(monkeypatch)
     import datasets
 
     files = exports.dataset_files(name="x", version=1, repair=REPAIR_ROWS, generation=[], manifest_fields={})

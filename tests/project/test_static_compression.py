@@ -3,10 +3,14 @@ them (plotly.min.js is 4.8 MB raw) to clients that accept gzip."""
 
 from __future__ import annotations
 
+import pytest
 from django.core.management import call_command
 from django.test import Client
 
 
+# Closing the response ends the request cycle, whose handler checks the worker's database connection: without
+# database access allowed, the test failed whenever an earlier test in the same worker had left one open.
+@pytest.mark.django_db
 def test_collected_plotly_is_served_gzipped(settings, tmp_path):
     settings.STATIC_ROOT = tmp_path / "static"
     settings.WHITENOISE_USE_FINDERS = False  # what scripts/run_portal.sh sets (STATIC_FROM_FINDERS=0)
