@@ -19,9 +19,8 @@ from django.utils import timezone
 from portal.agent import services
 from portal.agent.client import ModelReply
 from portal.agent.models import ModelRun, Trajectory, Turn
-from portal.agent.services import RunRequest
-from tests.support.agent_support import API_KEY, FERNET_KEY, LOOP_SETTINGS, NO_CODE, drain, replay  # noqa: F401
-from tests.support.factories import GEMM, REPO, make_user, sync_catalog
+from tests.support.agent_support import FERNET_KEY, LOOP_SETTINGS, NO_CODE, drain, replay, start_replay_run  # noqa: F401
+from tests.support.factories import REPO, make_user, sync_catalog
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SLOW_THEN_FAST = {"attempts": [{"delay": 60, "content": "slow thoughts, no code"}, {"content": "fast, no code"}]}
@@ -34,18 +33,7 @@ def alice():
 
 
 def _start(user, server, **kwargs) -> ModelRun:
-    return services.run_create(
-        user=user,
-        request=RunRequest(
-            base_url=server.base_url,
-            model="replay-model",
-            arch="sm_90a",
-            task_slugs=[GEMM],
-            api_key=API_KEY,
-            trajectories_per_task=1,
-            **{"turns": 3, "request_timeout": 120.0, "max_retries": 0, **kwargs},
-        ),
-    )
+    return start_replay_run(user, server, **{"turns": 3, "request_timeout": 120.0, "max_retries": 0, **kwargs})
 
 
 @override_settings(**LOOP_SETTINGS)

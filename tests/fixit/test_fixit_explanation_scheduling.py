@@ -18,10 +18,17 @@ from rq import SimpleWorker
 
 from portal.agent import crypto
 from portal.agent.models import ModelRun, Trajectory, Turn
-from portal.agent.services import RunRequest, run_create
 from portal.catalog.models import Task
 from portal.fixit.models import RepairExplanation
-from tests.support.agent_support import API_KEY, LOOP_SETTINGS, NO_CODE, ended, fenced, replay  # noqa: F401 - fixture
+from tests.support.agent_support import (  # noqa: F401 - fixture
+    API_KEY,
+    LOOP_SETTINGS,
+    NO_CODE,
+    ended,
+    fenced,
+    replay,
+    start_replay_run,
+)
 from tests.support.factories import GEMM, make_token, make_user, sync_catalog
 from tests.support.fixit_support import stored_trajectory
 
@@ -116,20 +123,7 @@ def test_explanations_and_model_steps_share_one_cap(users, replay):  # noqa: F81
     """Before: explanations ignored the user's model steps (and the steps ignored them): 1 + 3 calls queued."""
     alice, _ = users
     student = replay({"turns": [NO_CODE]})
-    model_run = run_create(
-        user=alice,
-        request=RunRequest(
-            base_url=student.base_url,
-            model="student-model",
-            arch="sm_90a",
-            task_slugs=[GEMM],
-            api_key=API_KEY,
-            turns=1,
-            trajectories_per_task=1,
-            request_timeout=5.0,
-            max_retries=0,
-        ),
-    )
+    model_run = start_replay_run(alice, student, model="student-model", max_retries=0)
     (step,) = _agent_jobs()
     assert step.startswith("agent-turn-")
     repair_run = _repair_run(alice, replay(TEACHER), repairs=3)
@@ -142,20 +136,7 @@ def test_explanations_and_model_steps_share_one_cap(users, replay):  # noqa: F81
     assert Turn.objects.filter(trajectory__run=model_run).exclude(state="calling_model").exists()
     more = _repair_run(alice, replay(TEACHER), repairs=1)
     _ask_for_explanations(alice, more)
-    second_run = run_create(
-        user=alice,
-        request=RunRequest(
-            base_url=student.base_url,
-            model="student-model-2",
-            arch="sm_90a",
-            task_slugs=[GEMM],
-            api_key=API_KEY,
-            turns=1,
-            trajectories_per_task=1,
-            request_timeout=5.0,
-            max_retries=0,
-        ),
-    )
+    second_run = start_replay_run(alice, student, model="student-model-2", max_retries=0)
     assert set(_agent_jobs()) == _explanation_jobs(more)
     assert "waiting for your other model calls" in Turn.objects.get(trajectory__run=second_run).waiting_reason
 

@@ -10,12 +10,11 @@ from django.test import override_settings
 from portal.agent import services
 from portal.agent.extract import extract_kernel
 from portal.agent.models import ModelRun, Turn
-from portal.agent.services import RunRequest
 from portal.catalog.models import Task
 from portal.leaderboard.cache import leaderboard_changed
 from portal.submissions.models import Evaluation, Submission
 from tests.support import leaderboard_factories as lf
-from tests.support.agent_support import API_KEY, LOOP_SETTINGS, drain, fenced, replay  # noqa: F401 - fixture
+from tests.support.agent_support import LOOP_SETTINGS, drain, fenced, replay, start_replay_run  # noqa: F401 - fixture
 from tests.support.factories import GEMM, REPO, make_token, make_user, starter_source, sync_catalog
 from tests.support.leaderboard_factories import leaderboard_isolation  # noqa: F401 - fixture
 
@@ -75,20 +74,7 @@ def test_a_triton_model_run_submits_its_python_reply_as_triton(alice, replay):  
     pytest.importorskip("triton", reason="Triton is not installed (pip install '.[triton]')")
     reply = {"content": "Here is the kernel.\n\n" + fenced(TRITON_GEMM, "python")}
     server = replay({"tasks": {GEMM: [reply]}})
-    run = services.run_create(
-        user=alice,
-        request=RunRequest(
-            base_url=server.base_url,
-            model="replay-model",
-            arch="sm_90a",
-            task_slugs=[GEMM],
-            api_key=API_KEY,
-            turns=1,
-            trajectories_per_task=1,
-            request_timeout=5.0,
-            language="triton",
-        ),
-    )
+    run = start_replay_run(alice, server, language="triton")
     assert run.language == "triton"
     opening = run.trajectories.get().messages
     assert "```python" in opening[0]["content"] and "@triton.jit" in opening[0]["content"]

@@ -7,7 +7,8 @@ import pytest
 from rq import SimpleWorker
 
 from portal.agent.replay_server import ReplayScript, serve
-from tests.support.factories import BROKEN_KERNEL, starter_source
+from portal.agent.services import RunRequest, run_create
+from tests.support.factories import BROKEN_KERNEL, GEMM, starter_source
 
 API_KEY = "sk-test-SECRET-0123456789abcdefWXYZ"
 # A fixed Fernet key (pytest-django runs with DEBUG off, where a key is required); subprocess workers get it too.
@@ -70,3 +71,20 @@ def replay():
 def drain() -> None:
     """Run every queued step (model calls and CPU-stage evaluations) in-process until the queues are empty."""
     django_rq.get_worker("agent", "gpu-sm90", worker_class=SimpleWorker).work(burst=True)
+
+
+def start_replay_run(user, server, **fields):
+    """A model run against a replay server (`replay` fixture): the GEMM task on sm_90a, model "replay-model", one
+    trajectory of one turn, a 5 s request timeout; `fields` set or override any RunRequest field."""
+    request = {
+        "base_url": server.base_url,
+        "model": "replay-model",
+        "arch": "sm_90a",
+        "task_slugs": [GEMM],
+        "api_key": API_KEY,
+        "turns": 1,
+        "trajectories_per_task": 1,
+        "request_timeout": 5.0,
+        **fields,
+    }
+    return run_create(user=user, request=RunRequest(**request))
