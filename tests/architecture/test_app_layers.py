@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.import_names import imported_names
+from tests.support.package_trees import write_package_tree
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -150,14 +151,7 @@ def test_the_walk_sees_the_apps_and_their_downward_imports():
 
 
 def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
-    for name, text in {"portal/__init__.py": "", **files}.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        for folder in path.relative_to(tmp_path).parents:
-            if folder != Path(".") and not (tmp_path / folder / "__init__.py").exists():
-                (tmp_path / folder / "__init__.py").write_text("")
-    return tmp_path
+    return write_package_tree(tmp_path, {"portal/__init__.py": "", **files})
 
 
 def test_the_checker_names_an_upward_import_inside_a_function_with_its_line(tmp_path):

@@ -8,72 +8,23 @@ is a package folder relative to the repository root, checked on its own.
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
+
+from tests.support.evaluator_imports import edges, module_name
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ["evaluator"]
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def _type_checking_only(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def imported_modules(path: Path, known: set[str]) -> set[str]:
-    """The modules of `known` that the file at `path` imports at run time."""
-    name = module_name(path)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found: set[str] = set()
-
-    def resolve(candidate: str) -> None:
-        # "a.b.c" may be a module or a name inside "a.b": take the longest known module prefix.
-        parts = candidate.split(".")
-        for end in range(len(parts), 0, -1):
-            prefix = ".".join(parts[:end])
-            if prefix in known:
-                if prefix != name:
-                    found.add(prefix)
-                return
-
-    def visit(node: ast.AST) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and _type_checking_only(child):
-                for other in child.orelse:
-                    visit(other)
-                continue
-            if isinstance(child, ast.Import):
-                for alias in child.names:
-                    resolve(alias.name)
-            elif isinstance(child, ast.ImportFrom):
-                if child.level:
-                    base = package.split(".")[: len(package.split(".")) - child.level + 1]
-                    source = ".".join([*base, *([child.module] if child.module else [])])
-                else:
-                    source = child.module or ""
-                for alias in child.names:
-                    resolve(f"{source}.{alias.name}")  # `from pkg import module` imports pkg.module
-            visit(child)
-
-    visit(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
-    return found
-
-
 def import_graph(package_dir: Path) -> dict[str, set[str]]:
+    """Each module of the package and the package's modules it imports at run time (tests/support/evaluator_imports.py
+    reads the imports)."""
     files = [p for p in sorted(package_dir.rglob("*.py")) if "migrations" not in p.parts]
-    known = {module_name(p) for p in files}
-    return {module_name(p): imported_modules(p, known) for p in files}
+    names = {p: module_name(p, ROOT) for p in files}
+    known = set(names.values())
+    return {name: {e.imported for e in edges(p, name, known) if not e.type_checking} for p, name in names.items()}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:

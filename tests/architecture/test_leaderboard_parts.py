@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.import_names import imported_names, module_parts
+from tests.support.package_trees import write_package_tree
 
 REPO = Path(__file__).resolve().parents[2]
 APP = ("portal", "leaderboard")
@@ -168,13 +169,7 @@ def test_the_store_format_says_where_the_stored_classes_live():
 
 
 def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        for folder in path.relative_to(tmp_path).parents:
-            if folder != Path(".") and not (tmp_path / folder / "__init__.py").exists():
-                (tmp_path / folder / "__init__.py").write_text("")
+    write_package_tree(tmp_path, files)
     for part in PARTS:  # every part exists, as in the app
         (tmp_path / "portal" / "leaderboard" / part).mkdir(parents=True, exist_ok=True)
         (tmp_path / "portal" / "leaderboard" / part / "__init__.py").touch()
