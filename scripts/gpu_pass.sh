@@ -11,7 +11,8 @@
 #   cost    bench/evaluator_phases.py and bench/evaluator_bench.py on the headline GEMM, the Triton starter tests.
 #   holds   issue 32's false-hold rate (tests/submissions/test_false_holds_gpu.py: every sm_90a reference 5 times through the
 #           portal's GPU path with a CPU load), detached like corpus: `holds start`, then `holds wait` at once.
-#           All seven references take ~40 min: FALSE_HOLDS_ONLY=task/solution,... runs a part per session.
+#           All seven references take ~40 min: FALSE_HOLDS_ONLY=task/solution,... runs a part per session, and
+#           FALSE_HOLDS_THEN=... a second part after it.
 #   corpus  the whole adversarial corpus twice back to back in one process (tests/adversarial/corpus.py
 #           --repeat 2, or CORPUS_REPEAT), started detached so that it outlives one device call: `corpus start`, then
 #           `corpus wait` in the next call (it waits up to WAIT_S and prints the table when done).
@@ -121,8 +122,14 @@ fi
 
 if [ "$mode" = holds ] && [ "$sub" = start ]; then  # issue 32's false-hold rate: tests/submissions/test_false_holds_gpu.py, detached
   env_log > "$WORK/holds-env.log" 2>&1
+  # FALSE_HOLDS_THEN=task/solution,...: a second part run after the first ends, so that a call cut short by the device's
+  # time still has the first part whole (each round writes its rows to holds.jsonl as it ends).
   setsid nohup bash -c "cd '$PWD' && FALSE_HOLDS_OUT='$WORK/holds.jsonl' python3 -m pytest -m gpu -q -s -p no:cacheprovider \
-    -rA tests/submissions/test_false_holds_gpu.py > '$WORK/holds.log' 2>&1; echo \"exit \$?\" > '$WORK/holds.done'" \
+    -rA tests/submissions/test_false_holds_gpu.py > '$WORK/holds.log' 2>&1; rc=\$?
+    if [ -n '${FALSE_HOLDS_THEN:-}' ]; then FALSE_HOLDS_ONLY='${FALSE_HOLDS_THEN:-}' FALSE_HOLDS_OUT='$WORK/holds.jsonl' \
+      python3 -m pytest -m gpu -q -s -p no:cacheprovider -rA tests/submissions/test_false_holds_gpu.py >> '$WORK/holds.log' 2>&1
+      rc=\$(( rc | \$? )); fi
+    echo \"exit \$rc\" > '$WORK/holds.done'" \
     >/dev/null 2>&1 < /dev/null &
   sleep 2; echo "false-hold run started: $(date -u)"
   exit 0
