@@ -22,6 +22,13 @@ def pytest_configure(config):
     dns_guard.install()
 
 
+def pytest_sessionfinish(session):
+    """The test process's shared Chromium and Playwright driver (tests/support/browser.py), if a test started them."""
+    from tests.support import browser
+
+    browser.close_shared_browser()
+
+
 @pytest.hookimpl(trylast=True)  # after the evaluator conftest has marked its slow tests
 def pytest_collection_modifyitems(config, items):
     """Modules that hold heavy tests (`slow`, `browser`) run first, the order inside each module kept: `--dist

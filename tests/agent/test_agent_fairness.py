@@ -72,7 +72,7 @@ def _wait_for(predicate, timeout: float) -> float | None:
     return None
 
 
-@override_settings(**LOOP_SETTINGS, **GENEROUS, AGENT_CALL_WALL_MAX_S=1.5, AGENT_MAX_CALLS_PER_USER=1)
+@override_settings(**LOOP_SETTINGS, **GENEROUS, AGENT_CALL_WALL_MAX_S=0.75, AGENT_MAX_CALLS_PER_USER=1)
 def test_a_hanging_endpoint_does_not_starve_another_users_run(users, replay):  # noqa: F811
     alice, bob = users
     hanging = replay({"turns": [HANG]})
