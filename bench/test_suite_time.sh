@@ -14,6 +14,7 @@ pairs=${3:-2}
 out=${4:-docs/runs/performance/test-suite-$(date -u +%Y-%m-%d).jsonl}
 mkdir -p "$(dirname "$out")"
 repo=$PWD
+first_row=$(( $( (cat "$out" 2>/dev/null || true) | wc -l) + 1 ))  # the summary reads only this invocation's rows
 
 run_one() {  # run_one LABEL COMMIT: one fresh clone, one `make test`, one JSON row
   local label=$1 commit=$2 dir log t0 t1 rc summary
@@ -49,10 +50,11 @@ for ((i = 1; i <= pairs; i++)); do
     run_one after "$after"; run_one before "$before"
   fi
 done
-python3 - "$out" "$before" "$after" <<'EOF'
+python3 - "$out" "$first_row" "$before" "$after" <<'EOF'
 import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-rows = [r for r in rows if r["commit"] in sys.argv[2:]]
+lines = open(sys.argv[1]).read().splitlines()[int(sys.argv[2]) - 1 :]
+rows = [json.loads(l) for l in lines if l.strip()]
+rows = [r for r in rows if r["commit"] in sys.argv[3:]]
 for label in ("before", "after"):
     rs = [r for r in rows if r["label"] == label]
     if rs:
