@@ -13,8 +13,9 @@ after=$(git rev-parse --verify "${2:?AFTER commit}^{commit}")
 pairs=${3:-2}
 out=${4:-docs/runs/performance/test-suite-$(date -u +%Y-%m-%d).jsonl}
 mkdir -p "$(dirname "$out")"
+touch "$out"
 repo=$PWD
-first_row=$(( $( (cat "$out" 2>/dev/null || true) | wc -l) + 1 ))  # the summary reads only this invocation's rows
+first_row=$(( $(wc -l < "$out") + 1 ))  # the summary reads only this invocation's rows
 
 run_one() {  # run_one LABEL COMMIT: one fresh clone, one `make test`, one JSON row
   local label=$1 commit=$2 dir log t0 t1 rc summary

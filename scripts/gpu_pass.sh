@@ -124,11 +124,10 @@ if [ "$mode" = holds ] && [ "$sub" = start ]; then  # issue 32's false-hold rate
   env_log > "$WORK/holds-env.log" 2>&1
   # FALSE_HOLDS_THEN=task/solution,...: a second part run after the first ends, so that a call cut short by the device's
   # time still has the first part whole (each round writes its rows to holds.jsonl as it ends).
-  setsid nohup bash -c "cd '$PWD' && FALSE_HOLDS_OUT='$WORK/holds.jsonl' python3 -m pytest -m gpu -q -s -p no:cacheprovider \
-    -rA tests/submissions/test_false_holds_gpu.py > '$WORK/holds.log' 2>&1; rc=\$?
-    if [ -n '${FALSE_HOLDS_THEN:-}' ]; then FALSE_HOLDS_ONLY='${FALSE_HOLDS_THEN:-}' FALSE_HOLDS_OUT='$WORK/holds.jsonl' \
-      python3 -m pytest -m gpu -q -s -p no:cacheprovider -rA tests/submissions/test_false_holds_gpu.py >> '$WORK/holds.log' 2>&1
-      rc=\$(( rc | \$? )); fi
+  holds="FALSE_HOLDS_OUT='$WORK/holds.jsonl' python3 -m pytest -m gpu -q -s -p no:cacheprovider -rA \
+    tests/submissions/test_false_holds_gpu.py >> '$WORK/holds.log' 2>&1"
+  setsid nohup bash -c "cd '$PWD' && : > '$WORK/holds.log'; $holds; rc=\$?
+    if [ -n '${FALSE_HOLDS_THEN:-}' ]; then FALSE_HOLDS_ONLY='${FALSE_HOLDS_THEN:-}' $holds; rc=\$(( rc | \$? )); fi
     echo \"exit \$rc\" > '$WORK/holds.done'" \
     >/dev/null 2>&1 < /dev/null &
   sleep 2; echo "false-hold run started: $(date -u)"
