@@ -31,9 +31,10 @@ def pytest_sessionfinish(session):
 
 @pytest.hookimpl(trylast=True)  # after the evaluator conftest has marked its slow tests
 def pytest_collection_modifyitems(config, items):
-    """Modules that hold heavy tests (`slow`, `browser`) run first, the order inside each module kept: `--dist
-    load` hands tests out in this order, so the two workers share the long tests out while light ones remain to
-    fill the gaps, instead of one worker finishing a long test alone at the end."""
+    """Modules that hold heavy tests (`slow`, `browser`) run first, the order inside each module kept, so that no
+    long test starts near the end. `--dist load` hands each worker a first chunk of an eighth of the suite, so the
+    heavy modules all fall to the first worker while the other runs light ones; handing tests out 8 at a time
+    (`--maxschedchunk 8`) shares them out but was measured slower (docs/testing-history.md)."""
     heavy = {item.path for item in items if item.get_closest_marker("slow") or item.get_closest_marker("browser")}
     items.sort(key=lambda item: item.path not in heavy)
 
