@@ -243,10 +243,20 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _submission_id(value: object) -> str:
+    """A submission id from the portal as the digits of a positive integer, or a refusal."""
+    if isinstance(value, bool) or not isinstance(value, int | str) or not str(value).isascii():
+        value = None
+    text = str(value) if value is not None else ""
+    if not text.isdigit() or int(text) <= 0:
+        raise CliError(f"the portal answered an invalid submission id {one_line(repr(value), 80)}; nothing was written")
+    return str(int(text))
+
+
 def _parse_id(text: str) -> tuple[str, str]:
     text = text.strip()
-    if text.isdigit():
-        return "submission", text
+    if text.isascii() and text.isdigit():
+        return "submission", str(int(text))
     if UUID_RE.match(text):
         return "evaluation", text.lower()
     raise CliError(f"{text[:80]!r} is neither a submission id (a number) nor an evaluation id (a uuid)", 2)
@@ -262,7 +272,9 @@ def cmd_download(args: argparse.Namespace) -> int:
     evaluation_id = None
     if kind == "evaluation":
         evaluation_id = ident
-        ident = str(client.get_json(f"/api/v1/evaluations/{ident}")["submission"])
+        # The answer names the folder written below: only a positive integer may (a portal, or anyone on plain
+        # http, could answer "../.." and have the files land outside --output).
+        ident = _submission_id(client.get_json(f"/api/v1/evaluations/{ident}").get("submission"))
     submission = client.get_json(f"/api/v1/submissions/{ident}")
     bundle = client.request("GET", f"/evidence/submissions/{ident}/bundle.zip")
     files = download.check_bundle(bundle.body, bundle.headers.get("x-content-sha256", ""), submission["source_sha256"])
@@ -294,7 +306,10 @@ def cmd_dataset(args: argparse.Namespace) -> int:
     if not versions:
         raise CliError("no such result dataset version" if args.version is not None else "no result dataset yet")
     chosen = versions[0]
-    label = f"v{int(chosen['version'])}"
+    version = chosen.get("version")
+    if isinstance(version, bool) or not isinstance(version, int) or version <= 0:
+        raise CliError(f"the portal answered an invalid dataset version {one_line(repr(version), 80)}")
+    label = f"v{version}"  # names the folder written below: built from a checked integer only
     fetched = []
     for entry in chosen.get("files") or []:
         path = download.safe_path(str(entry.get("path", "")))
