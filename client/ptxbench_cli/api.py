@@ -3,6 +3,7 @@ error words, and network failures retried with exponential backoff."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import time
@@ -66,6 +67,40 @@ class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
+class _AnswerAfterRefusal:
+    """A server may answer (413: too large) and stop reading before the whole body is sent; the next write then
+    fails with a broken pipe or a reset while its answer waits to be read. Writes after such a failure are
+    dropped, so urllib goes on to read that answer; when there is none, reading it fails as before."""
+
+    _stopped_reading = False
+
+    def send(self, data):  # noqa: ANN001, ANN201 - http.client's signature
+        if self._stopped_reading:
+            return
+        try:
+            super().send(data)  # type: ignore[misc]
+        except (BrokenPipeError, ConnectionResetError):
+            self._stopped_reading = True
+
+
+class _HTTPConnection(_AnswerAfterRefusal, http.client.HTTPConnection):
+    pass
+
+
+class _HTTPSConnection(_AnswerAfterRefusal, http.client.HTTPSConnection):
+    pass
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req):  # noqa: ANN001, ANN201
+        return self.do_open(_HTTPConnection, req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req):  # noqa: ANN001, ANN201
+        return self.do_open(_HTTPSConnection, req, context=self._context)
+
+
 def _attempts() -> int:
     try:
         return max(1, int(os.environ.get("PTXBENCH_RETRIES", DEFAULT_ATTEMPTS)))
@@ -90,7 +125,7 @@ class Client:
     def __init__(self, url: str, token: str = ""):
         self.url = url.rstrip("/")
         self.token = token
-        self._opener = urllib.request.build_opener(_SameOriginRedirects)
+        self._opener = urllib.request.build_opener(_SameOriginRedirects, _HTTPHandler, _HTTPSHandler)
 
     def request(
         self,

@@ -173,6 +173,11 @@ def _print_evaluation(client: Client, evaluation: dict[str, Any]) -> None:
         out("  " + ", ".join(f"{k} {v}" for k, v in figures))
         if result.get("review_state"):
             out(f"  review: {one_line(result['review_state'])} {one_line(result.get('review_reason') or '')}".rstrip())
+        errors = evaluation.get("compile_errors") or []
+        if errors:
+            out("  compiler:")
+            for line in errors:
+                out(f"    {clean(line)}")
     elif evaluation.get("error"):
         out(f"  error: {one_line(evaluation['error'])}")
     else:
@@ -186,6 +191,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
         data = path.read_bytes()
     except OSError as exc:
         raise CliError(f"cannot read {args.file}: {exc.strerror or exc}") from None
+    if not data.strip():
+        raise CliError(f"{args.file} is empty: there is no kernel to submit")
     language = _language(path, args.language)
     client = _client(args, need_token=True)
     fields = {"task": args.task, "arch": args.arch, "language": language, "name": args.name or path.name}
@@ -239,7 +246,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     for evaluation in submission.get("evaluations") or []:
         _print_evaluation(client, evaluation)
     check = submission.get("ranked_check") or {}
-    out(f"ranked check: {one_line(check.get('state'))} {one_line(check.get('message') or '')}".rstrip())
+    # The message is a sentence that already says the state ("passed on fresh inputs ..."): one of the two.
+    out(f"ranked check: {one_line(check.get('message') or check.get('state'))}")
     return 0
 
 

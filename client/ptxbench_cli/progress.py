@@ -27,7 +27,8 @@ def describe(evaluation: dict[str, Any]) -> str:
         current = next((s for s in evaluation.get("stages") or [] if s.get("state") == "running"), None)
         stage = (current or {}).get("label") or evaluation.get("stage") or "starting"
         message = (current or {}).get("message") or evaluation.get("message") or ""
-        return f"running: {stage}" + (f" ({message})" if message else "")
+        said = {stage.strip().lower(), str((current or {}).get("stage") or "").lower()}
+        return f"running: {stage}" + (f" ({message})" if message and message.strip().lower() not in said else "")
     return str(state)
 
 

@@ -29,8 +29,8 @@ ARCH_STATES = tuple(
 ROW_STATUS = {
     "ranked": "measured on a GPU and ranked",
     "held": "held for review: measured, but not ranked until the reason beside it is resolved",
-    "static-only": "compiled and checked on the CPU stages only, never measured on a GPU: not on public boards "
-    "or charts (its owner sees it)",
+    "static-only": "scored without a GPU: compiled and checked on the CPU stages only, never run, so correctness "
+    "and speed are unknown; not on public boards or charts (its owner sees it)",
     "synthetic": "made up by the demo seed (seed_leaderboard), never measured",
 }
 
@@ -57,7 +57,7 @@ _FAILURE_PHRASES = {
     OverallStatus.COMPILE_ERROR: "incorrect: did not compile",
     OverallStatus.POLICY_REJECTED: "rejected by the source policy",
     OverallStatus.FOREIGN_KERNEL: "rejected: a kernel not compiled from the submission did the work",
-    OverallStatus.STATIC_ONLY: "static-only: compiled, never measured on a GPU",  # ROW_STATUS["static-only"]
+    OverallStatus.STATIC_ONLY: "scored without a GPU: compiled, never run",  # ROW_STATUS["static-only"]
 }
 
 
@@ -99,7 +99,10 @@ def verdict_phrase(status: str | None, arch_status: str | None, arch_full: bool 
 
 
 def verdict_tone(status: str | None, arch_status: str | None) -> str:
-    """The badge colour class of a verdict phrase: ok only for correct and verified."""
+    """The badge colour class of a verdict phrase: ok only for correct and verified; none (neutral) for a verdict
+    scored without a GPU, which says nothing against the kernel."""
+    if status == OverallStatus.STATIC_ONLY:
+        return ""
     if status != OverallStatus.PASSED:
         return "bad" if status else ""
     return "ok" if arch_state(arch_status) == ArchStatus.VERIFIED else "warn"

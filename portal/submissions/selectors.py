@@ -15,6 +15,7 @@ from evaluator.arches import ARCHES
 from evaluator.verdict import STAGES, OverallStatus
 from portal.core.verdict_record import parse_verdict
 from portal.submissions import queueing, serializers
+from portal.submissions.compile_log import first_error_lines
 from portal.submissions.models import Evaluation, GpuWorker, Submission
 
 STAGE_LABELS = {
@@ -61,7 +62,11 @@ def my_submission_rows(user: User, *, limit: int = 200) -> list[dict[str, Any]]:
             {
                 "submission": submission,
                 "evaluation": submission.public_evaluations[0] if submission.public_evaluations else None,
-                "ranked_check": _ranked_check_summary(submission, checks[0] if checks else None),
+                "ranked_check": _ranked_check_summary(
+                    submission,
+                    checks[0] if checks else None,
+                    submission.public_evaluations[0] if submission.public_evaluations else None,
+                ),
             }
         )
     return rows
@@ -131,6 +136,8 @@ def evaluation_status(evaluation: Evaluation, *, v: int = serializers.DEFAULT_AP
     }
     if evaluation.state == Evaluation.State.DONE:
         data["result"] = serializers.evaluation_result(evaluation, v=v)  # the one evaluation shape
+        # The lines the status page shows for a failed compile, so the command line can show them too.
+        data["compile_errors"] = first_error_lines(parse_verdict(evaluation.verdict))
     return data
 
 
@@ -144,13 +151,21 @@ def ranked_check(submission: Submission) -> dict[str, str]:
     Nothing else about it is shown: not its inputs, errors or timings."""
     if submission.kind != Submission.Kind.KERNEL:
         return {"state": "not_needed", "message": ""}
-    hidden = submission.evaluations.filter(purpose=Evaluation.Purpose.HIDDEN).order_by("-created_at").first()
-    return _ranked_check_summary(submission, hidden)
+    newest = submission.evaluations.order_by("-created_at")
+    hidden = newest.filter(purpose=Evaluation.Purpose.HIDDEN).first()
+    public = newest.filter(purpose=Evaluation.Purpose.PUBLIC).only("id", "state", "status").first()
+    return _ranked_check_summary(submission, hidden, public)
 
 
-def _ranked_check_summary(submission: Submission, hidden: Evaluation | None) -> dict[str, str]:
+def _ranked_check_summary(
+    submission: Submission, hidden: Evaluation | None, public: Evaluation | None
+) -> dict[str, str]:
     if submission.kind != Submission.Kind.KERNEL:
         return {"state": "not_needed", "message": ""}
+    if hidden is None and public is not None and public.status == OverallStatus.STATIC_ONLY:
+        # Scored without a GPU: it can never pass, so it never starts; saying it "runs once the evaluation
+        # passes" would promise what cannot happen.
+        return {"state": "needs_gpu", "message": "only a GPU evaluation can rank; this one was scored without a GPU"}
     if hidden is None:
         return {"state": "not_started", "message": "runs once the evaluation passes"}
     if hidden.is_active:

@@ -87,7 +87,11 @@ def test_login_submit_wait_download_and_board_as_csv(live_server, cpu_worker, tm
     assert len(fetched.stdout.splitlines()) == 3
 
     status = run_cli("status", submission_id, url=url, home=tmp_path)
-    assert status.returncode == 0 and "STATIC_ONLY" in status.stdout and "ranked check: not_started" in status.stdout
+    assert (
+        status.returncode == 0
+        and "STATIC_ONLY" in status.stdout
+        and "ranked check: only a GPU evaluation can rank" in status.stdout
+    )
 
     # The board: a ranked kernel beside the static-only one (which never ranks).
     from portal.leaderboard.cache import clear_process_cache, leaderboard_changed

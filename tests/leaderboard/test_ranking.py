@@ -103,7 +103,7 @@ def test_held_evaluations_never_rank_in_any_group(client):
         ("PASSED", "profile_error", False, "sm_90a", "correct · instructions not checked (profiler error)", "warn"),
         ("INCORRECT_NUMERICAL", "not_requested", False, "sm_90a", "incorrect: wrong values", "bad"),
         ("COMPILE_ERROR", "", False, "sm_90a", "incorrect: did not compile", "bad"),
-        ("STATIC_ONLY", "", False, "sm_90a", "static-only: compiled, never measured on a GPU", "bad"),
+        ("STATIC_ONLY", "", False, "sm_90a", "scored without a GPU: compiled, never run", ""),
         ("", "", False, "sm_90a", "no verdict yet", ""),
     ],
 )
