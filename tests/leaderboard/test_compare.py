@@ -6,6 +6,7 @@ import uuid
 
 import pytest
 
+from portal.leaderboard.cache import leaderboard_changed
 from tests.support import leaderboard_factories as lf
 from tests.support.leaderboard_factories import GEMM, MHA, leaderboard_isolation  # noqa: F401 - autouse fixture
 from tests.support.ranking_fixtures import mixed_board
@@ -15,7 +16,11 @@ pytestmark = pytest.mark.django_db
 
 
 def test_two_models_per_task_and_per_turn_limit(client):
-    lf.standard_runs()
+    runs = lf.standard_runs()
+    ok, fail = ("PASSED", "verified", 1.3, 0), ("COMPILE_ERROR", "", None, 0)
+    lf.turns(runs["a"], GEMM, [[fail, ok], [fail, fail, ("PASSED", "", 1.1, 0)]])
+    lf.turns(runs["b"], MHA, [[ok]])
+    leaderboard_changed()
     params = {"a": "vendor/model-a", "b": "Model B", "arch": "sm_90a", "k": "8"}
     data = client.get("/compare/", {**params, "format": "json"}).json()
     assert data["kind"] == "models" and (data["a"]["model"], data["b"]["model"]) == ("Model A", "Model B")
@@ -23,10 +28,15 @@ def test_two_models_per_task_and_per_turn_limit(client):
     assert by_task[GEMM]["a"]["correct"] == 3 and by_task[GEMM]["a"]["correct_arch"] == 2
     assert len(data["tasks"]) == 2 and GEMM not in data["tasks_without_runs"]  # only tasks either model ran
     assert by_task[GEMM]["b"]["correct_arch_rate"] == 0.75 and by_task[MHA]["b"]["speedup"] == 1.1
+    # The curves run over every turn limit 1..3 (the longest trajectory), from A's two trajectories' turns: the
+    # first correct and verified at turn 2, the second correct (unverified) at turn 3.
     a_curve = data["curves"][0]["points"]
-    # k=1: A has GEMM 1/4 and MHA 0/4 correct; k=8: 3/4 + 1/4.
-    assert [(p["k"], p["correct"], p["n"]) for p in a_curve] == [(1, 1, 8), (4, 0, 0), (8, 4, 8)]  # no k=4 metrics
+    assert [(p["k"], p["correct"], p["correct_arch"], p["n"]) for p in a_curve] == [
+        (1, 0, 0, 2), (2, 1, 1, 2), (3, 2, 1, 2)
+    ]  # fmt: skip
+    assert [p["correct"] for p in data["curves"][1]["points"]] == [1, 1, 1]
     assert len(data["figure"]["data"]) == 4  # correct and verified for each model
+    assert data["figure"]["layout"]["xaxis"]["tickvals"] == [1, 2, 3]
     html = client.get("/compare/", params).content.decode()
     assert 'id="compare-models"' in html and 'data-figure="figure-compare"' in html
     assert "Model A vs Model B" in html and "(3/4)" in html

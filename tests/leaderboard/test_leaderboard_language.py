@@ -115,7 +115,12 @@ def test_compare_shows_each_side_s_languages_and_filters_on_them(client, runs):
     assert (by_task[GEMM]["a"]["correct"], by_task[GEMM]["a"]["trajectories"]) == (4, 4)
     assert (by_task[GEMM]["b"]["correct"], by_task[GEMM]["b"]["trajectories"]) == (1, 2)
     assert by_task[MHA]["b"] is None  # model B's Triton run has no MHA metrics
-    assert [(p["k"], p["correct"], p["n"]) for p in only["curves"][0]["points"]][-1] == (8, 6, 8)
+    # The curves pool the same runs: model A's Triton run's one trajectory, correct at turn 2, and none of its CUDA run's.
+    lf.turns(runs["a_triton"], GEMM, [[("COMPILE_ERROR", "", None, 0), ("PASSED", "verified", 0.6, 0)]])
+    lf.turns(runs["a"], GEMM, [[("PASSED", "verified", 1.2, 0)]])
+    leaderboard_changed()
+    only = client.get("/compare/", {**pair, "language": "triton", "format": "json"}).json()
+    assert [(p["k"], p["correct"], p["n"]) for p in only["curves"][0]["points"]] == [(1, 0, 1), (2, 1, 1)]
 
     html = client.get("/compare/", {**pair, "language": "triton"}).content.decode()
     table = html.split('id="compare-models"')[1].split("</table>")[0]

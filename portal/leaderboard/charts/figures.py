@@ -1,25 +1,17 @@
-"""What every chart looks like: plotly figures as the plain dict plotly.js draws (`PlainFigure`), one colour per
-model on every chart and page, label text made safe, the shared layout, the library's 1.0x line, and a figure
-as plain JSON. Pure; the chart modules and /compare/ build on it."""
+"""What every chart looks like: plotly figures as the plain dict plotly.js draws (`PlainFigure`), label text made
+safe, the shared layout, the library's 1.0x line, and a figure as plain JSON. Pure; the chart modules and
+/compare/ build on it (each model's colour comes from palette.py)."""
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 from typing import Any
 
-COLORS = [
-    "#0b6bcb", "#cf222e", "#1a7f37", "#9a6700", "#8250df", "#bc4c00",
-    "#0a7b83", "#6e7781", "#d4338b", "#3e63dd", "#7d8b00", "#a0522d",
-]  # fmt: skip
+from portal.leaderboard.charts.palette import PALETTE
 
-
-def model_color(model: str) -> str:
-    """One colour per model name on every chart and page (board, /compare/): taken from a hash of the name,
-    never from the series' position, which differs from chart to chart as each sorts its series its own way."""
-    digest = hashlib.sha256(model.encode("utf-8")).digest()
-    return COLORS[int.from_bytes(digest[:4], "big") % len(COLORS)]
+# Series that are not models (the kernel distribution, Hopper against Blackwell); models are styled by palette.py.
+COLORS = list(PALETTE)
 
 
 def plot_text(text: str, limit: int = 48) -> str:

@@ -13,7 +13,8 @@ from portal.leaderboard.boards import ranking, selectors
 from portal.leaderboard.boards.selectors import BoardQuery
 from portal.leaderboard.cache import Generation
 from portal.leaderboard.charts import turns
-from portal.leaderboard.charts.figures import PlainFigure, layout, library_line, model_color, plot_text, trace
+from portal.leaderboard.charts.figures import PlainFigure, layout, library_line, plot_text, trace
+from portal.leaderboard.charts.palette import ModelStyles
 
 MAX_MODELS = 12  # series per chart; the title says when more models exist
 FAST_P = [round(0.05 * i, 2) for i in range(41)]  # p = 0, 0.05, ... 2.0
@@ -73,11 +74,12 @@ def correctness_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
     }
 
 
-def correctness_figure(data: dict[str, Any]) -> PlainFigure:
+def correctness_figure(data: dict[str, Any], styles: ModelStyles) -> PlainFigure:
     fig = PlainFigure()
     for s in data["series"]:
-        color = model_color(s["model"])
-        for kind, dash in (("correct", "solid"), ("verified", "dot")):
+        style = styles(s["model"])
+        for kind, dash in (("correct", "solid"), ("verified", "dot")):  # the dash says the measure, so the marker
+            # alone tells two models of one colour apart (past the palette's size)
             fig.add_trace(
                 trace(
                     "scatter",
@@ -85,7 +87,8 @@ def correctness_figure(data: dict[str, Any]) -> PlainFigure:
                     y=[round(100 * c / s["n"], 2) for c in s[kind]],
                     customdata=[f"{c}/{s['n']}" for c in s[kind]],
                     mode="lines+markers",
-                    line={"color": color, "dash": dash},
+                    line={"color": style.color, "dash": dash},
+                    marker={"color": style.color, "symbol": style.symbol},
                     name=plot_text(s["model"]) + (" · correct + verified" if kind == "verified" else " · correct"),
                     legendgroup=plot_text(s["model"]),
                     hovertemplate="turn %{x}: %{y:.1f}% (%{customdata})<extra></extra>",
@@ -135,17 +138,18 @@ def speedup_by_turn_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
     }
 
 
-def speedup_by_turn_figure(data: dict[str, Any]) -> PlainFigure:
+def speedup_by_turn_figure(data: dict[str, Any], styles: ModelStyles) -> PlainFigure:
     fig = PlainFigure()
     for s in data["series"]:
+        style = styles(s["model"])
         fig.add_trace(
             trace(
                 "scatter",
                 x=data["turns"],
                 y=[None if v is None else round(v, 4) for v in s["geomean"]],
                 mode="lines+markers",
-                line={"color": model_color(s["model"])},
-                marker={"color": model_color(s["model"])},
+                line={"color": style.color, "dash": style.dash},
+                marker={"color": style.color, "symbol": style.symbol},
                 name=plot_text(s["model"]),
                 customdata=[s["runs"]] * len(data["turns"]),
                 hovertemplate="turn %{x}: %{y:.2f}x (mean of %{customdata} runs)<extra></extra>",
@@ -194,16 +198,17 @@ def fast_p_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
     }
 
 
-def fast_p_figure(data: dict[str, Any]) -> PlainFigure:
+def fast_p_figure(data: dict[str, Any], styles: ModelStyles) -> PlainFigure:
     fig = PlainFigure()
     for s in data["series"]:
+        style = styles(s["model"])
         fig.add_trace(
             trace(
                 "scatter",
                 x=data["p"],
                 y=[round(100 * v, 2) for v in s["fast_p"]],
                 mode="lines",
-                line={"color": model_color(s["model"])},
+                line={"color": style.color, "dash": style.dash},
                 name=plot_text(s["model"]),
                 hovertemplate="p=%{x}: %{y:.1f}% of tasks<extra></extra>",
             )
@@ -259,9 +264,10 @@ def reasoning_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
     }
 
 
-def reasoning_figure(data: dict[str, Any]) -> PlainFigure:
+def reasoning_figure(data: dict[str, Any], styles: ModelStyles) -> PlainFigure:
     fig = PlainFigure()
     for s in data["series"]:
+        style = styles(s["model"])
         fig.add_trace(
             trace(
                 "scatter",
@@ -269,7 +275,7 @@ def reasoning_figure(data: dict[str, Any]) -> PlainFigure:
                 y=[p["speedup"] for p in s["points"]],
                 customdata=[p["run_id"] for p in s["points"]],
                 mode="markers",
-                marker={"size": 9, "color": model_color(s["model"])},
+                marker={"size": 9, "color": style.color, "symbol": style.symbol},
                 name=plot_text(s["model"]),
                 hovertemplate="run %{customdata}: %{x:.0f} tokens/turn, %{y:.2f}x<extra></extra>",
             )
@@ -313,18 +319,19 @@ def best_speedup_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
     }
 
 
-def best_speedup_figure(data: dict[str, Any]) -> PlainFigure:
+def best_speedup_figure(data: dict[str, Any], styles: ModelStyles) -> PlainFigure:
     """Horizontal bars, tasks down the side: long task names stay readable at 17 tasks x several models."""
     fig = PlainFigure()
     tasks = list(reversed(data["tasks"]))  # first task on top
     for s in data["series"]:
+        style = styles(s["model"])
         fig.add_trace(
             trace(
                 "bar",
                 y=tasks,
                 x=[s["speedups"].get(t) for t in tasks],
                 orientation="h",
-                marker={"color": model_color(s["model"])},
+                marker={"color": style.color, "pattern": {"shape": style.pattern}},
                 name=plot_text(s["model"]),
                 hovertemplate="%{y}: %{x:.2f}x<extra></extra>",
             )
@@ -380,7 +387,8 @@ def arch_comparison_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
     }
 
 
-def arch_comparison_figure(data: dict[str, Any]) -> PlainFigure:
+def arch_comparison_figure(data: dict[str, Any], styles: ModelStyles) -> PlainFigure:
+    """One colour per architecture (the models are the x axis): `styles` is unused."""
     fig = PlainFigure()
     labels = [plot_text(m["label"]) for m in data["models"]]
     for arch in data["arches"]:

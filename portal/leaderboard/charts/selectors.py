@@ -9,8 +9,12 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from evaluator.arches import ARCHES
+from portal.leaderboard.boards import ranking
+from portal.leaderboard.boards import selectors as boards
 from portal.leaderboard.boards.selectors import BoardQuery
 from portal.leaderboard.cache import KERNELS, MODELS, Generation
+from portal.leaderboard.charts import turns
 from portal.leaderboard.charts.figures import PlainFigure, empty_figure, figure_json
 from portal.leaderboard.charts.kernel_charts import distribution_data, distribution_figure
 from portal.leaderboard.charts.model_charts import (
@@ -27,9 +31,10 @@ from portal.leaderboard.charts.model_charts import (
     speedup_by_turn_data,
     speedup_by_turn_figure,
 )
+from portal.leaderboard.charts.palette import ModelStyles
 
-CHARTS: dict[str, tuple[Callable[[Generation, BoardQuery], dict], Callable[[dict], PlainFigure], bool]] = {
-    # name: (data function, figure function, needs model runs)
+CHARTS: dict[str, tuple[Callable[[Generation, BoardQuery], dict], Callable[..., PlainFigure], bool]] = {
+    # name: (data function, figure function, needs model runs: its figure function also takes the model styles)
     "correctness": (correctness_data, correctness_figure, True),
     "speedup-by-turn": (speedup_by_turn_data, speedup_by_turn_figure, True),
     "fast-p": (fast_p_data, fast_p_figure, True),
@@ -47,10 +52,28 @@ def chart(gen: Generation, name: str, query: BoardQuery) -> dict[str, Any]:
     def compute() -> dict[str, Any]:
         data = data_fn(gen, query)
         empty = data.get("empty") or ""
-        figure = empty_figure(empty) if empty else figure_fn(data)
+        if empty:
+            figure = empty_figure(empty)
+        else:
+            figure = figure_fn(data, model_styles(gen)) if CHARTS[name][2] else figure_fn(data)
         return {"chart": name, "data": data, "empty": empty, "figure": figure_json(figure)}
 
     return gen.get(("chart", name, _key_query(name, query)), compute, scope=MODELS if CHARTS[name][2] else KERNELS)
+
+
+def model_styles(gen: Generation) -> ModelStyles:
+    """The style of every model the portal shows, on any architecture, GPU, language or task: the one map every
+    chart and /compare/ colour by, so a model has one colour everywhere and no two share one."""
+
+    def compute() -> frozenset[str]:
+        models: set[str] = set()
+        for arch in ARCHES:
+            models.update(t.model_id for t in turns.trajectories(gen, arch=arch))
+            for rows in boards.model_rows(gen, arch=arch, k=ranking.TURN_LIMITS[-1]).values():
+                models.update(r.model_id for r in rows)
+        return frozenset(models)
+
+    return ModelStyles(gen.get(("chart_models",), compute, scope=MODELS))
 
 
 def _key_query(name: str, query: BoardQuery) -> BoardQuery:

@@ -19,7 +19,9 @@ from portal.leaderboard.boards import ranking, selectors
 from portal.leaderboard.boards.ranking import ModelRow
 from portal.leaderboard.boards.selectors import BadQuery, BoardQuery
 from portal.leaderboard.cache import Generation
+from portal.leaderboard.charts import turns
 from portal.leaderboard.charts.figures import figure_json
+from portal.leaderboard.charts.selectors import model_styles
 from portal.leaderboard.compare.figures import curves_figure
 from portal.submissions import visibility
 from portal.submissions.models import Evaluation
@@ -67,6 +69,11 @@ def _is_uuid(value: str) -> bool:
 def _visible_model_rows(gen: Generation, *, arch: str, k: int, gpu: str, language: str) -> dict[str, list[ModelRow]]:
     """Model runs the public boards show (not hidden, not banned), task slug -> rows."""
     return selectors.model_rows(gen, arch=arch, k=k, gpu=gpu, language=language)
+
+
+def _model_turns(gen: Generation, query: BoardQuery) -> list[turns.TrajectoryTurns]:
+    """The visible runs' trajectories, folded per turn (the same visibility as the boards)."""
+    return turns.trajectories(gen, arch=query.arch, task=query.task, gpu=query.gpu, language=query.language)
 
 
 def _visible_evaluation(viewer, evaluation_id: str) -> Evaluation:
@@ -166,20 +173,21 @@ def compare_models(gen: Generation, query: BoardQuery, a: str, b: str) -> dict[s
             unrun.append(task)  # neither model ran it: listed by name only
             continue
         table.append({"task": task, "a": _cell_json(cells[0]), "b": _cell_json(cells[1])})
+    # The curves over every turn limit 1..T, from the per-turn reads the board's correctness chart draws from,
+    # of exactly the runs the table pools (the rows at every k the board offers).
+    folded = _model_turns(gen, query)
+    last = max((t.turns for t in folded), default=0)
     curves = []
     for side, name in (("a", a), ("b", b)):
+        run_ids = {
+            r.run_id for rows in by_k.values() for task_rows in rows.values() for r in task_rows if matches(r, name)
+        }
+        mine = [t for t in folded if t.run_id in run_ids]
         points = []
-        for k in ranking.TURN_LIMITS:
-            rows = [
-                r
-                for task, task_rows in by_k[k].items()
-                if not query.task or task == query.task
-                for r in task_rows
-                if matches(r, name)
-            ]
-            n = sum(r.trajectories for r in rows)
-            correct = sum(r.correct for r in rows)
-            verified = sum(r.correct_arch for r in rows)
+        for k in range(1, last + 1):
+            n = len(mine)
+            correct = sum(1 for t in mine if t.first_correct and t.first_correct <= k)
+            verified = sum(1 for t in mine if t.first_verified and t.first_verified <= k)
             points.append(
                 {
                     "k": k,
@@ -190,7 +198,8 @@ def compare_models(gen: Generation, query: BoardQuery, a: str, b: str) -> dict[s
                     "correct_arch_rate": ranking.rate(verified, n),
                 }
             )
-        curves.append({"side": side, "model": models[0 if side == "a" else 1]["model"], "points": points})
+        model = models[0 if side == "a" else 1]
+        curves.append({"side": side, "model": model["model"], "model_id": model["model_id"], "points": points})
     data = {
         "kind": "models",
         "arch": query.arch,
@@ -204,7 +213,8 @@ def compare_models(gen: Generation, query: BoardQuery, a: str, b: str) -> dict[s
         "tasks_without_runs": unrun,
         "curves": curves,
     }
-    return {**data, "figure": figure_json(curves_figure(data))}
+    styles = model_styles(gen).including(c["model_id"] for c in curves)
+    return {**data, "figure": figure_json(curves_figure(data, styles))}
 
 
 # --------------------------------------------------------------------------- kernels
