@@ -1,4 +1,4 @@
-"""In a real browser: the leaderboard draws its charts with the plotly.js served from the plotly package,
+"""In a real browser: the leaderboard draws its charts with the vendored plotly.js basic bundle (static/vendor/),
 without console errors (the CSP forbids inline scripts), and the architecture, task and turn-limit filters
 update the table."""
 

@@ -1,7 +1,7 @@
 """Charts: each has a data function (selector output -> plain JSON data, served by its JSON endpoint)
 and a pure figure function (that data -> plotly figure), registered in CHARTS. `chart` builds one, cached per
 results generation. Pages embed the figure's JSON in a data block that static/js/leaderboard.js hands to the
-plotly.js served from the plotly package; nothing inline."""
+vendored plotly.js basic bundle (static/vendor/: scatter and bar, all the charts draw); nothing inline."""
 
 from __future__ import annotations
 
