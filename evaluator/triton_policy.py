@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 
 from evaluator import triton_policy_table as table
+from evaluator import triton_source
 from evaluator.verdict import PolicyFinding
 
 MAX_SOURCE_BYTES = 1024 * 1024
@@ -125,6 +126,9 @@ def check_source(source: str | bytes, params: list[str] | None = None) -> list[P
     checker = _Checker(lines)
     checker.visit(tree)
     checker.findings.extend(_entry_point(tree, lines, params))
+    # What Python decodes and what Triton compiles must be what was checked here (evaluator/triton_source.py).
+    for f in [*triton_source.coding_findings(source), *triton_source.kernel_findings(tree, source)]:
+        checker.findings.append(PolicyFinding(f.rule, f.message, f.line, f.text or _quote(lines, f.line)))
     unique: dict[tuple[str, int | None, str], PolicyFinding] = {}
     for f in checker.findings:
         unique.setdefault((f.rule, f.line, f.message), f)
@@ -258,6 +262,15 @@ class _Checker(ast.NodeVisitor):
 
     def visit_MatchMapping(self, node: ast.MatchMapping) -> None:
         self._binds(node.rest, node)
+        self.generic_visit(node)
+
+    def visit_MatchClass(self, node: ast.MatchClass) -> None:
+        """`case C(attr=p)` reads `attr` on the subject, an attribute read like `subject.attr`."""
+        for attr in node.kwd_attrs:
+            if attr.startswith("_"):
+                self._add("dunder-attribute", f"matches on the attribute '{attr}'", node)
+            else:
+                self._value_attribute(node, attr, f".{attr} (in a class pattern)", torch=False)
         self.generic_visit(node)
 
     def visit_TypeVar(self, node: ast.AST) -> None:  # `def f[tl]()` (Python 3.12 type parameters)
