@@ -229,6 +229,16 @@ MAX_REQUEST_BYTES = env_int("MAX_REQUEST_BYTES", MAX_SOURCE_BYTES + 256 * 1024) 
 # SUBMISSIONS_PER_HOUR is the variable's former name, still read.
 EVALUATIONS_PER_HOUR = env_int("EVALUATIONS_PER_HOUR", env_int("SUBMISSIONS_PER_HOUR", 30))  # started, per user
 MAX_ACTIVE_EVALUATIONS = env_int("MAX_ACTIVE_EVALUATIONS", 4)  # queued or running, per user, any source
+# Evidence files stored per evaluation and per user in any 24 hours (portal/submissions/artifact_caps.py); the
+# submission's own output is kept cut to ARTIFACT_SUBMISSION_LOG_BYTES a file. Files over a cap are not stored
+# and the evaluation page says which and why.
+ARTIFACT_BYTES_PER_EVALUATION = env_int("ARTIFACT_BYTES_PER_EVALUATION", 32 * 1024 * 1024)
+ARTIFACT_BYTES_PER_USER_PER_DAY = env_int("ARTIFACT_BYTES_PER_USER_PER_DAY", 512 * 1024 * 1024)
+ARTIFACT_SUBMISSION_LOG_BYTES = env_int("ARTIFACT_SUBMISSION_LOG_BYTES", 64 * 1024)
+# Evidence bundles (zip) downloaded without signing in, per client address and per network, in an hour
+# (portal/leaderboard/evidence/throttle.py); signed-in users are not counted.
+ANONYMOUS_BUNDLES_PER_ADDRESS_PER_HOUR = env_int("ANONYMOUS_BUNDLES_PER_ADDRESS_PER_HOUR", 20)
+ANONYMOUS_BUNDLES_PER_NETWORK_PER_HOUR = env_int("ANONYMOUS_BUNDLES_PER_NETWORK_PER_HOUR", 60)
 EVALUATION_MAX_ATTEMPTS = env_int(
     "EVALUATION_MAX_ATTEMPTS", 3
 )  # infrastructure retries, never for a kernel's own failure

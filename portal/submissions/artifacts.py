@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import mimetypes
+from collections.abc import Sequence
 from pathlib import Path
 
 from django.conf import settings
 
+from evaluator.solutions import LANGUAGE_FILES
+from portal.submissions import artifact_caps
+from portal.submissions.evidence_files import EvidenceFile, NotKept
 from portal.submissions.models import Artifact, Evaluation
+
+SOURCE_NAMES = frozenset(LANGUAGE_FILES.values())
 
 CONTENT_TYPES = {
     ".cu": "text/x-cuda; charset=utf-8",
@@ -33,7 +39,8 @@ def _safe_name(name: str) -> str:
     return clean
 
 
-def store(evaluation: Evaluation, name: str, data: bytes) -> Artifact:
+def store(evaluation: Evaluation, name: str, data: bytes, *, origin: str) -> Artifact:
+    """Keep `data` as the evaluation's artifact `name`; `origin` (Artifact.Origin) says who wrote its bytes."""
     name = _safe_name(name)
     relative = Path(str(evaluation.id)) / name
     path = Path(settings.ARTIFACTS_DIR) / relative
@@ -49,14 +56,40 @@ def store(evaluation: Evaluation, name: str, data: bytes) -> Artifact:
             "sha256": hashlib.sha256(data).hexdigest(),
             "size": len(data),
             "path": str(relative),
+            "origin": origin,
         },
     )
     return artifact
 
 
 def store_all(evaluation: Evaluation, files: dict[str, bytes]) -> list[Artifact]:
-    return [store(evaluation, name, data) for name, data in files.items()]
+    """Files the trusted side wrote (imported reference verdicts, whose files maintainers committed): kept as the
+    evaluator's, the source as submitted. An evaluation's run goes through `store_evidence`."""
+    return [store(evaluation, name, data, origin=_trusted_origin(name)) for name, data in files.items()]
+
+
+def _trusted_origin(name: str) -> str:
+    if name in SOURCE_NAMES:
+        return Artifact.Origin.SOURCE
+    return Artifact.Origin.TOOL if name == "compile.log" else Artifact.Origin.EVALUATOR
+
+
+def store_evidence(evaluation: Evaluation, files: Sequence[EvidenceFile]) -> list[NotKept]:
+    """Store an evaluation's evidence files within the byte caps (portal/submissions/artifact_caps.py), each with
+    its origin; returns the files left out. A name the store refuses is left out too, never an error."""
+    kept, left_out = artifact_caps.fit(evaluation, files)
+    for item in kept:
+        try:
+            store(evaluation, item.name, item.data, origin=item.origin)
+        except ValueError as exc:
+            left_out.append(NotKept(item.name[:100], len(item.data), f"not kept: {exc}"))
+    return left_out
 
 
 def read(artifact: Artifact) -> bytes:
-    return (Path(settings.ARTIFACTS_DIR) / artifact.path).read_bytes()
+    return path_of(artifact).read_bytes()
+
+
+def path_of(artifact: Artifact) -> Path:
+    """Where the stored file lies (ARTIFACTS_DIR is the portal's own folder: no candidate writes there)."""
+    return Path(settings.ARTIFACTS_DIR) / artifact.path

@@ -54,6 +54,8 @@ def evaluate(evaluation_id: str) -> str:
                 workload="ranked" if evaluation.purpose == evaluation.Purpose.HIDDEN else "all",
                 python=settings.EVALUATOR_PYTHON,
                 language=submission.language,
+                evidence_max_bytes=settings.ARTIFACT_BYTES_PER_EVALUATION,
+                log_max_bytes=settings.ARTIFACT_SUBMISSION_LOG_BYTES,
             )
     except OSError as exc:  # could not even start the evaluator: infrastructure
         result = None
@@ -64,7 +66,11 @@ def evaluate(evaluation_id: str) -> str:
         return "lost ownership"
     if result is not None and result.verdict is not None:
         services.evaluation_record_verdict(
-            evaluation_id=evaluation_id, worker_name=worker, verdict=result.verdict, files=result.files
+            evaluation_id=evaluation_id,
+            worker_name=worker,
+            verdict=result.verdict,
+            files=result.files,
+            not_kept=result.not_kept,
         )
         record = parse_verdict(result.verdict)
         return record.status.value if record else ""

@@ -117,6 +117,8 @@ class Evaluation(models.Model):
     # Plausibility (achieved rate above the GPU's peak, speedup above the bound): held until an admin decides.
     review_state = models.CharField(max_length=16, choices=ReviewState.choices, default=ReviewState.NONE, blank=True)
     review_reason = models.TextField(blank=True)
+    # Evidence files the portal did not keep, and why (a byte cap, a file it would not read): [{name, bytes, reason}].
+    artifacts_not_kept = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -134,8 +136,18 @@ class Artifact(models.Model):
     """A file kept for audit (kernel source, SASS, Nsight Compute CSV, compiler log, verdict JSON),
     stored under ARTIFACTS_DIR and served as an attachment with its sha256."""
 
+    class Origin(models.TextChoices):
+        # Who decided the file's bytes. Only EVALUATOR files are the evaluator's evidence (the SASS the page shows,
+        # the Nsight Compute tables); the rest are shown as what they are (portal/submissions/evidence_files.py).
+        EVALUATOR = "evaluator", "written by the evaluator"
+        SOURCE = "source", "the source as submitted"
+        TOOL = "tool", "compiler output (may quote the submission)"
+        SUBMISSION = "submission", "written by the submission"
+        UNKNOWN = "", "origin not recorded (stored before origins were)"
+
     evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="artifacts")
     name = models.CharField(max_length=100)
+    origin = models.CharField(max_length=16, choices=Origin.choices, blank=True)
     content_type = models.CharField(max_length=100)
     sha256 = models.CharField(max_length=64)
     size = models.PositiveBigIntegerField()

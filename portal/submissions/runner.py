@@ -15,9 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evaluator import hostile_files
 from evaluator.solutions import LANGUAGE_FILES
 from portal.core.verdict_record import parse_verdict
+from portal.submissions import evidence_files
+from portal.submissions.evidence_files import EvidenceFile, NotKept
 
 # Variables the evaluator may need; everything else (SECRET_KEY, DATABASE_URL, FERNET keys ...) stays behind.
 PASS_ENV = (
@@ -39,7 +40,8 @@ STDERR_TAIL = 8000
 @dataclass
 class RunnerResult:
     verdict: dict | None  # the verdict document, when the evaluator produced one
-    files: dict[str, bytes] = field(default_factory=dict)  # artifacts to keep
+    files: list[EvidenceFile] = field(default_factory=list)  # artifacts to keep (portal/submissions/evidence_files.py)
+    not_kept: list[NotKept] = field(default_factory=list)  # evidence files left out, and why
     error: str = ""  # why there is no verdict (infrastructure)
     lost: bool = False  # the evaluation was taken away from us while running (stop quietly)
 
@@ -83,9 +85,13 @@ def run_evaluator(
     python: str = "",
     poll_seconds: float = 1.0,
     language: str = "cuda",
+    evidence_max_bytes: int = 32 * 1024 * 1024,
+    log_max_bytes: int = 64 * 1024,
 ) -> RunnerResult:
     """Evaluate `source`; `on_events` gets new progress events (and serves as heartbeat) about once a
-    second and returns False if the evaluation is no longer ours, which stops the child."""
+    second and returns False if the evaluation is no longer ours, which stops the child. At most
+    `evidence_max_bytes` of evidence files are read back, the submission's own output cut to `log_max_bytes` a
+    file."""
     workdir.mkdir(parents=True, exist_ok=True)
     kernel = workdir / LANGUAGE_FILES.get(language, LANGUAGE_FILES["cuda"])
     kernel.write_text(source, encoding="utf-8")
@@ -161,41 +167,16 @@ def run_evaluator(
         verdict = json.loads(verdict_path.read_text(encoding="utf-8"))
     except ValueError as exc:
         return RunnerResult(None, error=f"the evaluator wrote an unreadable verdict: {exc}")
-    files = {kernel.name: source.encode("utf-8"), "verdict.json": verdict_path.read_bytes()}
-    record = parse_verdict(verdict)
-    compile_output = record.compile.output if record and record.compile else None
-    if compile_output:
-        files["compile.log"] = compile_output.encode("utf-8")
-    for name, data in _audit_files(keep_dir).items():
-        files.setdefault(name, data)
-    return RunnerResult(verdict, files)
-
-
-# What an auditor wants from the evaluator's work folder: SASS listings, Nsight Compute CSVs, logs. Only the folders
-# the evaluator's trusted side writes are published, and even those are read under the hostile-file rule (never
-# through a link, regular files only, capped): the build, exchange and profile folders are candidate-writable.
-AUDIT_FOLDERS = ("build-trusted", "logs")
-AUDIT_SUFFIXES = (".sass", ".csv", ".log", ".txt")
-AUDIT_MAX_BYTES = 64 * 1024 * 1024
-AUDIT_MAX_FILES = 32
-
-
-def _audit_files(keep_dir: Path) -> dict[str, bytes]:
-    caps = hostile_files.TreeCaps(max_files=256, max_bytes=4 * AUDIT_MAX_BYTES, max_file_bytes=AUDIT_MAX_BYTES)
-    found: dict[str, bytes] = {}
-    for folder in AUDIT_FOLDERS:
-        root = keep_dir / folder
-        if not root.is_dir() or root.is_symlink():
-            continue
-        try:
-            names = hostile_files.list_files(root, caps=caps, suffixes=AUDIT_SUFFIXES)
-            for rel in names:
-                if len(found) >= AUDIT_MAX_FILES:
-                    return found
-                found.setdefault(Path(rel).name, hostile_files.read_bytes(root, rel, max_bytes=AUDIT_MAX_BYTES))
-        except hostile_files.Refused:
-            continue  # a folder that breaks the rule publishes nothing (the verdict is the record)
-    return found
+    evidence = evidence_files.collect(
+        keep_dir,
+        source_name=kernel.name,
+        source=source,
+        verdict_bytes=verdict_path.read_bytes(),
+        record=parse_verdict(verdict),
+        max_bytes=evidence_max_bytes,
+        log_max_bytes=log_max_bytes,
+    )
+    return RunnerResult(verdict, evidence.files, not_kept=evidence.not_kept)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -22,6 +23,7 @@ from portal.accounts.services import user_is_banned
 from portal.catalog.models import Task
 from portal.core.verdict_record import parse_verdict
 from portal.submissions import artifacts, queueing, quotas, visibility
+from portal.submissions.evidence_files import EvidenceFile, NotKept
 from portal.submissions.models import Evaluation, Submission
 from portal.submissions.summary import summarise_verdict
 
@@ -200,8 +202,16 @@ def evaluation_progress(*, evaluation_id: str, worker_name: str, events: list[di
     return updated == 1
 
 
-def evaluation_record_verdict(*, evaluation_id: str, worker_name: str, verdict: dict, files: dict[str, bytes]) -> bool:
-    """Store the verdict and its artifacts and finish the evaluation (running → done), exactly once."""
+def evaluation_record_verdict(
+    *,
+    evaluation_id: str,
+    worker_name: str,
+    verdict: dict,
+    files: Sequence[EvidenceFile] = (),
+    not_kept: Sequence[NotKept] = (),
+) -> bool:
+    """Store the verdict and its evidence files (within the byte caps, portal/submissions/artifact_caps.py) and
+    finish the evaluation (running → done), exactly once. `not_kept`: files the runner already left out."""
     headline = (
         Evaluation.objects.filter(id=evaluation_id, submission__task__workloads__is_headline=True)
         .values_list("submission__task__workloads__uuid", flat=True)
@@ -227,7 +237,10 @@ def evaluation_record_verdict(*, evaluation_id: str, worker_name: str, verdict: 
             log.warning("verdict for evaluation %s dropped: no longer running on %s", evaluation_id, worker_name)
             return False
         evaluation = Evaluation.objects.select_related("submission").get(id=evaluation_id)
-        artifacts.store_all(evaluation, files)
+        left_out = [*not_kept, *artifacts.store_evidence(evaluation, files)]
+        if left_out:
+            evaluation.artifacts_not_kept = [item.as_dict() for item in left_out]
+            evaluation.save(update_fields=["artifacts_not_kept"])
         _start_ranked_check(evaluation)
         _announce(evaluation_finished, sender=Evaluation, evaluation_id=evaluation_id)
     return True

@@ -332,11 +332,13 @@ def test_every_export_marks_synthetic_rows_per_row_with_raw_values(client):
         "real.cu": False, "made-up.cu": True
     }  # fmt: skip
     bundle = zipfile.ZipFile(
-        io.BytesIO(client.get(f"/evidence/submissions/{made_up.submission_id}/bundle.zip").content)
+        io.BytesIO(b"".join(client.get(f"/evidence/submissions/{made_up.submission_id}/bundle.zip").streaming_content))
     )
     assert json.loads(bundle.read("MANIFEST.json"))["submission"]["is_synthetic"] is True
     assert client.get(f"/api/v1/evaluations/{real.id}").json()["result"]["is_synthetic"] is False
-    run_zip = zipfile.ZipFile(io.BytesIO(client.get(f"/evidence/runs/{runs['b'].id}/bundle.zip").content))
+    run_zip = zipfile.ZipFile(
+        io.BytesIO(b"".join(client.get(f"/evidence/runs/{runs['b'].id}/bundle.zip").streaming_content))
+    )
     assert json.loads(run_zip.read("MANIFEST.json"))["run"]["is_synthetic"] is True
 
 

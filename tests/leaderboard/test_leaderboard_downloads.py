@@ -83,7 +83,10 @@ def test_submission_bundle_has_a_manifest_of_sha256_sums(client, evaluation):
     assert response.status_code == 200
     assert response["Content-Type"] == "application/zip"
     assert response["Content-Disposition"] == f'attachment; filename="submission-{evaluation.submission_id}.zip"'
-    archive = zipfile.ZipFile(io.BytesIO(response.content))
+    content = b"".join(response.streaming_content)  # streamed, not built in memory
+    assert hashlib.sha256(content).hexdigest() == response["X-Content-SHA256"]
+    assert int(response["Content-Length"]) == len(content)
+    archive = zipfile.ZipFile(io.BytesIO(content))
     manifest = json.loads(archive.read("MANIFEST.json"))
     listed = {f["path"]: f for f in manifest["files"]}
     assert set(listed) | {"MANIFEST.json"} == set(archive.namelist())
@@ -160,7 +163,8 @@ def test_run_bundle_has_trajectories_and_each_turns_artifacts(client, evaluation
     response = client.get(f"/evidence/runs/{run.id}/bundle.zip")
     assert response.status_code == 200
     assert response["Content-Disposition"] == f'attachment; filename="run-{run.id}.zip"'
-    archive = zipfile.ZipFile(io.BytesIO(response.content))
+    content = b"".join(response.streaming_content)
+    archive = zipfile.ZipFile(io.BytesIO(content))
     manifest = json.loads(archive.read("MANIFEST.json"))
     for entry in manifest["files"]:
         assert hashlib.sha256(archive.read(entry["path"])).hexdigest() == entry["sha256"]
@@ -172,7 +176,7 @@ def test_run_bundle_has_trajectories_and_each_turns_artifacts(client, evaluation
     assert [t["speedup_factor"] for t in trajectory["turns"]] == [1.3, None]  # the column's name
     assert trajectory["messages"] == [{"role": "assistant", "content": "here"}]
     assert manifest["environment"]["gpu_name"] == "NVIDIA H200"
-    everything = response.content + archive.read("trajectories.json") + archive.read("MANIFEST.json")
+    everything = content + archive.read("trajectories.json") + archive.read("MANIFEST.json")
     for secret in (b"do-not-leak", b"gAAAA-not-a-real-token", b'leak"'):
         assert secret not in everything
     assert document["run"]["endpoint_host"] == "llm.example.com"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import zipfile
 from io import StringIO
@@ -164,7 +163,7 @@ def test_the_committed_triton_reference_verdicts_import_as_triton_rows(tmp_path)
         assert evaluation.status == "PASSED" and evaluation.arch_status == "verified" and evaluation.speedup_factor > 0
         names = set(evaluation.artifacts.values_list("name", flat=True))
         assert "kernel.py" in names and "kernel.cu" not in names
-        with zipfile.ZipFile(io.BytesIO(submission_bundle(submission))) as bundle:
+        with zipfile.ZipFile(submission_bundle(submission).file) as bundle:
             assert "kernel.py" in bundle.namelist() and "kernel.cu" not in bundle.namelist()
             assert bundle.read("kernel.py").decode() == submission.source
     # A CUDA verdict listed for a Triton solution is refused: the language must agree.

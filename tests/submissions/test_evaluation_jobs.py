@@ -198,7 +198,7 @@ def test_hidden_check_seed_reaches_the_evaluator_through_its_environment_only(al
     good = run("00112233445566778899aabbccddeeff", tmp_path / "good")
     assert good.verdict is not None
     # ... and it never appears in the verdict or anything kept for audit.
-    assert all(b"00112233445566778899aabbccddeeff" not in data for data in good.files.values())
+    assert all(b"00112233445566778899aabbccddeeff" not in item.data for item in good.files)
 
 
 def _task_with_hidden_workloads(root: Path) -> list[str]:

@@ -100,7 +100,7 @@ def test_submission_bundle_leaves_the_hidden_check_out(client, upload):
     hidden = submission.evaluations.get(purpose=Evaluation.Purpose.HIDDEN)
     _finish(hidden, "PASSED")
     response = client.get(f"/evidence/submissions/{submission.id}/bundle.zip")
-    bundle = zipfile.ZipFile(io.BytesIO(response.content))
+    bundle = zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content)))  # streamed
     everything = " ".join(bundle.namelist()) + bundle.read("MANIFEST.json").decode()
     assert str(public.id) in everything
     assert str(hidden.id) not in everything and hidden.seed not in everything

@@ -1,18 +1,22 @@
-"""Audit downloads: zip bundles with a MANIFEST.json of sha256 sums, and FlashInfer Trace JSONL. Pure builders over
-bytes and verdicts; `selectors.py` fetches the rows and `views.py` wraps the responses."""
+"""Audit downloads: zip bundles with a MANIFEST.json of sha256 sums, and FlashInfer Trace JSONL. Builders over bytes,
+stored files and verdicts; `selectors.py` fetches the rows and `views.py` wraps the responses. A bundle is written
+to a temporary file a block at a time and streamed from there, so its size never becomes a web worker's memory."""
 
 from __future__ import annotations
 
 import dataclasses
-import io
+import hashlib
 import json
+import tempfile
 import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO
 
 from evaluator.verdict import Verdict
 from portal.leaderboard.attachments import sha256_hex
+from portal.submissions.csv_cells import UnreadableCsv, neutralise
 
 MANIFEST_NAME = "MANIFEST.json"
 # The version of a bundle's names (MANIFEST.json `format`, and `format` of a run's trajectories.json): 2 since issue 30,
@@ -34,30 +38,102 @@ def checked(data: bytes, expected: str, what: str) -> bytes:
 
 # --------------------------------------------------------------------------- bundles
 
+BLOCK = 1 << 20  # bytes read, hashed and compressed at a time: a bundle never sits in memory whole
+
 
 @dataclass(frozen=True)
 class BundleFile:
+    """A file made in memory for the bundle (traces, trajectories: small)."""
+
     path: str  # inside the zip
     data: bytes
+    origin: str = ""  # who wrote the bytes (an Artifact.Origin value), listed in the manifest
 
 
-def build_bundle(files: Iterable[BundleFile], *, meta: dict[str, Any]) -> bytes:
-    """A zip of `files` plus MANIFEST.json: {format, meta..., "files": [{path, sha256, size}]}. Deterministic
-    timestamps, so the same evidence always gives the same archive."""
-    buffer = io.BytesIO()
-    entries = []
-    stamp = (1980, 1, 1, 0, 0, 0)
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for item in files:
-            archive.writestr(zipfile.ZipInfo(item.path, date_time=stamp), item.data, zipfile.ZIP_DEFLATED)
-            entries.append({"path": item.path, "sha256": sha256_hex(item.data), "size": len(item.data)})
-        manifest = {"format": BUNDLE_FORMAT, **meta, "files": entries}
-        archive.writestr(
-            zipfile.ZipInfo(MANIFEST_NAME, date_time=stamp),
-            json.dumps(manifest, indent=2, sort_keys=True, default=str).encode(),
-            zipfile.ZIP_DEFLATED,
-        )
-    return buffer.getvalue()
+@dataclass(frozen=True)
+class StoredFile:
+    """A stored artifact, read from disk in blocks and checked against its recorded sha256 on the way."""
+
+    path: str  # inside the zip
+    location: Path
+    sha256: str  # recorded when it was stored
+    size: int
+    origin: str
+    csv: bool = False  # served with formula-like cells neutralised (portal/submissions/csv_cells.py)
+
+
+@dataclass
+class Bundle:
+    """A finished zip in an anonymous temporary file (gone once closed), with its size and sha256."""
+
+    file: BinaryIO
+    size: int
+    sha256: str
+
+
+def build_bundle(files: Iterable[BundleFile | StoredFile], *, meta: dict[str, Any]) -> Bundle:
+    """A zip of `files` plus MANIFEST.json: {format, meta..., "files": [{path, sha256, size, origin}]}, written to a
+    temporary file block by block. Deterministic timestamps, so the same evidence always gives the same archive.
+    A stored file that no longer matches its sha256 raises ChecksumMismatch (the temporary file is dropped)."""
+    out = tempfile.TemporaryFile()  # noqa: SIM115 (closed by the response that streams it, or below)
+    try:
+        entries = []
+        with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            for item in files:
+                digest, size = _write_entry(archive, item)
+                entries.append({"path": item.path, "sha256": digest, "size": size, "origin": item.origin})
+            manifest = {"format": BUNDLE_FORMAT, **meta, "files": entries}
+            data = json.dumps(manifest, indent=2, sort_keys=True, default=str).encode()
+            archive.writestr(_entry(MANIFEST_NAME), data, zipfile.ZIP_DEFLATED)
+        size, digest = _size_and_sha256(out)
+    except BaseException:
+        out.close()
+        raise
+    return Bundle(out, size, digest)
+
+
+def _entry(path: str, size: int = 0) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(path, date_time=(1980, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.file_size = size  # lets zipfile choose ZIP64 up front for a large file
+    return info
+
+
+def _write_entry(archive: zipfile.ZipFile, item: BundleFile | StoredFile) -> tuple[str, int]:
+    if isinstance(item, BundleFile):
+        archive.writestr(_entry(item.path), item.data, zipfile.ZIP_DEFLATED)
+        return sha256_hex(item.data), len(item.data)
+    if item.csv:
+        data = served_csv(checked(item.location.read_bytes(), item.sha256, item.path))
+        archive.writestr(_entry(item.path), data, zipfile.ZIP_DEFLATED)
+        return sha256_hex(data), len(data)
+    stored = hashlib.sha256()
+    with item.location.open("rb") as source, archive.open(_entry(item.path, item.size), "w") as sink:
+        while block := source.read(BLOCK):
+            stored.update(block)
+            sink.write(block)
+    if stored.hexdigest() != item.sha256:
+        raise ChecksumMismatch(f"{item.path}: stored sha256 {item.sha256}, file on disk has {stored.hexdigest()}")
+    return item.sha256, item.size
+
+
+def _size_and_sha256(file: BinaryIO) -> tuple[int, str]:
+    file.seek(0)
+    h, size = hashlib.sha256(), 0
+    while block := file.read(BLOCK):
+        h.update(block)
+        size += len(block)
+    file.seek(0)
+    return size, h.hexdigest()
+
+
+def served_csv(data: bytes) -> bytes:
+    """A CSV as it leaves the portal: no cell a spreadsheet would run (a file that is not CSV goes out as empty
+    text rather than as a spreadsheet's input)."""
+    try:
+        return neutralise(data)
+    except UnreadableCsv:
+        return b""
 
 
 def environment_of(verdict: Verdict | None) -> dict[str, Any]:

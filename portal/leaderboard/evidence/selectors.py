@@ -15,7 +15,9 @@ from portal.core import serializers
 from portal.core.verdict_record import parse_verdict
 from portal.leaderboard.evidence.downloads import (
     BUNDLE_FORMAT,
+    Bundle,
     BundleFile,
+    StoredFile,
     build_bundle,
     checked,
     environment_of,
@@ -25,6 +27,8 @@ from portal.leaderboard.evidence.downloads import (
 from portal.submissions import artifacts as artifact_store
 from portal.submissions.models import Artifact, Evaluation, Submission, kernel_file_name
 
+# The manifest's origin of files the portal writes into a bundle from its own rows (traces, trajectories).
+PORTAL_ORIGIN = "portal"
 # Field names never copied into a download, whatever model they appear on.
 _SECRET_WORDS = ("secret", "password", "api_key", "apikey", "credential")
 # The endpoint URL may carry credentials in its path or query: bundles show only its host, as pages do.
@@ -66,11 +70,30 @@ def solution_name(submission: Submission) -> str:
     return f"{label}-{submission.id}"
 
 
-def _evaluation_files(evaluation: Evaluation, prefix: str) -> list[BundleFile]:
-    return [
-        BundleFile(f"{prefix}/{artifact.name}", artifact_bytes(artifact))
-        for artifact in evaluation.artifacts.order_by("name")
-    ]
+def stored_file(artifact: Artifact, path: str) -> StoredFile:
+    """An artifact as a bundle entry: read from disk while the zip is written, checked against its sha256."""
+    return StoredFile(
+        path,
+        artifact_store.path_of(artifact),
+        artifact.sha256,
+        artifact.size,
+        artifact.origin,
+        csv=artifact.name.lower().endswith(".csv"),
+    )
+
+
+def _evaluation_files(evaluation: Evaluation, prefix: str, left_out: list[dict[str, str]]) -> list[StoredFile]:
+    """The evaluation's artifacts whose origin is recorded. Files stored before origins were recorded are left out
+    of bundles (named in the manifest's `left_out`): nothing says the evaluator wrote them, and a bundle's files are
+    taken as evidence by what reads it (`ptxbench download`). Their page still lists them, labelled."""
+    files = []
+    for artifact in evaluation.artifacts.order_by("name"):
+        path = f"{prefix}/{artifact.name}"
+        if artifact.origin == Artifact.Origin.UNKNOWN:
+            left_out.append({"path": path, "reason": "stored before file origins were recorded"})
+        else:
+            files.append(stored_file(artifact, path))
+    return files
 
 
 def _evaluation_meta(evaluation: Evaluation) -> dict[str, Any]:
@@ -85,19 +108,22 @@ def _evaluation_meta(evaluation: Evaluation) -> dict[str, Any]:
     }
 
 
-def submission_bundle(submission: Submission) -> bytes:
+def submission_bundle(submission: Submission) -> Bundle:
     """The source (kernel.cu or kernel.py), every evaluation's artifacts and traces, and MANIFEST.json (sha256 sums,
     environment)."""
     # Hidden ranked checks stay out: their inputs and results are known only as pass/fail.
     evaluations = list(submission.evaluations.filter(purpose=Evaluation.Purpose.PUBLIC).order_by("created_at"))
     for evaluation in evaluations:
         evaluation.submission = submission
-    files = [BundleFile(kernel_file_name(submission.language), submission.source.encode("utf-8"))]
+    files: list[BundleFile | StoredFile] = [
+        BundleFile(kernel_file_name(submission.language), submission.source.encode("utf-8"), Artifact.Origin.SOURCE)
+    ]
+    left_out: list[dict[str, str]] = []
     for evaluation in evaluations:
-        files.extend(_evaluation_files(evaluation, f"evaluations/{evaluation.id}"))
+        files.extend(_evaluation_files(evaluation, f"evaluations/{evaluation.id}", left_out))
     traces = traces_jsonl([e for e in evaluations if e.verdict])
     if traces:
-        files.append(BundleFile("traces.jsonl", traces))
+        files.append(BundleFile("traces.jsonl", traces, PORTAL_ORIGIN))
     finished = [e for e in evaluations if e.verdict]
     meta = {
         "kind": "submission",
@@ -114,6 +140,7 @@ def submission_bundle(submission: Submission) -> bytes:
         },
         "evaluations": [_evaluation_meta(e) for e in evaluations],
         "environment": environment_of(parse_verdict(finished[-1].verdict)) if finished else {},
+        "left_out": left_out,
     }
     return build_bundle(files, meta=meta)
 
@@ -180,11 +207,13 @@ def trajectories_json(run) -> bytes:
     return json.dumps(_run_document(run, _trajectories(run)), indent=2, sort_keys=True, default=str).encode()
 
 
-def run_bundle(run) -> bytes:
+def run_bundle(run) -> Bundle:
     """trajectories.json plus each turn's artifacts, and MANIFEST.json with sha256 sums and the environment."""
     trajectories = _trajectories(run)
     document = _run_document(run, trajectories)
-    files = [BundleFile("trajectories.json", json.dumps(document, indent=2, sort_keys=True, default=str).encode())]
+    trajectories_data = json.dumps(document, indent=2, sort_keys=True, default=str).encode()
+    files: list[BundleFile | StoredFile] = [BundleFile("trajectories.json", trajectories_data, PORTAL_ORIGIN)]
+    left_out: list[dict[str, str]] = []
     environment: dict[str, Any] = {}
     for trajectory in trajectories:
         for turn in _turns(trajectory):
@@ -192,7 +221,7 @@ def run_bundle(run) -> bytes:
             if evaluation is None:
                 continue
             prefix = f"{trajectory.task.slug}/trajectory-{trajectory.index}/turn-{turn.index}"
-            files.extend(_evaluation_files(evaluation, prefix))
+            files.extend(_evaluation_files(evaluation, prefix, left_out))
             environment = environment or environment_of(parse_verdict(evaluation.verdict))
     meta = {
         "kind": "model_run",
@@ -210,5 +239,6 @@ def run_bundle(run) -> bytes:
             "is_synthetic": run.is_synthetic,
         },
         "environment": environment,
+        "left_out": left_out,
     }
     return build_bundle(files, meta=meta)
