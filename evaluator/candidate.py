@@ -39,11 +39,13 @@ from evaluator.integrity import (
     footprint_checks,
     foreign_kernels,
     l2_hold,
+    physical_limit_hold,
     trusted_clock_hold,
 )
 from evaluator.jail import Jail
 from evaluator.launches import Launch
 from evaluator.performance import bound_by_trusted_clock, performance_from_timing, use_trusted_latency
+from evaluator.physical_limits import limits_for
 from evaluator.protocol import CandidateError, ChannelViolation
 from evaluator.sandbox import CandidateProcess, ChildDied, ProcessLimitHit, child_env
 from evaluator.shared_outputs import SharedOutputs
@@ -117,6 +119,7 @@ class TimingRequest:
     sets: int = 3  # input sets the timed calls rotate over (each refilled from the call's own seed)
     check_fraction: float = CHECK_FRACTION  # of timed calls, compared with the reference
     max_checked: int = 32  # at most this many timed calls compared (their references are held in memory)
+    gpu_name: str | None = None  # names the datasheet limits every ranked figure is held against (default: asked)
 
 
 @dataclass
@@ -547,6 +550,13 @@ def _time(
     )
     if figures is not None:
         run.holds.append(figures)
+    # On every workload, whatever the other checks said: the small ones are where a host-side bound binds least.
+    gpu = request.gpu_name or device_name(setup)
+    beyond = physical_limit_hold(
+        latency_ms=p.latency_ms, tflops=p.tflops, limits=limits_for(checker.task.definition, workload, gpu)
+    )
+    if beyond is not None:
+        run.holds.append(beyond)
     l2 = msg["l2"]
     run.l2_persisting_bytes = int(l2.get("changed_bytes") or 0)
     if l2.get("error"):
@@ -554,6 +564,15 @@ def _time(
     l2 = l2_hold(run.l2_persisting_bytes)
     if l2 is not None:
         run.holds.append(l2)
+
+
+def device_name(setup: CandidateSetup) -> str | None:
+    """The GPU's name as the driver gives it (the verdict's `environment.gpu_name` is the same property)."""
+    if setup.device_type != "cuda":
+        return None
+    import torch
+
+    return str(torch.cuda.get_device_properties(setup.device).name)
 
 
 def _timed_batch(

@@ -8,7 +8,8 @@ or failures (the verdict fails with the reason):
 - the trusted parent's clock over batches of calls, against the candidate process's GPU timer (classes 3, 4);
 - Nsight Compute's time of the profiled call, against the same timer (class 4);
 - the launches of the profiled call, against those of the timed calls (class 5);
-- L2 persistence the candidate left set (class 6).
+- L2 persistence the candidate left set (class 6);
+- the ranked figures of every workload against what the GPU can physically do (datasheet peak and bandwidth).
 
 `docs/threat-model.md` says which attack each one answers and what stays undefended.
 """
@@ -21,6 +22,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from evaluator.launches import Launch
+from evaluator.physical_limits import PhysicalLimits
 from evaluator.verdict import FootprintCheck, KernelFootprint
 from evaluator.verdict import IntegrityHold as Hold
 
@@ -31,6 +33,7 @@ PROFILE_MISMATCH = "profile_mismatch"
 L2_PERSISTENCE = "l2_persistence"
 INCONSISTENT_FIGURES = "inconsistent_figures"
 PROFILE_FAILED = "profile_failed"
+BEYOND_PHYSICAL_LIMIT = "beyond_physical_limit"
 HOLD_CODES: tuple[str, ...] = (
     TIMER_DISAGREEMENT,
     HOST_TIME,
@@ -38,6 +41,7 @@ HOLD_CODES: tuple[str, ...] = (
     L2_PERSISTENCE,
     INCONSISTENT_FIGURES,
     PROFILE_FAILED,
+    BEYOND_PHYSICAL_LIMIT,
 )
 # A ranked row's speedup must be the trusted baseline over its latency, and its TFLOP/s the task's FLOPs over the
 # same latency, to this relative tolerance (they are computed from one latency; a gap means a figure was changed).
@@ -341,3 +345,32 @@ def consistency_hold(
     if not problems:
         return None
     return Hold(INCONSISTENT_FIGURES, "the figures of this result disagree: " + "; ".join(problems))
+
+
+# --------------------------------------------------------------------------- what the GPU can physically do
+
+
+def physical_limit_hold(*, latency_ms: float | None, tflops: float | None, limits: PhysicalLimits) -> Hold | None:
+    """Hold a ranked row whose rate is above the GPU's dense tensor peak for the task's dtype, or whose latency is
+    below the time its inputs and outputs take to cross the HBM once: no kernel does either, so a figure there
+    was made, not measured (work done where no clock looked, or a forged timer). Both figures are named."""
+    problems = []
+    gpu = limits.gpu_name or "this GPU"
+    if tflops and limits.peak_tflops and tflops > limits.peak_tflops:
+        problems.append(
+            f"{tflops:.4g} TFLOP/s is above the {limits.peak_tflops:.4g} TFLOP/s dense {limits.peak_dtype} "
+            f"tensor-core peak of the {gpu} (datasheet)"
+        )
+    floor = limits.min_ms
+    if latency_ms and floor and latency_ms < floor:
+        problems.append(
+            f"{latency_ms:.4g} ms per call is less than the {floor:.4g} ms that reading the inputs and writing the "
+            f"outputs once ({limits.io_bytes / 1e6:.4g} MB) takes at the {gpu}'s {limits.hbm_tbps:g} TB/s HBM "
+            "bandwidth (datasheet)"
+        )
+    if not problems:
+        return None
+    return Hold(
+        BEYOND_PHYSICAL_LIMIT,
+        "the ranked figures are beyond what the GPU can do: " + "; ".join(problems) + "; the result is held",
+    )

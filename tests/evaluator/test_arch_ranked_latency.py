@@ -1,0 +1,75 @@
+"""Nsight Compute's time of the profiled call is held against the RANKED latency, reached through the arch stage.
+
+`run_arch_stage` reads the ranked latency (which the trusted clock bounds) from the timed workload and hands it
+to the check; `absorb_profile` holds the profile against it. Only the profiler run is replaced (`profile_workload`,
+which starts ncu on a GPU): a fake at the edge of the world, returning what a real profile of this attack shows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evaluator import arch_stage
+from evaluator.arch_stage import ArchOutcome, run_arch_stage
+from evaluator.candidate import CandidateSetup
+from evaluator.integrity import TIMER_DISAGREEMENT
+from evaluator.integrity_record import absorb_profile
+from evaluator.stats import summarize
+from evaluator.taskdata import load_task
+from evaluator.verdict import (
+    ArchCheck,
+    ArchStatus,
+    Correctness,
+    Integrity,
+    OverallStatus,
+    Performance,
+    SassCounts,
+    Status,
+    Verdict,
+    WorkloadResult,
+)
+
+TINY = load_task(Path(__file__).resolve().parent / "tasks" / "tiny_gemm")
+
+
+def profiled_verdict(tmp_path, monkeypatch, *, in_process_ms: float, ranked_ms: float, ncu_ms: float) -> Verdict:
+    """A timed, passed workload whose ranked latency and in-process median differ, then the arch stage with a
+    profile that took `ncu_ms`, and the profile absorbed into the verdict as the pipeline does."""
+    workload = TINY.workloads[0]
+    perf = Performance(latency_ms=ranked_ms, candidate=summarize([in_process_ms] * 5, method="cupti", warmup=2))
+    row = WorkloadResult(workload.uuid, dict(workload.axes), Status.PASSED, "", Correctness(), performance=perf)
+    setup = CandidateSetup(TINY, [workload], tmp_path / "kernel.so", tmp_path, tmp_path / "x", None)
+    profile = ArchCheck(ArchStatus.VERIFIED, reason="wgmma executed", ncu_gpu_time_ms=ncu_ms)
+    monkeypatch.setattr(arch_stage, "profile_workload", lambda *a, **k: ArchOutcome(profile))
+    result = run_arch_stage(
+        setup,
+        arch="sm_90a",
+        sass=SassCounts("sm_90a", {"gmma": 4, "tma": 0}, {}, ["gmma", "tma"], 4, ["k"], 10),
+        evaluated=[row],
+        correctness_passed=True,
+        profile_seed=lambda w: 7,
+        timeout_s=5,
+        allow_unsandboxed_profile=False,
+        report=lambda stage, message: None,
+        timed=True,
+    )
+    v = Verdict("t", TINY.name, "sm_90a", OverallStatus.PASSED, "now", "0" * 64, 1, ["timing", "arch"])
+    v.workloads, v.integrity = [row], Integrity()
+    assert result.outcome is not None
+    absorb_profile(v, result.outcome, {})
+    return v
+
+
+def test_a_profiled_path_that_agrees_only_with_the_candidates_own_timer_is_held(tmp_path, monkeypatch):
+    """A kernel takes a fast path only under the profiler (0.5 ms) and makes its in-process timer read the same;
+    the trusted clock ranks the timed calls at 1.0 ms. Against the candidate's own median the profile agrees;
+    against the ranked latency it is half of it. Mutation caught: `run_arch_stage` passing no ranked latency to
+    `compare_timers` (the check then falls back to the candidate's own median and holds nothing)."""
+    v = profiled_verdict(tmp_path, monkeypatch, in_process_ms=0.5, ranked_ms=1.0, ncu_ms=0.5)
+    [hold] = v.integrity.holds
+    assert hold.code == TIMER_DISAGREEMENT and "1 ms of the timed calls" in hold.message
+
+
+def test_a_profile_that_describes_the_ranked_latency_is_not_held(tmp_path, monkeypatch):
+    v = profiled_verdict(tmp_path, monkeypatch, in_process_ms=0.5, ranked_ms=1.0, ncu_ms=0.97)
+    assert v.integrity.holds == []
