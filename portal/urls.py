@@ -9,6 +9,7 @@ urlpatterns = [
     path("", catalog_views.home, name="home"),
     path("healthz", core_views.healthz, name="healthz"),
     path("api/", core_views.api_docs, name="api_docs"),
+    path("glossary/", core_views.glossary, name="glossary"),
     path("", include("portal.catalog.urls")),
     path("", include("portal.leaderboard.urls")),
     path("api/v1/leaderboard/", include("portal.leaderboard.api_urls")),

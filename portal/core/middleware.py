@@ -38,9 +38,23 @@ class RequestSizeLimitMiddleware:
             if request.path.startswith("/api/"):
                 return JsonResponse({"error": message}, status=413)
             _drain(request, length)
+            _attach_user(request)
             context = {"length": length, "limit": limit, "source_limit": settings.MAX_SOURCE_BYTES}
             return render(request, "413.html", context, status=413)
         return self.get_response(request)
+
+
+def _attach_user(request: HttpRequest) -> None:
+    """The session's user for the page's header: this middleware answers before the session and authentication
+    middleware have run, and a logged-in user should not be offered "Log in". Reads the session cookie only."""
+    from importlib import import_module
+
+    from django.contrib.auth import get_user
+    from django.utils.functional import SimpleLazyObject
+
+    engine = import_module(settings.SESSION_ENGINE)
+    request.session = engine.SessionStore(request.COOKIES.get(settings.SESSION_COOKIE_NAME))
+    request.user = SimpleLazyObject(lambda: get_user(request))
 
 
 # A browser that is still sending when the answer comes shows "connection reset", not the page: read (and drop)

@@ -16,3 +16,9 @@ def api_docs(request: HttpRequest) -> HttpResponse:
     text = (settings.BASE_DIR / "docs" / "api.md").read_text(encoding="utf-8")
     base = request.build_absolute_uri("/").rstrip("/")
     return render(request, "api.html", {"api_markdown": text, "base_url": base})
+
+
+def glossary(request: HttpRequest) -> HttpResponse:
+    """/glossary/: docs/glossary.md rendered with an anchor per word, which every badge links to."""
+    text = (settings.BASE_DIR / "docs" / "glossary.md").read_text(encoding="utf-8")
+    return render(request, "glossary.html", {"glossary_markdown": text})

@@ -34,8 +34,13 @@ def _highlight(code: str, lang: str, _attrs) -> str:
     return pygments_highlight(code, lexer, HtmlFormatter(cssclass="code"))
 
 
+def heading_anchor(text: str) -> str:
+    """The id a heading with this text gets (the first of that text on its page)."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "section"
+
+
 def _slug(text: str, taken: set[str]) -> str:
-    base = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "section"
+    base = heading_anchor(text)
     slug, n = base, 2
     while slug in taken:
         slug, n = f"{base}-{n}", n + 1

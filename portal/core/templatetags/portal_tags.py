@@ -85,12 +85,35 @@ def human_count(value) -> str:
 @register.simple_tag
 def status_badge(word: str) -> str:
     """A row's status in the one vocabulary of verdicts.ROW_STATUS ("ranked", "held", "static-only", "synthetic"),
-    as a badge whose title says what the word means. format_html escapes every part."""
+    as a badge whose title says what the word means, linked to the word in the glossary. format_html escapes
+    every part."""
     from django.utils.html import format_html
 
     return format_html(
-        '<span class="badge status status-{}" title="{}">{}</span>', word, verdicts.ROW_STATUS.get(word, ""), word
+        '<a class="badge-link" href="{}"><span class="badge status status-{}" title="{}">{}</span></a>',
+        glossary_url(word),
+        word,
+        verdicts.ROW_STATUS.get(word, ""),
+        word,
     )
+
+
+@register.filter
+def glossary_url(word: str) -> str:
+    """The glossary's entry for a word ("verified", "not_executed", "held"): its heading's anchor on /glossary/."""
+    from django.urls import reverse
+
+    from portal.core.templatetags.pack_tags import heading_anchor
+
+    return f"{reverse('glossary')}#{heading_anchor(str(word or ''))}"
+
+
+@register.filter
+def arch_glossary_url(obj) -> str:
+    """The glossary entry of a row's instruction-check badge: `full` for verified · full, else the state."""
+    _, arch_status, arch_full, _ = _verdict_parts(obj)
+    state = verdicts.arch_state(arch_status)
+    return glossary_url("full" if state == "verified" and arch_full else state)
 
 
 @register.filter

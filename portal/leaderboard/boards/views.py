@@ -142,6 +142,7 @@ def kernel_leaderboard(request: HttpRequest) -> HttpResponse:
     held = selectors.held_kernels(gen, task=query.task, arch=query.arch, gpu=query.gpu, language=query.language)
     context["verified"], context["sections"] = ranking.board_sections(rows, show_all=show_all, held=held)
     context["show_all"] = show_all
+    context["held_count"] = next((len(s.rows) for s in context["sections"] if s.state == ranking.HELD_GROUP), 0)
     context["others_count"] = sum(1 for r in rows if r.group not in (ranking.RANKED_STATE, ranking.HELD_GROUP))
     context["charts"] = _chart_blocks(gen, query, ("distribution",))
     context["query_string"] = _query_string(query, sort="", k="")
