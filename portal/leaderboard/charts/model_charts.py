@@ -151,6 +151,7 @@ def speedup_by_turn_figure(data: dict[str, Any], styles: ModelStyles) -> PlainFi
                 line={"color": style.color, "dash": style.dash},
                 marker={"color": style.color, "symbol": style.symbol},
                 name=plot_text(s["model"]),
+                legendgroup=plot_text(s["model"]),  # the model, whole, where a phone shortens the name
                 customdata=[s["runs"]] * len(data["turns"]),
                 hovertemplate="turn %{x}: %{y:.2f}x (mean of %{customdata} runs)<extra></extra>",
             )
@@ -210,6 +211,7 @@ def fast_p_figure(data: dict[str, Any], styles: ModelStyles) -> PlainFigure:
                 mode="lines",
                 line={"color": style.color, "dash": style.dash},
                 name=plot_text(s["model"]),
+                legendgroup=plot_text(s["model"]),  # the model, whole, where a phone shortens the name
                 hovertemplate="p=%{x}: %{y:.1f}% of tasks<extra></extra>",
             )
         )
@@ -277,6 +279,7 @@ def reasoning_figure(data: dict[str, Any], styles: ModelStyles) -> PlainFigure:
                 mode="markers",
                 marker={"size": 9, "color": style.color, "symbol": style.symbol},
                 name=plot_text(s["model"]),
+                legendgroup=plot_text(s["model"]),  # the model, whole, where a phone shortens the name
                 hovertemplate="run %{customdata}: %{x:.0f} tokens/turn, %{y:.2f}x<extra></extra>",
             )
         )
@@ -333,6 +336,7 @@ def best_speedup_figure(data: dict[str, Any], styles: ModelStyles) -> PlainFigur
                 orientation="h",
                 marker={"color": style.color, "pattern": {"shape": style.pattern}},
                 name=plot_text(s["model"]),
+                legendgroup=plot_text(s["model"]),  # the model, whole, where a phone shortens the name
                 hovertemplate="%{y}: %{x:.2f}x<extra></extra>",
             )
         )
