@@ -25,7 +25,11 @@ DEBUG = env_bool("DEBUG", False)
 if DEBUG:
     SECRET_KEY = env_str("SECRET_KEY") or stored_secret(DATA_DIR / "dev-secret-key")
 else:
-    SECRET_KEY = env_required("SECRET_KEY", "set it to a long random string whenever DEBUG is off")
+    SECRET_KEY = env_required(
+        "SECRET_KEY",
+        "set it to a long random string whenever DEBUG is off (on a development machine, DEBUG=1 makes one and "
+        "keeps it under PORTAL_DATA_DIR, as `make run` does)",
+    )
 # The debug page and error reports star out connection URLs, tokens and the Authorization header.
 DEFAULT_EXCEPTION_REPORTER_FILTER = "portal.core.debug.ScrubbingExceptionReporterFilter"
 
