@@ -151,7 +151,13 @@ def profile_workload(
     result_path = profile_dir / "arch-profile-result.jsonl"
     result_path.unlink(missing_ok=True)
     job = write_job(
-        setup, workload, scratch=profile_dir, mode="profile", profile_seed=profile_seed, result_path=str(result_path)
+        setup,
+        workload,
+        scratch=profile_dir,
+        mode="profile",
+        profile_seed=profile_seed,
+        result_path=str(result_path),
+        output_path=str(profile_dir / "profiled-process-output.log"),
     )
     target = child_command(job)
     env = candidate_env(workdir)
@@ -273,6 +279,18 @@ def _failure_reason(run: GroupResult, result_path: Path, report: Path) -> str | 
         reason = f"the profiled call failed: {protocol.describe_error(failed)}"
     elif not done and reason is None:
         reason = f"the profiled process did not finish (ncu exit status {run.returncode})"
-    if reason is None and not report.exists():
-        reason = f"ncu wrote no report (exit status {run.returncode})"
+    if reason is None and not (report.exists() and report_announced(run.output, report)):
+        reason = f"ncu wrote no report of its own (exit status {run.returncode})"
     return reason
+
+
+def report_announced(output: str, report: Path) -> bool:
+    """Whether Nsight Compute itself said it wrote `report` ("==PROF== Report: PATH", its last line). Its output
+    is its own: the profiled process moved its stdout and stderr off that channel before loading the candidate
+    (child.leave_profiler_channel). A report file in the profile folder without that line was put there by
+    someone else, as when the profiler was killed before it wrote one."""
+    prefix = "==PROF== Report:"
+    return any(
+        line.startswith(prefix) and Path(line.removeprefix(prefix).strip()).name == report.name
+        for line in output.splitlines()
+    )

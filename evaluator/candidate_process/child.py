@@ -343,6 +343,21 @@ def _wire(launches: list[Any]) -> list[list[Any]]:
     return [[name, list(grid), list(block)] for name, grid, block in launches]
 
 
+def leave_profiler_channel(path: Path) -> None:
+    """Under Nsight Compute this process inherits the profiler's stdout and stderr, the channel the parent reads
+    the profiler's own lines from. Before any candidate code runs, both move to a file of this process's own, so
+    nothing the candidate prints or writes lands there (the pipe belongs to the parent's user, so it cannot be
+    reopened through /proc by the sandbox's user either)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+    finally:
+        os.close(fd)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evaluator.candidate_process.child")
     parser.add_argument("job")
@@ -350,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fd-out", type=int)
     args = parser.parse_args(argv)
     job = json.loads(Path(args.job).read_text())
+    if job.get("mode") == "profile" and job.get("output_path"):
+        leave_profiler_channel(Path(job["output_path"]))
 
     out = os.fdopen(args.fd_out, "wb", buffering=0) if args.fd_out is not None else None
     result_path = job.get("result_path")
