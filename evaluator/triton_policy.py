@@ -14,7 +14,9 @@ a` is looked up name by name in `ADMITTED`, the committed walk of what each allo
 (evaluator/triton_policy_walk.py), which refuses modules other than the language's namespaces (`tl.core`,
 `tl.extra.pkgutil`), imported helpers and Python's builtins. Past a function, class or constant, host code may
 read only `HOST_ATTRIBUTES` and kernel code only what Triton's values have (`VALUE_ATTRIBUTES`, same walk); a
-module name may not be used as a value or rebound. This is a first line only: what makes a submission honest is
+module name may not be used as a value or rebound. The tree checked must be what runs: each kernel's text as
+Triton extracts it must parse to the function checked here, `jit` only decorates kernels, and the file is
+decoded as UTF-8 (evaluator/triton_source.py). This is a first line only: what makes a submission honest is
 the integrity checks of the candidate process (only the submission's kernels count, fresh inputs every call, the
 parent's own clock), and what contains it is the sandbox and the host boundary (docs/threat-model.md).
 """

@@ -28,6 +28,7 @@ import re
 import textwrap
 import tokenize
 from collections.abc import Iterator
+from typing import Any
 
 from evaluator.verdict import PolicyFinding
 
@@ -96,21 +97,38 @@ def same_function(extracted: str | None, fn: ast.FunctionDef) -> bool:
         return False
     bare = ast.FunctionDef(**{field: getattr(fn, field) for field in fn._fields})
     bare.decorator_list = []
-    return ast.dump(tree.body[0]) == ast.dump(bare)
+    return _same_tree(tree.body[0], bare)
+
+
+def _same_tree(a: ast.AST, b: ast.AST) -> bool:
+    """Whether two trees are equal field by field, positions aside (what `ast.dump` compares, without building
+    two strings of a 1 MiB file's size); constants of equal value but other type or spelling (1, 1.0, True) differ."""
+    stack: list[tuple[Any, Any]] = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if type(x) is not type(y):
+            return False
+        if isinstance(x, ast.AST):
+            stack.extend((getattr(x, f, None), getattr(y, f, None)) for f in x._fields)
+        elif isinstance(x, list):
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y, strict=True))
+        elif x != y or repr(x) != repr(y):
+            return False
+    return True
 
 
 def kernel_findings(tree: ast.Module, source: str) -> list[PolicyFinding]:
     """Every refusal that keeps what Triton compiles the functions the policy checked as kernels."""
-    imports = _imported_names(tree)
-    findings = _rebindings(tree, imports)
+    survey = _Survey(tree)
+    imports = survey.imported_names()
+    findings = survey.rebindings(imports)
     allowed: set[int] = set()  # the jit decorators in their one admitted place
     lines = file_lines(source)
-    for fn in ast.walk(tree):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not fn.decorator_list:
-            continue
-        jits = [d for d in fn.decorator_list if _resolve(_decorated(d), imports) == JIT or _spelled_jit(d)]
-        if not jits:
-            continue
+    kernels = [(fn, outer) for fn, outer in survey.decorated if _is_jitted(fn, imports)]
+    kernel_ids = {id(fn) for fn, _ in kernels}
+    for fn, enclosing in kernels:
         innermost = fn.decorator_list[-1]
         target = _decorated(innermost)
         if _spelled_jit(innermost) and _resolve(target, imports) == JIT:
@@ -126,21 +144,85 @@ def kernel_findings(tree: ast.Module, source: str) -> list[PolicyFinding]:
                         " triton.autotune(...) above its triton.jit",
                     )
                 )
-        if not isinstance(fn, ast.FunctionDef) or not same_function(extracted_source(lines, fn), fn):
+        outer = next((o for o in enclosing if id(o) in kernel_ids), None)
+        if outer is not None:
+            # Triton compiles no function defined in a kernel; refusing it also keeps the extraction below linear
+            # in the file's size (a kernel's text holds every kernel nested in it).
+            findings.append(_finding(fn, f"the kernel '{fn.name}' is defined inside the kernel '{outer.name}'"))
+        elif not isinstance(fn, ast.FunctionDef) or not same_function(extracted_source(lines, fn), fn):
             findings.append(
                 _finding(
                     fn,
-                    f"the kernel '{fn.name}': the text Triton would compile (from the first line starting 'def "
-                    "name(' in its decorators and body) is not this function; keep strings in its decorators and"
-                    " body free of lines that start with 'def'",
+                    f"the kernel '{fn.name}': the text Triton would compile (its lines from the first one that starts"
+                    " 'def name(', dedented) is not this function; keep lines that start with 'def' out of its"
+                    " decorators and strings, and define kernels at top level",
                 )
             )
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Name, ast.Attribute)) and id(node) not in allowed and _names_jit(node, imports):
+    for node in survey.names:
+        if id(node) not in allowed and _names_jit(node, imports):
             findings.append(
                 _finding(node, "uses triton.jit other than as a kernel's innermost decorator (@triton.jit)")
             )
     return findings
+
+
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+class _Survey:
+    """What the kernel checks need from the tree, gathered in one pass (the file may be 1 MiB)."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.imports: list[tuple[ast.Import | ast.ImportFrom, ast.alias]] = []
+        self.bindings: list[tuple[str, ast.AST]] = []  # names bound other than by import
+        self.names: list[ast.Name | ast.Attribute] = []  # loaded names, and attributes named `jit`
+        self.decorated: list[tuple[_Function, tuple[_Function, ...]]] = []  # with the decorated functions around
+        stack: list[tuple[ast.AST, tuple[_Function, ...]]] = [(tree, ())]
+        while stack:
+            node, enclosing = stack.pop()
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                self.imports.extend((node, alias) for alias in node.names)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                self.names.append(node)
+            elif isinstance(node, ast.Attribute) and node.attr == "jit":
+                self.names.append(node)
+            else:
+                self.bindings.extend((name, node) for name in _bound_names(node))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.decorator_list:
+                self.decorated.append((node, enclosing))
+                enclosing = (node, *enclosing)
+            stack.extend((child, enclosing) for child in ast.iter_child_nodes(node))
+
+    def imported_names(self) -> dict[str, str]:
+        """Each name an import binds, anywhere in the file, to the dotted name it stands for."""
+        out: dict[str, str] = {}
+        for node, alias in self.imports:
+            if isinstance(node, ast.Import):
+                out[alias.asname or alias.name.split(".")[0]] = _import_target(node, alias)
+            elif not node.level and node.module and alias.name != "*":
+                out[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        return out
+
+    def rebindings(self, imports: dict[str, str]) -> list[PolicyFinding]:
+        """A name an import binds that is bound otherwise too (or imported as two things), and `jit` bound by
+        anything but its import: refused, since what a spelling such as `triton.jit` stands for would then
+        depend on the order code runs in."""
+        findings = []
+        seen: dict[str, str] = {}
+        for node, alias in self.imports:
+            name, target = alias.asname or alias.name.split(".")[0], _import_target(node, alias)
+            if seen.setdefault(name, target) != target:
+                findings.append(_finding(node, f"imports two different things as '{name}'"))
+        for name, where in self.bindings:
+            if name in imports:
+                findings.append(_finding(where, f"binds '{name}', a name its import binds"))
+            elif name == "jit":
+                findings.append(_finding(where, "binds 'jit', the name of triton.jit"))
+        return findings
+
+
+def _is_jitted(fn: _Function, imports: dict[str, str]) -> bool:
+    return any(_resolve(_decorated(d), imports) == JIT or _spelled_jit(d) for d in fn.decorator_list)
 
 
 def _decorated(dec: ast.expr) -> ast.expr:
@@ -155,7 +237,7 @@ def _names_jit(node: ast.Name | ast.Attribute, imports: dict[str, str]) -> bool:
     """`node` denotes triton.jit: by what the name resolves to, or by its spelling alone (a `jit` of the file's
     own is refused as well: a reader, and the policy, would take it for Triton's)."""
     if isinstance(node, ast.Name):
-        return isinstance(node.ctx, ast.Load) and (node.id == "jit" or imports.get(node.id) == JIT)
+        return node.id == "jit" or imports.get(node.id) == JIT
     return _dotted(node) == "triton.jit" or _resolve(node, imports) == JIT
 
 
@@ -168,45 +250,6 @@ def _resolve(node: ast.expr, imports: dict[str, str]) -> str | None:
     if head not in imports:
         return None
     return f"{imports[head]}.{rest}" if rest else imports[head]
-
-
-def _imported_names(tree: ast.Module) -> dict[str, str]:
-    """Each name an import binds, anywhere in the file, to the dotted name it stands for."""
-    out: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    out[alias.asname] = alias.name
-                else:
-                    head = alias.name.split(".")[0]
-                    out[head] = head
-        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-            for alias in node.names:
-                if alias.name != "*":
-                    out[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    return out
-
-
-def _rebindings(tree: ast.Module, imports: dict[str, str]) -> list[PolicyFinding]:
-    """A name an import binds that is bound otherwise too (or imported as two things), and `jit` bound by
-    anything but its import: refused, since what a spelling such as `triton.jit` stands for would then depend
-    on the order code runs in."""
-    findings = []
-    seen: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                name, target = alias.asname or alias.name.split(".")[0], _import_target(node, alias)
-                if seen.setdefault(name, target) != target:
-                    findings.append(_finding(node, f"imports two different things as '{name}'"))
-            continue
-        for name in _bound_names(node):
-            if name in imports:
-                findings.append(_finding(node, f"binds '{name}', a name its import binds"))
-            elif name == "jit":
-                findings.append(_finding(node, "binds 'jit', the name of triton.jit"))
-    return findings
 
 
 def _import_target(node: ast.Import | ast.ImportFrom, alias: ast.alias) -> str:

@@ -215,3 +215,12 @@ def test_the_smuggled_exec_runs_in_the_compile_only_past_the_policy(tmp_path):
     assert unchecked.compile is not None and "SMUGGLED-EXEC-RAN" in unchecked.compile.output
     checked = verdict(skip=False)
     assert checked.status == OverallStatus.POLICY_REJECTED and checked.compile is None
+
+
+def test_a_kernel_inside_a_kernel_is_refused_without_extracting_it():
+    """Triton compiles no function defined in a kernel; each nested kernel's text would also hold all those
+    inside it, which would make the extraction quadratic in the file's size."""
+    nested = "@triton.jit\ndef outer(x_ptr):\n    @triton.jit\n    def inner(x_ptr):\n        pass\n\n    pass\n"
+    found = kernel_source_findings(HEAD + nested + RUN)
+    assert [(f.rule, f.line) for f in found] == [("kernel-source", 7)]
+    assert "the kernel 'inner' is defined inside the kernel 'outer'" in found[0].message
