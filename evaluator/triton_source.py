@@ -15,7 +15,8 @@ comment into a new line) is refused. A kernel is a function whose innermost deco
 imported from triton), under nothing but `triton.heuristics(...)`/`triton.autotune(...)`; `jit` named anywhere
 else (called on a function or a lambda, bound to another name, a decorator over another decorator) would make
 Triton compile a function the policy checked as host code, or none it checked at all, and is refused; so is
-binding a name that an import binds by any other means, which would make a spelling mean something else.
+binding a name that an import binds by any other means, which would make a spelling mean something else, and a
+kernel defined inside a kernel (Triton compiles none; its text would be extracted once per enclosing kernel).
 """
 
 from __future__ import annotations
@@ -102,7 +103,8 @@ def same_function(extracted: str | None, fn: ast.FunctionDef) -> bool:
 
 def _same_tree(a: ast.AST, b: ast.AST) -> bool:
     """Whether two trees are equal field by field, positions aside (what `ast.dump` compares, without building
-    two strings of a 1 MiB file's size); constants of equal value but other type or spelling (1, 1.0, True) differ."""
+    two strings of a 1 MiB file's size); constants equal in value but not in type or spelling (1, 1.0, True)
+    differ."""
     stack: list[tuple[Any, Any]] = [(a, b)]
     while stack:
         x, y = stack.pop()

@@ -224,3 +224,14 @@ def test_a_kernel_inside_a_kernel_is_refused_without_extracting_it():
     found = kernel_source_findings(HEAD + nested + RUN)
     assert [(f.rule, f.line) for f in found] == [("kernel-source", 7)]
     assert "the kernel 'inner' is defined inside the kernel 'outer'" in found[0].message
+
+
+@pytest.mark.parametrize(
+    "swap",
+    ["k.fn.__code__ = other.__code__", "k.__wrapped__ = other", "k.src = 'def k(x_ptr):\\n    pass\\n'"],
+)
+def test_what_triton_reads_back_cannot_be_swapped_after_the_check(swap):
+    """Triton reads a kernel's text through its code object (`__code__`, `__wrapped__` for inspect.unwrap) and
+    keeps it in `src`: none of them may be reached from the file."""
+    source = HEAD + kernel() + "\n\ndef other(x_ptr):\n    pass\n\n\n" + swap + "\n" + RUN
+    assert {f.rule for f in check_source(source, ["A", "B", "C"])} & {"dunder-attribute", "host-attribute"}
