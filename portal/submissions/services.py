@@ -300,6 +300,36 @@ def _retry_or_fail(evaluation: Evaluation, reason: str) -> str:
     return Evaluation.State.FAILED
 
 
+def evaluations_requeue_for_stopping_worker(*, worker_name: str) -> list[str]:
+    """A worker asked to stop (Ctrl-C, a deploy) gives its running evaluations back to the queue at once, not
+    after the stale-heartbeat wait, and without counting the attempt (the kernel did nothing wrong). The runner
+    of each then finds it no longer its own at its next progress poll and stops the evaluator's process group.
+    Left queued, not enqueued here: the job id is still the stopping worker's; reconcile enqueues it again once
+    that job has ended. Returns the evaluation ids."""
+    requeued = []
+    with transaction.atomic():
+        running = Evaluation.objects.select_for_update().filter(
+            state=Evaluation.State.RUNNING, worker_name=worker_name[:200]
+        )
+        for evaluation in running:
+            note = {
+                "stage": evaluation.stage or "worker",
+                "state": "error",
+                "message": f"worker {worker_name[:200]} was stopped; requeued",
+                "at": timezone.now().isoformat(),
+            }
+            Evaluation.objects.filter(id=evaluation.id, state=Evaluation.State.RUNNING).update(
+                state=Evaluation.State.QUEUED,
+                worker_name="",
+                stage="",
+                stage_message="requeued: its worker was stopped",
+                attempts=max(0, evaluation.attempts - 1),
+                progress=(evaluation.progress or []) + [note],
+            )
+            requeued.append(str(evaluation.id))
+    return requeued
+
+
 def evaluation_reconcile(*, now=None) -> dict[str, int]:
     """Repair what crashes leave behind: running evaluations whose worker stopped heartbeating are
     requeued or failed; queued ones whose job vanished from Redis (restart, flush) are enqueued again."""

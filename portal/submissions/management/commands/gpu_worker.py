@@ -20,6 +20,7 @@ from evaluator.verdict import CPU_STAGES
 from portal.submissions.envfile import EnvFileUnsafe, env_file_check
 from portal.submissions.gpu import detect_gpus
 from portal.submissions.models import GpuWorker
+from portal.submissions.rq_worker import RequeueOnStopWorker
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +127,7 @@ class Command(BaseCommand):
         beat.start()
         connections.close_all()  # RQ forks a work horse per job; it must not share this process's connection
         try:
-            worker = django_rq.get_worker(queue, name=name)
+            worker = django_rq.get_worker(queue, name=name, worker_class=RequeueOnStopWorker)
             worker.work(burst=burst, with_scheduler=False)
         finally:
             stop.set()
