@@ -5,6 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 BIND=${BIND:-127.0.0.1:8000}
+# The address first, before anything starts or is announced: a second `make run` (or any server on BIND) gets one
+# line saying so and which BIND to use, not a banner followed by gunicorn's errors.
+if ! $PY scripts/check_bind.py "$BIND"; then
+  exit 1
+fi
 # Everything this portal writes (database, logs, Redis data, secrets, artifacts) goes under one folder.
 mkdir -p "${PORTAL_DATA_DIR:-data}/logs"
 PORTAL_DATA_DIR=$(cd "${PORTAL_DATA_DIR:-data}" && pwd -P)
@@ -36,11 +41,11 @@ worker=$!
 gpu_workers=()
 if $PY manage.py gpu_worker --help >/dev/null 2>&1 && command -v nvidia-smi >/dev/null 2>&1 \
     && nvidia-smi -L >/dev/null 2>&1; then
-  $PY manage.py gpu_worker >>"$logs"/gpu-worker.log 2>&1 &
+  setsid $PY manage.py gpu_worker >>"$logs"/gpu-worker.log 2>&1 &
   gpu_workers+=($!)
 elif [ "${CPU_STAGE_WORKERS:-1}" = "1" ]; then
   for arch in sm_90a sm_100a; do
-    $PY manage.py gpu_worker --cpu-stages-only --arch $arch >>"$logs"/gpu-worker.log 2>&1 &
+    setsid $PY manage.py gpu_worker --cpu-stages-only --arch $arch >>"$logs"/gpu-worker.log 2>&1 &
     gpu_workers+=($!)
   done
 fi
@@ -51,7 +56,21 @@ reconcile=$!
 # written only when the rows changed).
 $PY manage.py build_results_dataset --loop >>"$logs"/datasets.log 2>&1 &
 datasets=$!
-trap 'kill $worker $reconcile $datasets ${gpu_workers[*]} 2>/dev/null; wait $worker $reconcile $datasets ${gpu_workers[*]} 2>/dev/null' EXIT INT TERM
+# One SIGTERM each, once: a GPU worker then gives its running evaluation back to the queue and stops the
+# evaluator, so it exits in seconds (a second signal would be RQ's cold shutdown, which kills the job's process
+# and leaves the evaluator running). The GPU workers run in sessions of their own (setsid) so that the terminal's
+# Ctrl-C is not that second signal.
+stopping=0
+stop_all() {
+  [ "$stopping" = 1 ] && return
+  stopping=1
+  echo "Stopping the workers (a running evaluation goes back to the queue)..."
+  kill $worker $reconcile $datasets ${gpu_workers[*]} 2>/dev/null || true
+  wait $worker $reconcile $datasets ${gpu_workers[*]} 2>/dev/null || true
+}
+trap stop_all EXIT
+trap 'stop_all; exit 130' INT
+trap 'stop_all; exit 143' TERM
 echo "Data: $PORTAL_DATA_DIR (database, logs/, redis/, admin_password.txt); Redis: $REDIS_URL"
 echo "Workers: default+agent pid $worker ($logs/worker.log); GPU queues pids ${gpu_workers[*]:-none} ($logs/gpu-worker.log); reconcile loop pid $reconcile; result datasets loop pid $datasets"
 echo "Portal on http://$BIND  (admin: http://$BIND/admin/)"
