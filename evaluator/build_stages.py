@@ -3,7 +3,8 @@
 `compile_stage` builds with nvcc (CUDA) or ahead of time with Triton inside the sandbox, re-applies the policy to
 what the compiler saw (macro-expanded source, the files it opened), and stops the verdict on any failure.
 `sass_stage` counts the target instruction families in every cubin and reads each kernel's compiled footprint
-(registers, shared memory), which the timed calls' launches are later held against (evaluator/integrity.py).
+(registers, shared memory), which the timed calls' launches are later held against (evaluator/integrity.py);
+cuobjdump reads the candidate's binaries in the compile sandbox, and its failure on them stops the verdict.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from evaluator import compile_cache, hostile_files
 from evaluator import ncu as ncu_mod
+from evaluator.binary_tools import ToolFailed
 from evaluator.compile import CompiledKernel
 from evaluator.includes import outside_finding
 from evaluator.jail import Jail
@@ -78,15 +80,28 @@ def compile_stage(
 
 
 def sass_stage(
-    compiled: CompiledKernel, task: Task, arch: str, build: Path, book: StageBook
-) -> tuple[SassCounts, dict[str, list[KernelFootprint]]]:
+    compiled: CompiledKernel, task: Task, arch: str, build: Path, book: StageBook, jail: Jail, chosen: list[Workload]
+) -> tuple[SassCounts, dict[str, list[KernelFootprint]]] | None:
     """Static SASS counts of the compiled candidate (every cubin of it counted) and each kernel's footprint; the
-    disassembly is kept for audits with --workdir. Decides `arch` statically when no target instruction exists."""
+    disassembly is kept for audits with --workdir. Decides `arch` statically when no target instruction exists.
+    None when the verdict stopped: cuobjdump (run in the compile sandbox) could not read what the build made."""
     t = time.monotonic()
     book.report("sass", "disassembling")
     assert compiled.library is not None  # compile_stage stops the verdict before a build without one
     binaries = compiled.cubins or [compiled.library]  # the library: every ELF file it holds, as it is loaded
-    text = kept_or_made(compiled, "kernel.sass", lambda: "\n".join(disassemble(b) for b in binaries))
+    try:
+        text = kept_or_made(compiled, "kernel.sass", lambda: "\n".join(disassemble(b, jail=jail) for b in binaries))
+        if compiled.cubins:
+            usage = resource_usage(binaries, jail=jail)
+        else:
+            kept = kept_or_made(compiled, "resource-usage.txt", lambda: dump_resource_usage(binaries[0], jail=jail))
+            usage = merge_resource_usage([kept])
+    except ToolFailed as exc:
+        # A file the candidate's build made that the toolkit cannot read is that build's failure: a verdict.
+        why = f"the compiled code was refused: {exc}"
+        book.finish("sass", StageState.FAILED, t, why)
+        book.stop("sass", OverallStatus.COMPILE_ERROR, "compilation failed", chosen, why)
+        return None
     # Into the trusted side's own folder, never the build folder (where a planted link would take the write).
     hostile_files.write_private(trusted_sass_path(compiled, build), text)
     target = task.targets.get(arch)
@@ -96,10 +111,7 @@ def sass_stage(
         book.verdict.arch_check = ncu_mod.decide_arch(arch=arch, sass=counts, kernels=None, task_flops=None)
     summary = ", ".join(f"{f}={counts.families[f]}" for f in counts.target_families)
     book.finish("sass", StageState.PASSED, t, summary)
-    if compiled.cubins:
-        return counts, resource_usage(binaries)
-    usage = kept_or_made(compiled, "resource-usage.txt", lambda: dump_resource_usage(binaries[0]))
-    return counts, merge_resource_usage([usage])
+    return counts, usage
 
 
 def trusted_sass_path(compiled: CompiledKernel, build: Path) -> Path:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from evaluator import compile_cache, hostile_files, includes
 from evaluator.arches import get_arch
-from evaluator.elf_names import ElfError, unsafe_names
+from evaluator.elf_names import refusal as elf_refusal
 from evaluator.errors import EnvironmentProblem
 from evaluator.limits import describe_bytes
 from evaluator.sandbox import child_env, run_group
@@ -251,10 +251,10 @@ def _nvcc(
     if ok:
         result.library_sha256 = hostile_files.sha256(trusted, library.name, max_bytes=LIBRARY_MAX_BYTES)
         cubin = extract_cubin(library, workdir, jail=jail)
-        names = _unsafe_names(cubin)
-        if names:
+        refused = _device_code_refusal(cubin)
+        if refused:
             ok = result.ok = False
-            why = f"the compiled code has names that are not identifiers: {', '.join(names)}"
+            why = refused
             result.output += f"\n[evaluator] {why}"
         else:
             result.cubin_sha256 = (
@@ -286,15 +286,16 @@ def _build_text(folder: Path, name: str, cap: int) -> str | None:
         return None
 
 
-def _unsafe_names(cubin: Path | None) -> list[str]:
-    """Names in the device code that a trusted tool must not print (evaluator/elf_names.py); a cubin that is not
-    well-formed ELF is refused the same way."""
+def _device_code_refusal(cubin: Path | None) -> str | None:
+    """Why the device code is refused before a trusted tool prints it (evaluator/elf_names.py: a form not read in
+    full, or a name that is not an identifier), or None."""
     if cubin is None:
-        return []
+        return None
     try:
-        return unsafe_names(hostile_files.read_bytes(cubin.parent, cubin.name, max_bytes=LIBRARY_MAX_BYTES))
-    except (ElfError, hostile_files.Refused) as exc:
-        return [f"(unreadable device code: {exc})"]
+        data = hostile_files.read_bytes(cubin.parent, cubin.name, max_bytes=LIBRARY_MAX_BYTES)
+    except hostile_files.Refused as exc:
+        return f"the compiled device code could not be read: {exc}"
+    return elf_refusal(data)
 
 
 def host_compiler_dirs(env: dict[str, str]) -> list[Path]:

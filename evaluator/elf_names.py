@@ -5,70 +5,42 @@
 instructions for the static count, or text that lands wherever the listing is written. The names are read here
 from the ELF's own string tables instead of from the tool's text, and a binary with any name outside
 `[A-Za-z0-9_.$]` is refused before a trusted tool prints it. Compilers emit only such names for kernels
-(mangled C++ and Triton names are identifiers; sections are `.text.<name>`, `.nv.info.<name>`, ...).
+(mangled C++ and Triton names are identifiers; sections are `.text.<name>`, `.nv.info.<name>`, ...). The file is
+read strictly (evaluator/elf_layout.py): a form this reader could see differently from the tool is refused, so
+no name can hide from the check and still reach the listing.
 
-Pure functions over bytes; a malformed file is `ElfError`.
+Pure functions over bytes; a malformed or not fully understood file is `ElfError`.
 """
 
 from __future__ import annotations
 
 import re
-import struct
 
-__all__ = ["ElfError", "names", "unsafe_names"]
+from evaluator.elf_layout import ElfError, read_layout
+
+__all__ = ["ElfError", "names", "refusal", "unsafe_names"]
 
 _SAFE = re.compile(rb"[A-Za-z0-9_.$]*")
-_SHT_SYMTAB, _SHT_DYNSYM = 2, 11
-
-
-class ElfError(ValueError):
-    """Not a well-formed 64-bit little-endian ELF file."""
-
-
-def _cstr(table: bytes, offset: int) -> bytes:
-    if offset >= len(table):
-        raise ElfError(f"string offset {offset} past its table ({len(table)} bytes)")
-    end = table.find(b"\0", offset)
-    return table[offset : end if end >= 0 else len(table)]
 
 
 def names(data: bytes) -> list[bytes]:
-    """Every section name and every symbol name (symbol tables only) of a 64-bit little-endian ELF file."""
-    if len(data) < 64 or data[:4] != b"\x7fELF":
-        raise ElfError("not an ELF file")
-    if data[4] != 2 or data[5] != 1:
-        raise ElfError("not a 64-bit little-endian ELF file")
-    (shoff,) = struct.unpack_from("<Q", data, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
-    if shnum == 0:
-        return []
-    if shentsize < 64 or shoff + shnum * shentsize > len(data) or shstrndx >= shnum:
-        raise ElfError("section header table out of bounds")
-    sections = []
-    for i in range(shnum):
-        name, kind, _flags, _addr, offset, size, link, _info, _align, entsize = struct.unpack_from(
-            "<IIQQQQIIQQ", data, shoff + i * shentsize
-        )
-        if kind != 8 and offset + size > len(data):  # SHT_NOBITS has no bytes in the file
-            raise ElfError(f"section {i} out of bounds")
-        sections.append((name, kind, offset, size, link, entsize))
-    _, _, str_off, str_size, _, _ = sections[shstrndx]
-    shstr = data[str_off : str_off + str_size]
-    found = [_cstr(shstr, s[0]) for s in sections]
-    for _name, kind, offset, size, link, entsize in sections:
-        if kind not in (_SHT_SYMTAB, _SHT_DYNSYM):
-            continue
-        if entsize < 24 or link >= len(sections):
-            raise ElfError("malformed symbol table")
-        _, _, t_off, t_size, _, _ = sections[link]
-        strtab = data[t_off : t_off + t_size]
-        for pos in range(offset, offset + size - entsize + 1, entsize):
-            (st_name,) = struct.unpack_from("<I", data, pos)
-            if st_name:
-                found.append(_cstr(strtab, st_name))
-    return found
+    """Every name a cubin can give: every string of its string tables. Section and symbol names are among them
+    (their offsets are checked to fall inside those tables), and so is any name another table points to: any
+    offset into a table of identifiers gives an identifier."""
+    return list(read_layout(data).strings)
 
 
 def unsafe_names(data: bytes) -> list[str]:
     """The names of `data` (a cubin) with any character outside `[A-Za-z0-9_.$]`, shown escaped (`ascii()`)."""
     return [ascii(n.decode("latin-1"))[1:-1] for n in names(data) if not _SAFE.fullmatch(n)]
+
+
+def refusal(data: bytes) -> str | None:
+    """Why a cubin is refused before any trusted tool reads it, in words for the verdict; None when it is not."""
+    try:
+        bad = unsafe_names(data)
+    except ElfError as exc:
+        return f"the compiled device code is not in the plain ELF form the evaluator reads in full: {exc}"
+    if bad:
+        return f"the compiled code has names that are not identifiers: {', '.join(bad)}"
+    return None

@@ -11,8 +11,9 @@ never opens a path there by name with `open()`, and never trusts a size it did n
   (directories with `O_DIRECTORY` too), `..`, absolute parts and empty parts are refused;
 - the last component must be a regular file with a single link (`fstat` after a non-blocking open), no larger
   than the caller's cap, and at most that many bytes are read even if it grows;
-- listings and tree copies walk descriptors (`os.fwalk` without following links) and refuse any link or special
-  file rather than skipping it, so a planted link is a visible failure, not a silent gap;
+- listings and tree copies walk descriptors (folders opened with `O_NOFOLLOW` and read lazily) and refuse any link
+  or special file rather than skipping it, so a planted link is a visible failure, not a silent gap; every walk
+  counts folders and files together and has a time limit (`TreeCaps`), so a tree of empty folders stops it too;
 - what the trusted side writes goes to folders only it can write (`private_dir`), created with `O_EXCL` and
   `O_NOFOLLOW`, so even a mistake in the folder layout cannot turn a write into a write through a link.
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -40,6 +42,7 @@ __all__ = [
     "file_size",
     "fresh_private_dir",
     "list_files",
+    "measure_tree",
     "open_regular",
     "private_dir",
     "read_bytes",
@@ -66,6 +69,9 @@ class TreeCaps:
     max_bytes: int = 256 * 1024 * 1024  # all regular files together
     max_file_bytes: int = 128 * 1024 * 1024  # any one file
     max_depth: int = 8
+    # Every entry, folders and links included: empty folders cost the walk time and memory as files do.
+    max_entries: int = 8192
+    max_seconds: float = 10.0  # the whole walk, on the trusted side's clock
 
 
 def _parts(rel: str | os.PathLike[str]) -> list[str]:
@@ -220,37 +226,92 @@ def list_files(root: Path, *, caps: TreeCaps = TreeCaps(), suffixes: tuple[str, 
     return [rel for rel, _ in _walk(root, caps) if not suffixes or rel.endswith(suffixes)]
 
 
+def measure_tree(root: Path, *, caps: TreeCaps = TreeCaps()) -> int:
+    """The bytes of the regular files under `root`, within `caps` (entries, files, bytes, depth, time): Refused
+    beyond them. Links and special files are counted as entries and never followed or read, not refused: this is
+    the size of a folder, not a read of it."""
+    total = 0
+    for _rel, st in _entries(root, caps):
+        if stat.S_ISREG(st.st_mode):
+            total += st.st_size
+            if total > caps.max_bytes:
+                raise Refused(f"more than {caps.max_bytes} bytes in all")
+    return total
+
+
 def _walk(root: Path, caps: TreeCaps) -> list[tuple[str, int]]:
     found: list[tuple[str, int]] = []
     total = 0
-    fd = _open_root(root)  # refuse a root that is itself a link before fwalk opens it
-    os.close(fd)
-    for dirpath, dirnames, filenames, dirfd in os.fwalk(root, follow_symlinks=False):
-        rel_dir = os.path.relpath(dirpath, root)
-        depth = 0 if rel_dir == "." else rel_dir.count(os.sep) + 1
-        if depth > caps.max_depth:
-            raise Refused(f"{rel_dir!r} is deeper than {caps.max_depth} folders")
-        for name in dirnames:
-            if stat.S_ISLNK(os.lstat(name, dir_fd=dirfd).st_mode):
-                raise Refused(f"{_join(rel_dir, name)!r} is a symbolic link")
-        for name in filenames:
-            rel = _join(rel_dir, name)
-            st = os.lstat(name, dir_fd=dirfd)
-            if stat.S_ISLNK(st.st_mode):
-                raise Refused(f"{rel!r} is a symbolic link")
-            if not stat.S_ISREG(st.st_mode):
-                raise Refused(f"{rel!r} is not a regular file")
-            if st.st_nlink != 1:
-                raise Refused(f"{rel!r} has {st.st_nlink} hard links")
-            if st.st_size > caps.max_file_bytes:
-                raise Refused(f"{rel!r} is {st.st_size} bytes, above the {caps.max_file_bytes}-byte cap")
-            total += st.st_size
-            found.append((rel, st.st_size))
-            if len(found) > caps.max_files:
-                raise Refused(f"more than {caps.max_files} files")
-            if total > caps.max_bytes:
-                raise Refused(f"more than {caps.max_bytes} bytes in all")
+    for rel, st in _entries(root, caps):
+        if stat.S_ISDIR(st.st_mode):
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            raise Refused(f"{rel!r} is a symbolic link")
+        if not stat.S_ISREG(st.st_mode):
+            raise Refused(f"{rel!r} is not a regular file")
+        if st.st_nlink != 1:
+            raise Refused(f"{rel!r} has {st.st_nlink} hard links")
+        if st.st_size > caps.max_file_bytes:
+            raise Refused(f"{rel!r} is {st.st_size} bytes, above the {caps.max_file_bytes}-byte cap")
+        total += st.st_size
+        found.append((rel, st.st_size))
+        if len(found) > caps.max_files:
+            raise Refused(f"more than {caps.max_files} files")
+        if total > caps.max_bytes:
+            raise Refused(f"more than {caps.max_bytes} bytes in all")
     return sorted(found)
+
+
+def _entries(root: Path, caps: TreeCaps) -> Iterator[tuple[str, os.stat_result]]:
+    """(relative path, lstat) of every entry under `root`, folders included, folders before what they hold.
+
+    Folders are entered through descriptors opened without following links, and read lazily (`os.scandir` on a
+    descriptor), so that the caps stop the walk as soon as they are passed: every entry (file, folder, link or
+    anything else) counts against `max_entries`, the walk as a whole against `max_seconds`, and a folder below
+    `max_depth` is refused when it is seen, before it is entered."""
+    deadline = time.monotonic() + caps.max_seconds
+    seen = 0
+
+    def visit(fd: int, rel_dir: str, depth: int) -> Iterator[tuple[str, os.stat_result]]:
+        nonlocal seen
+        folders: list[str] = []
+        try:
+            listing = os.scandir(fd)
+        except OSError as exc:
+            raise Refused(f"folder {rel_dir!r} cannot be listed: {exc.strerror}") from None
+        with listing:
+            for entry in listing:
+                seen += 1
+                if seen > caps.max_entries:
+                    raise Refused(f"more than {caps.max_entries} entries (files and folders together)")
+                if time.monotonic() > deadline:
+                    raise Refused(f"listing it took longer than {caps.max_seconds:g} s")
+                rel = _join(rel_dir, entry.name)
+                try:
+                    st = os.lstat(entry.name, dir_fd=fd)
+                except OSError as exc:  # a folder made unsearchable, an entry gone: a refusal, never a crash
+                    raise Refused(f"{rel!r} cannot be examined: {exc.strerror}") from None
+                if stat.S_ISDIR(st.st_mode):
+                    if depth + 1 > caps.max_depth:
+                        raise Refused(f"{rel!r} is deeper than {caps.max_depth} folders")
+                    folders.append(entry.name)
+                yield rel, st
+        for name in folders:
+            try:
+                sub = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                rel = _join(rel_dir, name)
+                raise Refused(f"folder {rel!r} cannot be opened without following links: {exc.strerror}") from None
+            try:
+                yield from visit(sub, _join(rel_dir, name), depth + 1)
+            finally:
+                os.close(sub)
+
+    fd = _open_root(root)  # refuses a root that is itself a link
+    try:
+        yield from visit(fd, ".", 0)
+    finally:
+        os.close(fd)
 
 
 def _join(rel_dir: str, name: str) -> str:

@@ -256,7 +256,10 @@ def _sandboxed_stages(run: EvaluationRun, jail: Jail) -> None:
     assert compiled.library is not None  # compile_stage stops the verdict before a build without one
     footprints: dict[str, list[KernelFootprint]] = {}
     if "sass" in book.stages:
-        v.sass, footprints = sass_stage(compiled, run.task, run.arch, run.workdir / "build", book)
+        static = sass_stage(compiled, run.task, run.arch, run.workdir / "build", book, jail, run.chosen)
+        if static is None:
+            return
+        v.sass, footprints = static
 
     if not run.gpu_wanted:
         v.status = OverallStatus.STATIC_ONLY

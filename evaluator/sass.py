@@ -1,18 +1,23 @@
 """Static SASS: parse `cuobjdump --dump-sass` text and count the target instruction families.
 
 `parse_sass` and `count_families` are pure functions tested on committed golden files
-(tests/fixtures/sass/); `disassemble` is the thin wrapper that runs cuobjdump.
+(tests/fixtures/sass/); `disassemble` is the thin wrapper that runs cuobjdump, sandboxed
+(evaluator/binary_tools.py).
 """
 
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evaluator.arches import FAMILY_OPCODES, PREFIX_FAMILIES, get_arch
+from evaluator.binary_tools import read_binary
 from evaluator.verdict import KernelFootprint, SassCounts
+
+if TYPE_CHECKING:
+    from evaluator.jail import Jail
 
 # "        /*01b0*/                   UTMALDG.2D [UR8], [UR4] ;   /* 0x... */"
 _INSTRUCTION = re.compile(r"^\s*/\*([0-9a-fA-F]{4,})\*/\s+(.*?)\s*;")
@@ -134,9 +139,11 @@ def parse_resource_usage(text: str) -> dict[str, list[KernelFootprint]]:
     return out
 
 
-def resource_usage(binaries: list[Path], cuobjdump: str | None = None) -> dict[str, list[KernelFootprint]]:
+def resource_usage(
+    binaries: list[Path], cuobjdump: str | None = None, *, jail: Jail | None = None
+) -> dict[str, list[KernelFootprint]]:
     """`parse_resource_usage` over every cubin or shared library of the candidate."""
-    return merge_resource_usage([dump_resource_usage(b, cuobjdump) for b in binaries])
+    return merge_resource_usage([dump_resource_usage(b, cuobjdump, jail=jail) for b in binaries])
 
 
 def merge_resource_usage(texts: list[str]) -> dict[str, list[KernelFootprint]]:
@@ -148,25 +155,19 @@ def merge_resource_usage(texts: list[str]) -> dict[str, list[KernelFootprint]]:
     return merged
 
 
-def dump_resource_usage(binary: Path, cuobjdump: str | None = None) -> str:
-    """`cuobjdump --dump-resource-usage` of a cubin or a shared library."""
-    return _cuobjdump(binary, "--dump-resource-usage", cuobjdump)
+def dump_resource_usage(binary: Path, cuobjdump: str | None = None, *, jail: Jail | None = None) -> str:
+    """`cuobjdump --dump-resource-usage` of a cubin or a shared library (sandboxed with `jail`)."""
+    return _cuobjdump(binary, "--dump-resource-usage", cuobjdump, jail)
 
 
-def disassemble(binary: Path, cuobjdump: str | None = None) -> str:
-    """`cuobjdump --dump-sass` of a cubin or a shared library."""
-    return _cuobjdump(binary, "--dump-sass", cuobjdump)
+def disassemble(binary: Path, cuobjdump: str | None = None, *, jail: Jail | None = None) -> str:
+    """`cuobjdump --dump-sass` of a cubin or a shared library (sandboxed with `jail`)."""
+    return _cuobjdump(binary, "--dump-sass", cuobjdump, jail)
 
 
-def _cuobjdump(binary: Path, what: str, cuobjdump: str | None) -> str:
+def _cuobjdump(binary: Path, what: str, cuobjdump: str | None, jail: Jail | None) -> str:
+    # The binary came out of a build candidate code could steer: the tool reads it in the compile sandbox, and
+    # its failure is binary_tools.ToolFailed (the submission's verdict), never an evaluator error.
     from evaluator.compile import find_cuobjdump
 
-    proc = subprocess.run(
-        [cuobjdump or find_cuobjdump(), what, str(binary)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"cuobjdump failed ({proc.returncode}): {proc.stderr.strip()[:500]}")
-    return proc.stdout
+    return read_binary(cuobjdump or find_cuobjdump(), [what], binary, jail=jail)

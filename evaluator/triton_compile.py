@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from evaluator import hostile_files
 from evaluator.arches import get_arch
 from evaluator.compile import OUTPUT_CAP, CompiledKernel, cap_text
-from evaluator.elf_names import ElfError, unsafe_names
+from evaluator.elf_names import refusal as elf_refusal
 from evaluator.errors import EnvironmentProblem
 from evaluator.limits import describe_bytes
 from evaluator.sandbox import child_env, run_group
@@ -37,7 +37,16 @@ TRITON_AOT_MODULE = "evaluator.candidate_process.triton_aot"
 # The build folder is written by the compile process, which runs the submission's module-level Python: what the
 # trusted side takes from it (the manifest, the cache of cubins) is read under the hostile-file rule, within these
 # caps, and copied into the trusted folder before anything else reads it (evaluator/hostile_files.py).
-CACHE_CAPS = hostile_files.TreeCaps(max_files=512, max_bytes=256 * 1024 * 1024, max_file_bytes=64 * 1024 * 1024)
+CACHE_CAPS = hostile_files.TreeCaps(
+    max_files=512, max_bytes=256 * 1024 * 1024, max_file_bytes=64 * 1024 * 1024, max_entries=1024
+)
+# The whole build folder, cache included, is held to the cache's byte cap once the compile is done: what the compile
+# process wrote beside the cache (anything, and as much as the disk takes until the compile's time limit) is never
+# read, but a build that leaves more than the cap is refused, and its size is measured within the same limits on
+# entries and time. Links and special files there are measured, not followed, and not refused.
+BUILD_CAPS = hostile_files.TreeCaps(
+    max_bytes=CACHE_CAPS.max_bytes, max_depth=CACHE_CAPS.max_depth + 1, max_entries=CACHE_CAPS.max_entries + 64
+)
 MANIFEST_MAX_BYTES = 1024 * 1024
 
 
@@ -119,13 +128,18 @@ def compile_triton(
         try:
             copied = hostile_files.copy_tree(cache, trusted_cache, caps=CACHE_CAPS)
             cubins = sorted(trusted_cache / rel for rel in copied if rel.endswith(".cubin"))
-            names = [n for c in cubins for n in _unsafe_names(c)]
-            if names:
-                refusal = f"the compiled code has names that are not identifiers: {', '.join(names)}"
+            refusal = next((r for c in cubins if (r := _device_code_refusal(c))), None)
+            if refusal:
                 error, cubins = {"message": refusal}, []
         except hostile_files.Refused as exc:
             refusal = f"the Triton cache folder was refused: {exc} ({cache_caps_text()})"
             error = {"message": refusal}
+    if not run.timed_out and not error:
+        try:
+            hostile_files.measure_tree(workdir, caps=BUILD_CAPS)
+        except hostile_files.Refused as exc:
+            refusal = f"the Triton build folder was refused: {exc} ({build_caps_text()})"
+            error, cubins = {"message": refusal}, []
     oom = bool(run.limit_events and run.limit_events.get("oom_kill"))
     if oom and jail is not None and not run.timed_out and (error or run.returncode != 0):
         limit = describe_bytes(jail.limits.memory_bytes)
@@ -165,15 +179,23 @@ def cache_caps_text(caps: hostile_files.TreeCaps = CACHE_CAPS) -> str:
     """The Triton build's cache caps in words, for a refusal's message."""
     return (
         f"the caps on a Triton build's cache: {caps.max_files} files, {describe_bytes(caps.max_bytes)} in all, "
-        f"{describe_bytes(caps.max_file_bytes)} a file, {caps.max_depth} folders deep"
+        f"{describe_bytes(caps.max_file_bytes)} a file, {caps.max_depth} folders deep, {caps.max_entries} files "
+        f"and folders, {caps.max_seconds:g} s to list"
     )
 
 
-def _unsafe_names(cubin: Path) -> list[str]:
-    try:
-        return unsafe_names(cubin.read_bytes())  # a trusted copy: a regular file the parent wrote
-    except ElfError as exc:
-        return [f"({cubin.name} is not well-formed device code: {exc})"]
+def build_caps_text(caps: hostile_files.TreeCaps = BUILD_CAPS) -> str:
+    """The Triton build folder's caps in words, for a refusal's message."""
+    return (
+        f"the caps on a Triton build folder, its cache included: {describe_bytes(caps.max_bytes)} in all, "
+        f"{caps.max_entries} files and folders, {caps.max_depth} folders deep, {caps.max_seconds:g} s to measure"
+    )
+
+
+def _device_code_refusal(cubin: Path) -> str | None:
+    """Why a cubin is refused before a trusted tool reads it (evaluator/elf_names.py), naming it; or None."""
+    why = elf_refusal(cubin.read_bytes())  # a trusted copy: a regular file the parent wrote
+    return f"{cubin.name}: {why}" if why else None
 
 
 def _read_manifest(folder: Path, name: str) -> dict[str, Any] | None:
