@@ -23,6 +23,8 @@ def evaluation_result(evaluation, *, v: int = DEFAULT_API_VERSION) -> dict[str, 
             "review_reason": evaluation.review_reason or None,
             "peak_tflops": peaks.peak_tflops(evaluation.gpu_name),  # the denominator of fraction_of_peak
             "is_synthetic": evaluation.submission.is_synthetic,
+            # Evidence files the portal did not store, and why (byte caps, a file it would not read).
+            "artifacts_not_kept": list(evaluation.artifacts_not_kept or []),
         },
         v,
         "evaluation",

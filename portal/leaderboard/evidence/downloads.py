@@ -38,7 +38,7 @@ def checked(data: bytes, expected: str, what: str) -> bytes:
 
 # --------------------------------------------------------------------------- bundles
 
-BLOCK = 1 << 20  # bytes read, hashed and compressed at a time: a bundle never sits in memory whole
+BLOCK = 256 * 1024  # bytes read, hashed, compressed and sent at a time: a bundle never sits in memory whole
 
 
 @dataclass(frozen=True)
