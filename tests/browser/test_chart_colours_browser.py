@@ -60,7 +60,7 @@ def _charts(page, url: str) -> list[dict]:
     page.goto(url)
     page.wait_for_load_state("load")
     expected = page.locator(".chart[data-figure]").count()
-    page.wait_for_function(f"document.querySelectorAll('.chart[data-drawn=\"1\"]').length >= {expected}")
+    page.wait_for_function(f"() => document.querySelectorAll('.chart[data-drawn=\"1\"]').length >= {expected}")
     return page.evaluate(_SERIES)
 
 
