@@ -64,10 +64,14 @@ def coding_findings(source: str) -> list[PolicyFinding]:
 
 
 def file_lines(source: str) -> list[str]:
-    """The file's lines as `linecache` gives them to inspect (universal newlines, each line with its end)."""
+    """The file's lines as `linecache` gives them to inspect (universal newlines, each line with its end, the
+    last one too)."""
     if source.startswith("\ufeff"):
         source = source[1:]
-    return io.StringIO(source, newline=None).readlines()
+    lines = io.StringIO(source, newline=None).readlines()
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    return lines
 
 
 def extracted_source(lines: list[str], fn: ast.FunctionDef) -> str | None:

@@ -56,6 +56,7 @@ EXTRACTION_CASES = {
     "same name twice": (HEAD + kernel(body="    pass\n") + "\n\n" + kernel() + RUN, True),
     "CRLF line ends": ((HEAD + kernel() + RUN).replace("\n", "\r\n"), True),
     "CR line ends": ((HEAD + kernel() + RUN).replace("\n", "\r"), True),
+    "kernel last, no newline at the end": (HEAD + RUN + "\n\n" + kernel().rstrip("\n"), True),
     "def in a decorator's string": (
         (ADVERSARIAL / "triton_source_decorator_string_def.py").read_text(),
         False,
