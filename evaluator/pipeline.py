@@ -37,7 +37,7 @@ from evaluator.envflags import env_flag
 from evaluator.host import check_gpu, prepare_device
 from evaluator.inputs import derive_seed
 from evaluator.integrity_record import absorb_profile, absorb_workload
-from evaluator.jail import Jail, allow_unsandboxed_from_env, open_jail
+from evaluator.jail import Jail, allow_unsandboxed_from_env, lendable, open_jail
 from evaluator.languages import LANGUAGES as _LANGUAGES
 from evaluator.languages import Language
 from evaluator.languages import language as find_language
@@ -187,6 +187,7 @@ def evaluate(
     own_workdir = opts.workdir is None
     workdir = Path(opts.workdir or tempfile.mkdtemp(prefix="ptxbench-eval-"))
     workdir.mkdir(parents=True, exist_ok=True)
+    lendable(workdir)  # its folders are lent to the sandbox user (jail.hand_over), wherever the caller put it
     try:
         _run_stages(EvaluationRun(source, task, arch, lang, chosen, run_seed, opts, workdir, book, gpu_wanted))
     finally:

@@ -11,6 +11,10 @@ compiles, and the failure variants of the pipeline test (the passing and the tim
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from tests.support.sandbox import sandbox_problem
@@ -54,3 +58,13 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(autouse=True)
 def _evaluator_tests_allow_unsandboxed_without_bwrap(allow_unsandboxed_without_bwrap):
     """Every evaluator test runs candidates, so each one gets the fixture."""
+
+
+@pytest.fixture
+def host_tmp():
+    """A folder directly under the system's temporary folder, for tests that run candidate code unsandboxed: a root
+    evaluator runs it as the sandbox user on the host's own folders, and pytest makes its base folder private again
+    whenever another pytest process (an xdist worker) starts, which would shut that user out mid-test."""
+    path = Path(tempfile.mkdtemp(prefix="ptxbench-test-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

@@ -61,7 +61,8 @@ def test_tampered_entry_is_ignored_and_failures_are_not_kept(tmp_path):
     assert not compile_kernel("this is not CUDA", "sm_90a", tmp_path / "d", cache_dir=cache).result.cached
 
 
-def test_an_unsandboxed_evaluation_neither_reads_nor_fills_the_cache(tmp_path):
+def test_an_unsandboxed_evaluation_neither_reads_nor_fills_the_cache(host_tmp):
+    tmp_path = host_tmp
     from evaluator.jail import Jail
 
     source = LIGHT_KERNEL  # the cache is the subject, not the kernel

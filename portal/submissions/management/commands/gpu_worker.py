@@ -15,7 +15,7 @@ from django.db import close_old_connections, connections
 from django.utils import timezone
 
 from evaluator.arches import ARCHES
-from evaluator.jail import SandboxUnavailable, open_jail
+from evaluator.jail import SandboxUnavailable, check_reachable, open_jail
 from evaluator.verdict import CPU_STAGES
 from portal.submissions.envfile import EnvFileUnsafe, env_file_check
 from portal.submissions.gpu import detect_gpus
@@ -141,6 +141,7 @@ def _sandbox_mode(allow_unsandboxed: bool) -> str:
         os.environ["EVALUATOR_ALLOW_UNSANDBOXED"] = "1"  # the evaluator children read it
     try:
         jail = open_jail(allow_unsandboxed=allow_unsandboxed or None)
+        check_reachable(jail)
     except SandboxUnavailable as exc:
         raise CommandError(f"not serving: {exc}") from None
     return "sandbox: bubblewrap" if jail.mode == "bubblewrap" else "UNSANDBOXED"
