@@ -99,6 +99,9 @@ def sass_stage(
     except ToolFailed as exc:
         # A file the candidate's build made that the toolkit cannot read is that build's failure: a verdict.
         why = f"the compiled code was refused: {exc}"
+        if book.verdict.compile is not None:  # the log the submitter reads says it too, as for other refusals
+            book.verdict.compile.ok = False
+            book.verdict.compile.output += f"\n[evaluator] {why}"
         book.finish("sass", StageState.FAILED, t, why)
         book.stop("sass", OverallStatus.COMPILE_ERROR, "compilation failed", chosen, why)
         return None

@@ -95,6 +95,7 @@ def test_a_cubin_cuobjdump_rejects_is_a_compile_error_without_host_paths(tmp_pat
         )
     binary.write_bytes(data)
     compiled, book = _triton_like(binary)
+    book.verdict.compile = compiled.result
     static = build_stages.sass_stage(compiled, TASK, "sm_90a", tmp_path / "build", book, _jail(), TASK.workloads[:2])
     v = book.verdict
     assert static is None and v.status == OverallStatus.COMPILE_ERROR
@@ -103,6 +104,7 @@ def test_a_cubin_cuobjdump_rejects_is_a_compile_error_without_host_paths(tmp_pat
     message = v.workloads[0].message
     assert message.startswith("the compiled code was refused: cuobjdump could not read the compiled code")
     assert "/" not in message, message  # the tool's words, without a host path
+    assert not v.compile.ok and v.compile.output.endswith(f"[evaluator] {message}")
 
 
 def test_a_tool_s_complaint_is_cleared_of_host_paths():
