@@ -1,11 +1,12 @@
 """Fill the database with made-up results: `--demo` a small set to look at the pages (loads in a few seconds),
 the defaults a realistic volume for the leaderboard benchmark (bench/leaderboard_bench.py). Model runs with
 trajectories, turns, turn evaluations and their metrics, and kernel submissions with evaluations. Every row is
-flagged `is_synthetic` (pages then show a "synthetic demo" banner) and its figures stay physical: TFLOP/s below
-the GPU's datasheet peak (evaluator/peaks.py, the one denominator of "of peak"), speedups from a fraction of peak
-over the library's, and the library's rate on a task taken from the committed reference verdicts where there are
-some (docs/verdicts), so that a made-up row's speedup and TFLOP/s agree with the measured reference rows beside it.
-Figures are kept unrounded, like measured ones. Never run it on a production database."""
+flagged `is_synthetic` (pages then show a "synthetic demo" banner). Each evaluation holds a verdict the evaluator
+could have written (portal/leaderboard/demo_verdicts.py: its stages, compile log, SASS counts, instruction check,
+figures within the physical limits of what the kernel uses, holds with their reasons), and its columns are read
+from that verdict as a worker's are. The library's rate on a task is taken from the committed reference verdicts
+where there are some (docs/verdicts), so that a made-up row's speedup and TFLOP/s agree with the measured
+reference rows beside it. Figures are kept unrounded, like measured ones. Never run it on a production database."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import json
 import random
 import time
 import uuid
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from statistics import median
@@ -28,11 +30,13 @@ from django.utils import timezone
 
 from evaluator import peaks
 from evaluator.arches import ARCHES
-from evaluator.verdict import ArchStatus, OverallStatus
+from evaluator.verdict import OverallStatus, to_dict
 from portal.accounts.models import Profile
 from portal.catalog.models import Task
 from portal.leaderboard.cache import leaderboard_changed
+from portal.leaderboard.demo_verdicts import TaskFacts, demo_verdict, draw_kernel, task_facts
 from portal.submissions.models import Evaluation, Submission
+from portal.submissions.summary import summarise_verdict
 
 MODELS = [
     "deepseek-ai/DeepSeek-V3.2",
@@ -48,14 +52,12 @@ BATCH = 2000
 # Datasheet dense BF16 peak (TFLOP/s) of each GPU the seed names (evaluator/peaks.py): no made-up kernel goes above it.
 PEAK_TFLOPS = {name: peaks.peak_tflops(name) for name in ("NVIDIA H100 80GB HBM3", "NVIDIA H200", "NVIDIA B200")}
 LIBRARY_FRACTION = (0.45, 0.75)  # the library's share of peak on a task, drawn once per task
+# An integrity hold as the evaluator words one: a demo row is held only with its reason.
+HOLD_REASON = (
+    "the profiled call took 31% longer than the timed calls (Nsight Compute 0.412 ms vs 0.314 ms), beyond the "
+    "documented margin: held for a person to check"
+)
 DEMO = {"runs": 16, "trajectories": 2, "turns": 8, "kernels": 600, "users": 8}  # --demo: one small set
-
-
-def physical_figures(rng: random.Random, library_fraction: float, gpu: str) -> tuple[float, float, float]:
-    """(speedup, tflops, fraction of peak) of a made-up correct kernel: a share of the GPU's peak between 3% and
-    92% (a smooth beta draw, no pile-up at the cap), the speedup being that share over the library's."""
-    fraction = 0.03 + 0.89 * rng.betavariate(2.2, 2.8)
-    return fraction / library_fraction, fraction * PEAK_TFLOPS[gpu], fraction
 
 
 def measured_library_fractions(verdicts_dir: Path, tasks: list[Task]) -> dict[int, float]:
@@ -120,6 +122,12 @@ class Command(BaseCommand):
         started = time.monotonic()
         now = timezone.now()
         prefix = uuid.uuid4().hex[:6]
+        known: dict[tuple[str, str], TaskFacts] = {}
+
+        def facts(slug: str, gpu: str) -> TaskFacts:
+            if (slug, gpu) not in known:
+                known[slug, gpu] = task_facts(Path(settings.TASKS_DIR), slug, gpu)
+            return known[slug, gpu]
 
         with transaction.atomic():
             users = User.objects.bulk_create(
@@ -146,9 +154,9 @@ class Command(BaseCommand):
                         gpu_name=gpu,
                         is_hidden=(i % 50 == 49),
                         is_synthetic=True,
-                        finished_at=now,
                     )
                 )
+                runs[-1].finished_at = now if runs[-1].state == ModelRun.State.DONE else None
             runs = ModelRun.objects.bulk_create(runs, batch_size=BATCH)
             skill = {run.id: rng.uniform(0.15, 0.85) for run in runs}
 
@@ -175,7 +183,15 @@ class Command(BaseCommand):
                     arch_status = (
                         rng.choice(["verified", "verified", "token", "absent", "not_executed"]) if correct else ""
                     )
-                    speedup = physical_figures(rng, library[trajectory.task_id], run.gpu_name)[0] if correct else None
+                    kernel = draw_kernel(
+                        rng,
+                        facts(trajectory.task.slug, run.gpu_name),
+                        status=status,
+                        arch_status=arch_status,
+                        library_fraction=library[trajectory.task_id],
+                        gpu=run.gpu_name,
+                    )
+                    speedup = kernel.rate / kernel.baseline_tflops if correct else None
                     prompt, completion = rng.randint(3000, 12000), rng.randint(800, 6000)
                     turns.append(
                         Turn(
@@ -196,7 +212,7 @@ class Command(BaseCommand):
                     per_turn.append(TurnResult(index, status, arch_status, speedup, prompt + completion))
                     if not opts["no_turn_evaluations"]:
                         source = f"// run {run.id} trajectory {trajectory.id} turn {index}\n"
-                        turn_submissions.append((run, trajectory, source, status, arch_status, speedup))
+                        turn_submissions.append((run, trajectory, source, kernel))
                 results.setdefault((run, trajectory.task_id), []).append(TrajectoryResult(per_turn, finished=True))
 
             if turn_submissions:
@@ -209,16 +225,14 @@ class Command(BaseCommand):
                             "agent",
                             f"turn-{i}",
                             source,
-                            status,
-                            arch_status,
-                            _figures_of(speedup, library[trajectory.task_id], run.gpu_name),
+                            kernel,
                             run.gpu_name,
                             False,
-                            "",
                         )
-                        for i, (run, trajectory, source, status, arch_status, speedup) in enumerate(turn_submissions)
+                        for i, (run, trajectory, source, kernel) in enumerate(turn_submissions)
                     ],
                     now,
+                    facts,
                 )
                 for turn, evaluation in zip(turns, evaluations, strict=True):
                     turn.evaluation = evaluation
@@ -252,6 +266,17 @@ class Command(BaseCommand):
                 correct = rng.random() < 0.7
                 task = rng.choice(tasks)
                 gpu = "NVIDIA B200" if arch == "sm_100a" else rng.choice(["NVIDIA H100 80GB HBM3", "NVIDIA H200"])
+                kernel = draw_kernel(
+                    rng,
+                    facts(task.slug, gpu),
+                    status="PASSED" if correct else rng.choice(["COMPILE_ERROR", "INCORRECT_NUMERICAL"]),
+                    arch_status=rng.choice(["verified", "verified", "token", "not_executed", "absent"])
+                    if correct
+                    else "",
+                    library_fraction=library[task.id],
+                    gpu=gpu,
+                    hold=HOLD_REASON if i % 113 == 0 else "",
+                )
                 rows.append(
                     (
                         rng.choice(users),
@@ -260,20 +285,19 @@ class Command(BaseCommand):
                         "kernel",
                         f"kernel-{i}.cu",
                         f"// kernel {prefix} {i}\n",
-                        "PASSED" if correct else rng.choice(["COMPILE_ERROR", "INCORRECT_NUMERICAL"]),
-                        rng.choice(["verified", "verified", "token", "not_executed", "absent"]) if correct else "",
-                        physical_figures(rng, library[task.id], gpu) if correct else None,
+                        kernel,
                         gpu,
-                        i % 97 == 0,  # hidden
-                        "held" if i % 113 == 0 else "",
-                    )
+                        i % 97 == 0,
+                    )  # fmt: skip
                 )
-            self._kernel_rows(rows, now)
+            self._kernel_rows(rows, now, facts)
             self.stdout.write(f"{len(rows)} kernel submissions ({time.monotonic() - started:.0f} s)")
         leaderboard_changed()
         self.stdout.write(f"seeded in {time.monotonic() - started:.0f} s")
 
-    def _kernel_rows(self, rows: list[tuple], now) -> list[Evaluation]:
+    def _kernel_rows(self, rows: list[tuple], now, facts) -> list[Evaluation]:
+        """Submissions and their evaluations, each from a demo verdict read as a worker reads one (summarise_verdict):
+        submitted minutes before it was evaluated, and a passing upload with its ranked check."""
         submissions, evaluations = [], []
         for owner, task, arch, kind, name, source, *_ in rows:
             encoded = source.encode()
@@ -290,33 +314,42 @@ class Command(BaseCommand):
                     is_synthetic=True,
                 )
             )
-        submissions = Submission.objects.bulk_create(submissions, batch_size=BATCH)
         for submission, row in zip(submissions, rows, strict=True):
-            *_, status, arch_status, figures, gpu, hidden, review = row
-            speedup, tflops, fraction_of_peak = figures or (None, None, None)
-            if hidden:
-                submission.is_hidden = True
+            *_, kernel, gpu, hidden = row
+            finished = now - timedelta(minutes=len(evaluations) + 1)
+            submission.created_at = finished - timedelta(minutes=3)  # submitted, then evaluated
+            submission.is_hidden = hidden
+            task_facts_ = facts(submission.task.slug, gpu)
+            record = demo_verdict(
+                facts=task_facts_,
+                arch=submission.arch,
+                gpu=gpu,
+                source_sha256=submission.source_sha256,
+                source_bytes=submission.source_bytes,
+                created_at=finished.isoformat().replace("+00:00", "Z"),
+                kernel=kernel,
+            )
+            summary = summarise_verdict(
+                record, headline_workload=task_facts_.headline, plausible_speedup_max=settings.PLAUSIBLE_SPEEDUP_MAX
+            )
+            message = summary.pop("message")
             evaluations.append(
                 Evaluation(
                     submission=submission,
+                    created_at=submission.created_at,
                     state=Evaluation.State.DONE,
                     queue=ARCHES[submission.arch].queue,
-                    status=status,
-                    arch_status=arch_status,
-                    arch_full=arch_status == ArchStatus.VERIFIED,
-                    ptxbench_verified=arch_status == ArchStatus.VERIFIED,
-                    speedup_factor=speedup,
-                    speedup_ci95_low=speedup * 0.97 if speedup else None,
-                    speedup_ci95_high=speedup * 1.03 if speedup else None,
-                    tflops=tflops,
-                    fraction_of_peak=fraction_of_peak,
-                    gpu_name=gpu,
-                    driver_version="570.86.15",
-                    review_state=review,
-                    finished_at=now - timedelta(minutes=len(evaluations)),
+                    verdict=to_dict(record),
+                    stage="done",
+                    stage_message=message,
+                    attempts=1,
+                    started_at=finished - timedelta(minutes=1),
+                    finished_at=finished,
+                    **summary,
                 )
             )
-        Submission.objects.bulk_update([s for s in submissions if s.is_hidden], ["is_hidden"], batch_size=BATCH)
+        with _dated_as_given(Submission, Evaluation):
+            Submission.objects.bulk_create(submissions, batch_size=BATCH)
         # A passing kernel upload ranks only with its ranked check (secret seed) passed too.
         checks = [
             Evaluation(
@@ -326,18 +359,28 @@ class Command(BaseCommand):
                 queue=e.queue,
                 status="PASSED",
                 gpu_name=e.gpu_name,
+                started_at=e.started_at,
                 finished_at=e.finished_at,
             )
             for e in evaluations
             if e.submission.kind == Submission.Kind.KERNEL and e.status == OverallStatus.PASSED
         ]
-        Evaluation.objects.bulk_create(checks, batch_size=BATCH)
-        return Evaluation.objects.bulk_create(evaluations, batch_size=BATCH)
+        with _dated_as_given(Submission, Evaluation):
+            for check in checks:
+                check.created_at = check.started_at
+            Evaluation.objects.bulk_create(checks, batch_size=BATCH)
+            return Evaluation.objects.bulk_create(evaluations, batch_size=BATCH)
 
 
-def _figures_of(speedup: float | None, library_fraction: float, gpu: str) -> tuple[float, float, float] | None:
-    """A turn's (speedup, tflops, fraction of peak) from its speedup, consistent with physical_figures."""
-    if speedup is None:
-        return None
-    fraction = speedup * library_fraction
-    return speedup, fraction * PEAK_TFLOPS[gpu], fraction
+@contextmanager
+def _dated_as_given(*models):
+    """`created_at` as the seed gives it (submitted minutes before evaluated), not the moment the seed writes the
+    row: auto_now_add set aside while the seed's bulk inserts run."""
+    fields = [m._meta.get_field("created_at") for m in models]
+    for f in fields:
+        f.auto_now_add = False
+    try:
+        yield
+    finally:
+        for f in fields:
+            f.auto_now_add = True
