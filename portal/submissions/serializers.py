@@ -12,7 +12,7 @@ from portal.core.serializers import DEFAULT_API_VERSION, measurement, to_version
 def evaluation_result(evaluation, *, v: int = DEFAULT_API_VERSION) -> dict[str, Any]:
     """A finished evaluation's result (`result` in the evaluation and submission resources), named as the API's
     version `v` names it."""
-    return to_version(
+    result = to_version(
         {
             **measurement(evaluation, arch=evaluation.submission.arch),
             "ptxbench_verified": evaluation.ptxbench_verified,
@@ -23,9 +23,11 @@ def evaluation_result(evaluation, *, v: int = DEFAULT_API_VERSION) -> dict[str, 
             "review_reason": evaluation.review_reason or None,
             "peak_tflops": peaks.peak_tflops(evaluation.gpu_name),  # the denominator of fraction_of_peak
             "is_synthetic": evaluation.submission.is_synthetic,
-            # Evidence files the portal did not store, and why (byte caps, a file it would not read).
-            "artifacts_not_kept": list(evaluation.artifacts_not_kept or []),
         },
         v,
         "evaluation",
     )
+    if v >= 2:  # version 1's fields stay exactly as they were
+        # Evidence files the portal did not store, and why (byte caps, a file it would not read).
+        result["artifacts_not_kept"] = list(evaluation.artifacts_not_kept or [])
+    return result

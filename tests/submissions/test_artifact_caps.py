@@ -59,7 +59,7 @@ def test_files_past_the_evaluation_cap_are_not_kept_and_the_page_says_why(client
     notice = page.split('id="not-kept"', 1)[1].split("</div>", 1)[0]
     assert "1 file of this evaluation was not kept" in notice and "ncu.raw.csv" in notice
     assert "this evaluation&#x27;s cap" in notice or "this evaluation's cap" in notice
-    api = client.get(f"/api/v1/evaluations/{evaluation.id}")
+    api = client.get(f"/api/v1/evaluations/{evaluation.id}", {"v": 2})
     assert api.json()["result"]["artifacts_not_kept"] == evaluation.artifacts_not_kept
 
 

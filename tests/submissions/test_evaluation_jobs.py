@@ -76,6 +76,8 @@ def test_a_compiling_kernel_gets_a_static_verdict_with_artifacts(alice):
     }
     stored = {a.name: a for a in evaluation.artifacts.all()}
     assert {"kernel.cu", "verdict.json"} <= set(stored)
+    # The SASS stage's own listing, kept as the evaluator's evidence: its counts are the verdict's.
+    assert stored["kernel.sass"].origin == "evaluator" and not evaluation.artifacts_not_kept
     kernel = artifacts.read(stored["kernel.cu"])
     assert kernel.decode() == starter_source()
     assert hashlib.sha256(kernel).hexdigest() == stored["kernel.cu"].sha256
