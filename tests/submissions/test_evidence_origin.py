@@ -239,3 +239,32 @@ def test_the_collector_reads_the_sass_stages_own_path():
     compiled = CompiledKernel(CompileResult(ok=True, command=[], returncode=0, seconds=0.0, output=""), None, None)
     where = trusted_sass_path(compiled, build)
     assert where == build.parent / evidence_files.TRUSTED_SASS.folder / evidence_files.TRUSTED_SASS.name
+
+
+@pytest.mark.django_db
+def test_files_stored_before_origins_get_only_the_origin_their_path_made_certain():
+    """The data migration: a legacy `0-kernel.sass` (the planted listing) never becomes the evaluator's."""
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("portal.submissions.migrations.0006_artifact_origin_and_caps")
+    sync_catalog()
+    uploaded = lf.evaluation(owner=lf.user("mallory"))
+    uploaded.verdict = _document()
+    uploaded.save(update_fields=["verdict"])
+    imported = lf.evaluation(owner=None, kind="reference")
+    Evaluation.objects.filter(pk=imported.pk).update(worker_name=migration.IMPORTER)
+    for evaluation, names in (
+        (uploaded, ("kernel.sass", "0-kernel.sass", "ncu-metrics.csv")),
+        (imported, ("ncu_source.csv",)),
+    ):
+        for name in names:
+            evaluation.artifacts.create(name=name, content_type="text/plain", sha256="0" * 64, size=1, path="x")
+    Artifact.objects.update(origin="")
+    migration._origins(apps, None)
+    origins = {(a.evaluation_id, a.name): a.origin for a in Artifact.objects.all()}
+    assert origins[(uploaded.id, "kernel.cu")] == "source" and origins[(uploaded.id, "verdict.json")] == "evaluator"
+    assert origins[(uploaded.id, "kernel.sass")] == "evaluator"
+    assert origins[(uploaded.id, "0-kernel.sass")] == origins[(uploaded.id, "ncu-metrics.csv")] == ""
+    assert origins[(imported.id, "ncu_source.csv")] == "evaluator"
