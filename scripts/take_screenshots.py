@@ -60,6 +60,11 @@ def main() -> None:
             for name, path in pages.items():
                 page.goto(args.base + path)
                 page.wait_for_load_state("networkidle")
+                # leaderboard.js draws the charts after the load event, one at a time: shoot once all are drawn.
+                page.wait_for_function(
+                    "() => document.querySelectorAll('.chart[data-figure]').length"
+                    " === document.querySelectorAll('.chart[data-drawn=\"1\"]').length"
+                )
                 if name == "evaluation":
                     page.click("#sass-view summary")
                     page.evaluate("document.querySelector('pre.sass .sass-target')?.scrollIntoView({block: 'center'})")
