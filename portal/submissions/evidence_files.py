@@ -159,7 +159,7 @@ def _read_trusted(keep_dir: Path, item: _Trusted, budget: _Budget, out: Evidence
     except hostile_files.Refused as exc:
         if _absent(root, item.name):
             return None
-        out.not_kept.append(NotKept(item.name, None, f"not kept: {exc}"))
+        out.not_kept.append(NotKept(item.name, None, f"not kept: {_plain(exc, keep_dir)}"))
         return None
     if size > budget.left:
         out.not_kept.append(NotKept(item.name, size, budget.refusal(size) or ""))
@@ -167,8 +167,13 @@ def _read_trusted(keep_dir: Path, item: _Trusted, budget: _Budget, out: Evidence
     try:
         return hostile_files.read_bytes(root, item.name, max_bytes=min(item.max_bytes, budget.left))
     except hostile_files.Refused as exc:
-        out.not_kept.append(NotKept(item.name, size, f"not kept: {exc}"))
+        out.not_kept.append(NotKept(item.name, size, f"not kept: {_plain(exc, keep_dir)}"))
         return None
+
+
+def _plain(exc: Exception, keep_dir: Path) -> str:
+    """A refusal as the page may show it: the worker's own folder names (a temporary path) left out."""
+    return str(exc).replace(os.fspath(keep_dir), "the evaluator's work folder")
 
 
 def _absent(root: Path, name: str) -> bool:
@@ -205,7 +210,7 @@ def _submission_logs(keep_dir: Path, budget: _Budget, cap: int, out: Evidence) -
         names = [n for n in hostile_files.list_files(root, caps=_LOGS_CAPS) if _SUBMISSION_LOG.fullmatch(n)]
     except hostile_files.Refused as exc:
         if not _absent(keep_dir, "logs"):
-            out.not_kept.append(NotKept("logs", None, f"the submission's output was not kept: {exc}"))
+            out.not_kept.append(NotKept("logs", None, f"the submission's output was not kept: {_plain(exc, keep_dir)}"))
         return []
     found = []
     for number, name in enumerate(names):
@@ -216,7 +221,7 @@ def _submission_logs(keep_dir: Path, budget: _Budget, cap: int, out: Evidence) -
             with hostile_files.open_regular(root, name, max_bytes=LOG_OPEN_MAX_BYTES) as (fd, size):
                 data = _head(fd, cap)
         except hostile_files.Refused as exc:
-            out.not_kept.append(NotKept(name, None, f"not kept: {exc}"))
+            out.not_kept.append(NotKept(name, None, f"not kept: {_plain(exc, keep_dir)}"))
             continue
         if not data:
             continue

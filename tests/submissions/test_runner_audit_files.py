@@ -97,5 +97,8 @@ def test_a_trusted_folder_replaced_by_a_link_is_skipped(tmp_path):
     keep = tmp_path / "evaluator"
     keep.mkdir()
     os.symlink(secret_dir, keep / "logs")
-    files, _ = _collect(keep)
+    files, not_kept = _collect(keep)
     assert set(files) == {"kernel.cu", "verdict.json", "compile.log"}
+    # Said on the page, without the worker's own folder names.
+    assert {item.name for item in not_kept} >= {"logs"}
+    assert not any(str(tmp_path) in item.reason for item in not_kept)
