@@ -56,6 +56,8 @@ def read_binary(
     for the developer scripts). Raises ToolFailed when the tool fails on the file."""
     binary = Path(binary).resolve()
     name = Path(tool).name
+    if jail is not None:  # the sandbox's RLIMIT_FSIZE stops the tool first where it is the lower cap
+        max_bytes = min(max_bytes, jail.limits.compiler_file_bytes)
     argv = [tool, *args, str(binary)]
     env = child_env(Path(tempfile.gettempdir()))
     cgroup: Cgroup | None = None
