@@ -53,7 +53,9 @@ def test_one_model_with_three_runs_is_one_row_that_opens_to_its_runs(live_server
 
 
 def test_compare_renders_two_models_and_two_kernels(live_server):
-    lf.standard_runs()
+    runs = lf.standard_runs()
+    for run in (runs["a"], runs["b"]):  # the curves are drawn from the runs' turns
+        lf.turns(run, GEMM, [[("COMPILE_ERROR", "", None, 90), ("PASSED", "verified", 1.2, 120)]])
     board = mixed_board()
     with chromium_page() as page:
         page.goto(f"{live_server.url}/compare/?a=vendor/model-a&b=vendor/model-b&arch=sm_90a&k=8")

@@ -42,6 +42,13 @@ def test_two_models_per_task_and_per_turn_limit(client):
     assert "Model A vs Model B" in html and "(3/4)" in html
 
 
+def test_models_without_turns_get_a_message_not_bare_axes(client):
+    lf.standard_runs()  # per-task metrics, no turns
+    data = client.get("/compare/", {"a": "vendor/model-a", "b": "vendor/model-b", "format": "json"}).json()
+    assert data["figure"]["data"] == [] and all(c["points"] == [] for c in data["curves"])
+    assert "No per-turn results" in data["figure"]["layout"]["annotations"][0]["text"]
+
+
 def test_two_kernels_side_by_side(client):
     board = mixed_board()
     a, b = board["mid"], board["idle"]

@@ -20,7 +20,7 @@ from portal.leaderboard.boards.ranking import ModelRow
 from portal.leaderboard.boards.selectors import BadQuery, BoardQuery
 from portal.leaderboard.cache import Generation
 from portal.leaderboard.charts import turns
-from portal.leaderboard.charts.figures import figure_json
+from portal.leaderboard.charts.figures import empty_figure, figure_json
 from portal.leaderboard.charts.selectors import model_styles
 from portal.leaderboard.compare.figures import curves_figure
 from portal.submissions import visibility
@@ -213,6 +213,8 @@ def compare_models(gen: Generation, query: BoardQuery, a: str, b: str) -> dict[s
         "tasks_without_runs": unrun,
         "curves": curves,
     }
+    if not last:  # no turn recorded for either model's runs: a message where the curves would be, not bare axes
+        return {**data, "figure": figure_json(empty_figure("No per-turn results for these models here yet."))}
     styles = model_styles(gen).including(c["model_id"] for c in curves)
     return {**data, "figure": figure_json(curves_figure(data, styles))}
 
