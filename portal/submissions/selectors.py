@@ -141,6 +141,25 @@ def evaluation_status(evaluation: Evaluation, *, v: int = serializers.DEFAULT_AP
     return data
 
 
+def identical_expert(submission: Submission) -> Submission | None:
+    """The expert kernel whose source this upload repeats byte for byte (same task, architecture and language),
+    for its page to say so; None for an expert kernel itself, or when no expert kernel has this source."""
+    if submission.kind == Submission.Kind.REFERENCE:
+        return None
+    return (
+        Submission.objects.filter(
+            kind=Submission.Kind.REFERENCE,
+            task_id=submission.task_id,
+            arch=submission.arch,
+            language=submission.language,
+            source_sha256=submission.source_sha256,
+            is_hidden=False,
+        )
+        .order_by("id")
+        .first()
+    )
+
+
 def public_evaluations(submission: Submission) -> list[Evaluation]:
     """What the submitter and the public see; hidden ranked checks are summarised by `ranked_check` only."""
     return list(submission.evaluations.filter(purpose=Evaluation.Purpose.PUBLIC).order_by("-created_at"))

@@ -128,7 +128,9 @@ def submission_create(
             same = visibility.public_submissions(
                 Submission.objects.filter(task=task, arch=arch, language=language, source_sha256=digest)
             )
-            existing = same.filter(user=user).first() or same.first()
+            # The uploader's own earlier copy, or someone else's upload; an expert kernel's file is never answered
+            # with the expert's submission: it becomes the uploader's own (its page says it is identical).
+            existing = same.filter(user=user).first() or same.exclude(kind=Submission.Kind.REFERENCE).first()
             if existing is not None:
                 return SubmitResult(existing, existing.evaluations.order_by("-created_at").first(), duplicate=True)
         if user is not None:

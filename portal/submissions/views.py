@@ -77,6 +77,7 @@ def detail(request: HttpRequest, submission_id: int) -> HttpResponse:
             "verdict": verdict,
             "artifacts": latest.artifacts.all() if latest else [],
             "compile_errors": first_error_lines(verdict),
+            "identical_expert": selectors.identical_expert(submission),
         },
     )
 

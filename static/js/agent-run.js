@@ -28,7 +28,7 @@
     row.dataset.turn = String(turn.index);
     var first = document.createElement("td");
     first.className = "num";
-    first.textContent = String(turn.index);
+    first.textContent = String(turn.index + 1); // turns are numbered from 1 on pages and charts
     row.appendChild(first);
     FIELDS.forEach(function (name) {
       var td = document.createElement("td");

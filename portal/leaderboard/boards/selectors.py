@@ -170,6 +170,12 @@ def _kernel_rows(*, arch: str) -> dict[str, list[KernelRow]]:
     return _rows_by_task(_visible_evaluations().filter(submission__arch=arch), arch=arch)
 
 
+def has_ranked(gen: Generation, *, task: str, arch: str) -> bool:
+    """Whether the task's board on this architecture ranks at least one kernel (an expert's counts)."""
+    return any(r.rank is not None or (r.is_expert_reference and r.group == ranking.RANKED_STATE)
+               for r in kernel_board(gen, task=task, arch=arch))  # fmt: skip
+
+
 def held_kernels(gen: Generation, *, task: str, arch: str, gpu: str = "", language: str = "") -> list[KernelRow]:
     """The correct evaluations of one task and architecture held for review (held_reason set: an implausible
     figure, an integrity hold such as inconsistent_figures), fastest first, never ranked: the board lists them

@@ -125,7 +125,9 @@ def kernel_leaderboard(request: HttpRequest) -> HttpResponse:
         arch = params.get("arch") if params.get("arch") in ARCHES else "sm_90a"
         tasks = selectors.tasks_for_arch(gen, arch)
         if tasks:
-            params["task"] = tasks[0]
+            # Open on a board with something ranked (a fresh portal has verdicts of the expert kernels for some
+            # tasks only), in the tasks' own order; the first task when none has.
+            params["task"] = next((t for t in tasks if selectors.has_ranked(gen, task=t, arch=arch)), tasks[0])
     try:
         query = selectors.parse_query(params, gen, task_required=True)
     except BadQuery as exc:

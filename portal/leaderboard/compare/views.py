@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
@@ -104,4 +106,6 @@ def compare_page(request: HttpRequest) -> HttpResponse:
     if status == 200:
         context["data"] = data
         context["figure"] = data.get("figure")
+        # The data link names the pair shown, the defaulted one included (the page's own query may have none).
+        context["json_query"] = urlencode({**params.dict(), "format": "json"})
     return render(request, "leaderboard/compare.html", context, status=status)
