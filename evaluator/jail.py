@@ -357,17 +357,21 @@ def bwrap_args(
         "--hostname",
         "sandbox",
     ]
-    for d in TOOLCHAIN_DIRS if toolchain else SYSTEM_DIRS:
+    system = TOOLCHAIN_DIRS if toolchain else SYSTEM_DIRS
+    for d in system:
         if os.path.islink(d):
             args += ["--symlink", os.readlink(d), d]
         elif os.path.isdir(d):
             args += ["--ro-bind", d, d]
+    # Folders bubblewrap makes on the way to a bound path (0700 by its default) are made 0755 first.
+    made = {Path(d) for d in (*system, "/dev")}  # also: under one of these, nothing is made
     if toolchain:
-        args += [a for f in TOOLCHAIN_ETC if os.path.exists(f) for a in ("--ro-bind", f, f)]
+        for f in TOOLCHAIN_ETC:
+            if os.path.exists(f):
+                args += [*_parents(Path(f), made), "--ro-bind", f, f]
         shown = _outside(TOOLCHAIN_DIRS, [Path(p) for p in readable])
     else:
         shown = visible_paths([Path(p) for p in readable])
-    made: set[Path] = set()
     for p in shown:
         if not _under_tmp(p):
             args += [*_parents(p, made), "--ro-bind", str(p), str(p)]
@@ -401,13 +405,12 @@ def bwrap_args(
 
 def _parents(path: Path, made: set[Path]) -> list[str]:
     """Folders leading to a bound path, made searchable by everyone (bubblewrap makes them 0700, which the sandbox
-    user could not pass through, and the host's own may be private, like /root)."""
+    user could not pass through, and the host's own may be private, like /root). `made`: folders that exist in the
+    sandbox already (the system folders bound whole, those made before); one under a bound folder is left alone."""
     out: list[str] = []
     for folder in reversed(path.parents):
-        if folder == Path("/") or folder in made or any(str(folder) == d for d in (*SYSTEM_DIRS, "/dev")):
+        if folder == Path("/") or folder in made or any(Path(d) in folder.parents for d in SYSTEM_DIRS):
             continue
-        if any(str(folder).startswith(d + "/") for d in SYSTEM_DIRS):
-            continue  # shown whole already
         made.add(folder)
         out += ["--perms", "0755", "--dir", str(folder)]
     return out
