@@ -26,6 +26,7 @@ import evaluator
 from evaluator import envinfo, hostile_files, protocol, trusted_baseline
 from evaluator.compare import Comparison, worst
 from evaluator.correctness import Checker, fill_correctness
+from evaluator.envflags import env_flag
 from evaluator.errors import EnvironmentProblem
 from evaluator.inputs import derive_seed
 from evaluator.integrity import (
@@ -44,14 +45,35 @@ from evaluator.integrity import (
 )
 from evaluator.jail import Jail
 from evaluator.launches import Launch
-from evaluator.performance import bound_by_trusted_clock, performance_from_timing, use_trusted_latency
+from evaluator.lent_batches import (
+    TRUSTED_RANKING_FLAG,
+    InputDrawer,
+    LentBatch,
+    lent_batch,
+    lent_input_shapes,
+    ranked_ms,
+)
+from evaluator.performance import (
+    bound_by_trusted_clock,
+    performance_from_timing,
+    rank_by_trusted_clock,
+    use_trusted_latency,
+)
 from evaluator.physical_limits import limits_for
 from evaluator.protocol import CandidateError, ChannelViolation
 from evaluator.sandbox import CandidateProcess, ChildDied, ProcessLimitHit, child_env
 from evaluator.shared_outputs import SharedOutputs
 from evaluator.taskdata import HIDDEN_WORKLOADS_FILE, Task, Workload, parse_workloads
 from evaluator.trusted_baseline import TrustedBaseline, host_slack_ms
-from evaluator.verdict import Correctness, FootprintCheck, IntegrityHold, KernelFootprint, Status, WorkloadResult
+from evaluator.verdict import (
+    Correctness,
+    FootprintCheck,
+    IntegrityHold,
+    KernelFootprint,
+    Performance,
+    Status,
+    WorkloadResult,
+)
 
 REPO_ROOT = Path(evaluator.__file__).resolve().parent.parent
 Report = Callable[[str, str], None]
@@ -120,6 +142,9 @@ class TimingRequest:
     check_fraction: float = CHECK_FRACTION  # of timed calls, compared with the reference
     max_checked: int = 32  # at most this many timed calls compared (their references are held in memory)
     gpu_name: str | None = None  # names the datasheet limits every ranked figure is held against (default: asked)
+    # The parent draws the batch calls' inputs itself, after its clock starts, and its clock ranks both sides
+    # (evaluator/lent_batches.py); off until its figures are measured on the H200.
+    trusted_ranking: bool = field(default_factory=lambda: env_flag(TRUSTED_RANKING_FLAG))
 
 
 @dataclass
@@ -209,14 +234,25 @@ def candidate_env(workdir: Path) -> dict[str, str]:
     return child_env(workdir, [str(REPO_ROOT)])
 
 
-def shared_outputs(setup: CandidateSetup, workload: Workload, slots: int) -> SharedOutputs:
-    """Memory this process owns for `slots` batch calls' outputs, lent to one candidate process (property 2)."""
+def shared_outputs(
+    setup: CandidateSetup, workload: Workload, slots: int, *, lend_inputs: bool = False
+) -> SharedOutputs:
+    """Memory this process owns for `slots` batch calls' outputs (and, with `lend_inputs`, their tensor inputs),
+    lent to one candidate process (property 2)."""
     import torch
 
     from evaluator.inputs import alloc_outputs
 
     shapes = alloc_outputs(setup.task.definition, workload, device="meta")
-    return SharedOutputs.create(torch, shapes, slots, setup.device_type, setup.device)
+    inputs = lent_input_shapes(torch, setup.task.definition, workload) if lend_inputs else None
+    return SharedOutputs.create(torch, shapes, slots, setup.device_type, setup.device, inputs=inputs)
+
+
+def input_drawer(checker: Checker, workload: Workload) -> InputDrawer:
+    """Draws batch inputs on the device the references are computed on (the candidate's GPU)."""
+    import torch
+
+    return InputDrawer(torch, checker.task.definition, workload, checker.device, checker.derive)
 
 
 def start(
@@ -249,11 +285,18 @@ def start(
 
 
 def measure_trusted_baseline(
-    setup: CandidateSetup, workload: Workload, seeds: Seeds, timing: TimingRequest, deadline: float
+    setup: CandidateSetup,
+    workload: Workload,
+    seeds: Seeds,
+    timing: TimingRequest,
+    deadline: float,
+    drawer: InputDrawer | None = None,
 ) -> TrustedBaseline:
     """The library baseline of `workload`, timed in a process that loads no submission code (evaluator/
-    trusted_baseline.py). It is trusted code: any failure of it is this host's problem, not the candidate's."""
-    shared = shared_outputs(setup, workload, max((len(b) for b in seeds.batches), default=0))
+    trusted_baseline.py). It is trusted code: any failure of it is this host's problem, not the candidate's.
+    With `drawer`, its batches run on inputs the parent draws (evaluator/lent_batches.py)."""
+    slots = max((len(b) for b in seeds.batches), default=0)
+    shared = shared_outputs(setup, workload, slots, lend_inputs=drawer is not None)
     child = start(setup, workload, trusted_baseline=True, shared=shared)
     try:
         expect(child, deadline, protocol.READY)
@@ -268,6 +311,7 @@ def measure_trusted_baseline(
             iters=timing.iters,
             sets=timing.sets,
             deadline=deadline,
+            drawer=drawer,
         )
     except (TimeoutError, ChannelViolation, CandidateError, ProcessLimitHit, ChildDied) as exc:
         raise EnvironmentProblem(f"the trusted library-baseline process failed: {exc}") from None
@@ -310,11 +354,17 @@ def run_workload(
         plan = TimingPlan.draw(timing.warmup, timing.iters, seeds.batches, timing.check_fraction, cap)
         timing_refs = _timing_references(checker, workload, seeds, plan)
     trusted_base = None
+    lend = timing is not None and timing.trusted_ranking and bool(seeds.batches)
+    drawer = input_drawer(checker, workload) if lend else None
     if timing is not None:
         # Before any process of this workload runs submission code: nothing the candidate does can reach it.
-        trusted_base = measure_trusted_baseline(setup, workload, seeds, timing, time.monotonic() + timeout_s)
+        trusted_base = measure_trusted_baseline(setup, workload, seeds, timing, time.monotonic() + timeout_s, drawer)
     deadline = time.monotonic() + timeout_s
-    shared = shared_outputs(setup, workload, len(seeds.batches[0])) if timing is not None and seeds.batches else None
+    shared = (
+        shared_outputs(setup, workload, len(seeds.batches[0]), lend_inputs=lend)
+        if timing is not None and seeds.batches
+        else None
+    )
     child = start(setup, workload, shared=shared)
     try:
         expect(child, deadline, protocol.READY)
@@ -337,6 +387,7 @@ def run_workload(
                     setup,
                     trusted_base,
                     shared,
+                    drawer,
                 )
                 run.timing_seconds = time.monotonic() - t
             child.send(protocol.exit_command())
@@ -455,9 +506,11 @@ def _time(
     setup: CandidateSetup,
     trusted_base: TrustedBaseline | None = None,
     shared: SharedOutputs | None = None,
+    drawer: InputDrawer | None = None,
 ) -> None:
     """The timed calls with post-call checks, the re-check, the parent-timed batches; then performance and the
-    integrity observations of this workload into `run`."""
+    integrity observations of this workload into `run`. With `drawer`, the batches run on inputs the parent
+    draws after its clock starts, and that clock ranks."""
     result = run.result
     assert result.correctness is not None
     before = envinfo.sm_clock_mhz(request.gpu_uuid)
@@ -482,7 +535,17 @@ def _time(
             return
     run.timed_calls = request.iters
     batch_ms: list[float] = []
+    lent: list[LentBatch] = []
     for r, batch in enumerate(seeds.batches):
+        if drawer is not None and shared is not None:
+            lent.append(lent_batch(child, expect, deadline, r, batch, shared, drawer, plan.batch_checked[r]))
+            comparison = checker.compare_tensors(workload, lent[-1].captured, refs[("batch", r)])
+            lent[-1].captured.clear()
+            run.checked_calls += 1
+            if not comparison.ok:
+                _batch_failed(result, plan.batch_checked[r], comparison)
+                return
+            continue
         child.send(protocol.batch_command(r, batch))
         protocol.check_round(expect(child, deadline, protocol.BATCH_READY), r)
         j = plan.batch_checked[r]
@@ -499,11 +562,7 @@ def _time(
             comparison = _check_saved(child, checker, workload, j, refs[("batch", r)], deadline)
         run.checked_calls += 1
         if not comparison.ok:
-            result.status = comparison.status
-            result.message = (
-                f"output of call {plan.batch_checked[r] + 1} of a back-to-back batch differs from the reference: "
-                f"{comparison.message}; results may not be reused between calls"
-            )
+            _batch_failed(result, plan.batch_checked[r], comparison)
             return
     child.send(protocol.finish_command())
     msg = protocol.check_timing(expect(child, deadline, protocol.TIMED))
@@ -530,16 +589,20 @@ def _time(
         perf.performance.reference_measured_by = "trusted process"
         perf.performance.host_floor_ms = floor
     slack = host_slack_ms(floor)
-    hold = trusted_clock_hold(reported_ms=perf.performance.latency_ms, trusted_ms=run.trusted_ms, slack_ms=slack)
     flops = checker.task.flops_for(workload)
-    if hold is not None:
-        run.holds.append(hold)
-        use_trusted_latency(perf.performance, run.trusted_ms, flops, request.peak_tflops)
-    elif bound_by_trusted_clock(perf.performance, run.trusted_ms, floor, flops, request.peak_tflops):
-        run.notes.append(
-            f"workload {workload.uuid}: latency raised from the candidate process's {perf.performance.in_process_latency_ms:.4g} ms "
-            f"to {perf.performance.latency_ms:.4g} ms, the least the evaluator's own clock ({run.trusted_ms:.4g} ms per call) allows"
-        )
+    if lent:
+        # The parent's clock ranks both sides; the candidate process's own timer is a labelled hint, held when
+        # the clock is far above it (hidden work or a forged timer), as on the default path.
+        drawing = trusted_base.drawing_ms if trusted_base is not None else None
+        run.trusted_ms = ranked_ms(lent, drawing or 0.0)
+        in_process = perf.performance.latency_ms
+        baseline_ms = trusted_base.ranked_ms if trusted_base is not None else None
+        rank_by_trusted_clock(perf.performance, run.trusted_ms, baseline_ms, flops, request.peak_tflops)
+        hold = trusted_clock_hold(reported_ms=in_process, trusted_ms=run.trusted_ms, slack_ms=slack)
+        if hold is not None:
+            run.holds.append(hold)
+    else:
+        _bound_by_trusted_clock(run, perf.performance, workload, floor, slack, flops, request.peak_tflops)
     p = perf.performance
     figures = consistency_hold(
         latency_ms=p.latency_ms,
@@ -566,6 +629,27 @@ def _time(
         run.holds.append(l2)
 
 
+def _bound_by_trusted_clock(
+    run: WorkloadRun,
+    perf: Performance,
+    workload: Workload,
+    floor: float | None,
+    slack: float,
+    flops: float,
+    peak: float | None,
+) -> None:
+    """The default path: the candidate process's median ranks, held or raised by the parent's batch clock."""
+    hold = trusted_clock_hold(reported_ms=perf.latency_ms, trusted_ms=run.trusted_ms, slack_ms=slack)
+    if hold is not None:
+        run.holds.append(hold)
+        use_trusted_latency(perf, run.trusted_ms, flops, peak)
+    elif bound_by_trusted_clock(perf, run.trusted_ms, floor, flops, peak):
+        run.notes.append(
+            f"workload {workload.uuid}: latency raised from the candidate process's {perf.in_process_latency_ms:.4g} ms "
+            f"to {perf.latency_ms:.4g} ms, the least the evaluator's own clock ({run.trusted_ms:.4g} ms per call) allows"
+        )
+
+
 def device_name(setup: CandidateSetup) -> str | None:
     """The GPU's name as the driver gives it (the verdict's `environment.gpu_name` is the same property)."""
     if setup.device_type != "cuda":
@@ -573,6 +657,14 @@ def device_name(setup: CandidateSetup) -> str | None:
     import torch
 
     return str(torch.cuda.get_device_properties(setup.device).name)
+
+
+def _batch_failed(result: WorkloadResult, call: int, comparison: Comparison) -> None:
+    result.status = comparison.status
+    result.message = (
+        f"output of call {call + 1} of a back-to-back batch differs from the reference: {comparison.message}; "
+        "results may not be reused between calls"
+    )
 
 
 def _timed_batch(

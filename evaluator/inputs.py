@@ -96,6 +96,12 @@ def make_inputs(
     return values
 
 
+def scalar_input(spec: TensorSpec, workload: Workload) -> Any:
+    """The value of an input the workload gives as a scalar; None for a drawn tensor."""
+    desc = workload.inputs.get(spec.name, {"type": "random"})
+    return _scalar(spec, desc["value"]) if desc.get("type", "random") == "scalar" else None
+
+
 def _scalar(spec: TensorSpec, value: Any) -> Any:
     if spec.dtype in ("float64", "float32", "float16", "bfloat16"):
         return float(value)

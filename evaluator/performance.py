@@ -15,6 +15,7 @@ from typing import Any
 from evaluator.stats import bootstrap_speedup, summarize
 from evaluator.verdict import (
     LATENCY_FROM_CANDIDATE_TIMER,
+    LATENCY_FROM_TRUSTED_BATCHES,
     LATENCY_FROM_TRUSTED_BOUND,
     LATENCY_FROM_TRUSTED_CLOCK,
     Performance,
@@ -116,6 +117,30 @@ def use_trusted_latency(perf: Performance, trusted_ms: float | None, flops: floa
         perf.in_process_latency_ms = perf.latency_ms
     _replace_latency(perf, trusted_ms, flops, peak)
     perf.latency_from = LATENCY_FROM_TRUSTED_CLOCK
+
+
+def rank_by_trusted_clock(
+    perf: Performance, latency_ms: float | None, baseline_ms: float | None, flops: float | None, peak: float | None
+) -> None:
+    """The parent's clock over lent batches ranks both sides (evaluator/lent_batches.py): the candidate's and the
+    library's per-call times replace the in-process medians, which stay as hints (`in_process_latency_ms`, the
+    `candidate` and `reference` series); the speedup's interval is the in-process one, scaled."""
+    perf.in_process_latency_ms = perf.latency_ms
+    if not latency_ms:
+        perf.latency_from = LATENCY_FROM_CANDIDATE_TIMER
+        return
+    before = perf.speedup_factor
+    perf.latency_ms = latency_ms
+    if baseline_ms:
+        perf.baseline_latency_ms = baseline_ms
+    if perf.baseline_latency_ms:
+        perf.speedup_factor = perf.baseline_latency_ms / latency_ms
+        if perf.speedup_ci95 is not None and before:
+            perf.speedup_ci95 = [x * perf.speedup_factor / before for x in perf.speedup_ci95]
+    if flops:
+        perf.tflops = flops / (latency_ms * 1e-3) / 1e12
+        perf.fraction_of_peak = perf.tflops / peak if peak else None
+    perf.latency_from = LATENCY_FROM_TRUSTED_BATCHES
 
 
 def _replace_latency(perf: Performance, latency_ms: float, flops: float | None, peak: float | None) -> None:

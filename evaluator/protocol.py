@@ -149,6 +149,11 @@ def batch_command(round_: int, seeds: list[int]) -> dict[str, Any]:
     return {CMD: BATCH, "round": round_, "seeds": list(seeds)}
 
 
+def lent_batch_command(round_: int, calls: int) -> dict[str, Any]:
+    """A batch whose inputs the parent draws into the lent slots after its clock starts: no seed is sent."""
+    return {CMD: BATCH, "round": round_, "seeds": [], "lent": calls}
+
+
 def go_command() -> dict[str, Any]:
     return {CMD: GO}
 
@@ -186,6 +191,11 @@ def index_arg(command: dict[str, Any]) -> int:
 
 def batch_args(command: dict[str, Any]) -> tuple[int, list[int]]:
     return int(command["round"]), [int(s) for s in command["seeds"]]
+
+
+def lent_calls(command: dict[str, Any]) -> int:
+    """How many calls of a batch run on inputs the parent lends (0: a batch drawn from its seeds)."""
+    return int(command.get("lent", 0))
 
 
 # --------------------------------------------------------------------------- events (built by the child)

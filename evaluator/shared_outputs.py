@@ -15,6 +15,10 @@ The copy costs the parent 0.018 ms for 1 MB and 0.078 ms for 128 MB on the H200
 (docs/runs/integrity/h200-2026-12-03/probe_cuda_ipc.log); the trusted baseline process is timed through the same
 capture, so its host floor (the clock check's slack) includes it.
 
+With trusted ranking (evaluator/candidate.py, `TimingRequest.trusted_ranking`) each slot also holds the call's
+tensor inputs, ahead of its outputs: the parent draws them there itself after its clock has started, so a batch
+call's inputs exist nowhere the candidate can read before the clock runs, and the candidate is sent no seed.
+
 The child maps the region (`open_slots`) from the descriptor it inherited; the layout comes in the job file.
 
 Used on both sides of the trust boundary: the parent creates and reads the region (`SharedOutputs`), the candidate
@@ -71,14 +75,25 @@ class SharedOutputs:
     slot_bytes: int
     entries: list[dict[str, Any]]
     device_type: str
-    views: list[list[Any]]
+    views: list[list[Any]]  # per slot: its lent inputs (the first `inputs`), then its outputs
     torch: Any
     _keep: Any  # the region's owner (gpu_share.SharedRegion or the mmap)
+    inputs: int = 0
 
     @classmethod
-    def create(cls, torch: Any, outputs: list[Any], slots: int, device_type: str, device: int = 0) -> SharedOutputs:
-        """A region for `slots` calls of outputs shaped like `outputs` (allocated, not used: their shapes count)."""
-        entries, slot_bytes = layout_of(torch, outputs)
+    def create(
+        cls,
+        torch: Any,
+        outputs: list[Any],
+        slots: int,
+        device_type: str,
+        device: int = 0,
+        inputs: list[Any] | None = None,
+    ) -> SharedOutputs:
+        """A region for `slots` calls of outputs shaped like `outputs` (allocated, not used: their shapes count),
+        and, when `inputs` is given, of tensor inputs shaped like those before them in each slot."""
+        lent = list(inputs or [])
+        entries, slot_bytes = layout_of(torch, lent + list(outputs))
         nbytes = max(slot_bytes * slots, 1)
         if device_type == "cuda":
             from evaluator.gpu_share import SharedRegion, tensor_view
@@ -95,6 +110,7 @@ class SharedOutputs:
                 _views(torch, base, entries, slot_bytes, slots),
                 torch,
                 region,
+                len(lent),
             )
         fd = os.memfd_create("ptxbench-outputs", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         os.ftruncate(fd, nbytes)
@@ -113,6 +129,7 @@ class SharedOutputs:
             _views(torch, base, entries, slot_bytes, slots),
             torch,
             mapped,
+            len(lent),
         )
 
     def job_entry(self) -> dict[str, Any]:
@@ -123,22 +140,33 @@ class SharedOutputs:
             "slots": self.slots,
             "slot_bytes": self.slot_bytes,
             "outputs": self.entries,
+            "inputs": self.inputs,
         }
 
+    def inputs_of(self, slot: int) -> list[Any]:
+        return self.views[slot][: self.inputs]
+
+    def outputs_of(self, slot: int) -> list[Any]:
+        return self.views[slot][self.inputs :]
+
     def poison(self) -> None:
-        """Every slot poisoned by the parent itself before a batch starts (NaN, or the integer maximum); returns
-        once that is done on the device."""
-        for slot in self.views:
-            for t in slot:
+        """Every slot's outputs poisoned by the parent itself before a batch starts (NaN, or the integer
+        maximum); returns once that is done on the device."""
+        for slot in range(len(self.views)):
+            for t in self.outputs_of(slot):
                 poison(t)
         self._sync()
 
     def capture(self, slot: int) -> list[Any]:
         """The outputs of batch call `slot`, copied into the parent's private memory; returns once the copy is
         complete (the caller stops its clock after this)."""
-        copies = [t.clone() for t in self.views[slot]]
+        copies = [t.clone() for t in self.outputs_of(slot)]
         self._sync()
         return copies
+
+    def sync(self) -> None:
+        """Returns once everything this process queued on the region's device is done."""
+        self._sync()
 
     def _sync(self) -> None:
         if self.device_type == "cuda":
@@ -161,8 +189,8 @@ class SharedOutputs:
 
 
 def open_slots(torch: Any, entry: dict[str, Any], device_type: str, device: int = 0) -> tuple[list[list[Any]], Any]:
-    """The child's side: per slot, its output tensors over the parent's region, and the object that keeps the
-    mapping alive."""
+    """The child's side: per slot, its tensors over the parent's region (the first `entry["inputs"]` are lent
+    inputs, the rest outputs), and the object that keeps the mapping alive."""
     fd, size = int(entry["fd"]), int(entry["size"])
     slots, slot_bytes, entries = int(entry["slots"]), int(entry["slot_bytes"]), list(entry["outputs"])
     if device_type == "cuda":

@@ -24,6 +24,7 @@ from typing import Any
 
 from evaluator import protocol
 from evaluator.integrity import HOST_SLACK_MS
+from evaluator.lent_batches import InputDrawer, LentBatch, fastest_drawing_ms, lent_batch, ranked_ms
 
 __all__ = ["FLOOR_FACTOR", "TrustedBaseline", "host_slack_ms", "measure"]
 
@@ -39,6 +40,10 @@ class TrustedBaseline:
     median_ms: float  # the timed calls' median (warm-up left out)
     batch_ms: float | None  # the parent's clock per call over the fastest batch
     host_floor_ms: float | None  # batch_ms - median_ms, never below zero
+    # With lent inputs (evaluator/lent_batches.py): the time one batch's inputs took to draw, which both sides'
+    # ranked times leave out, and the library's ranked time per call.
+    drawing_ms: float | None = None
+    ranked_ms: float | None = None
 
 
 def host_slack_ms(floor_ms: float | None) -> float:
@@ -60,15 +65,22 @@ def measure(
     sets: int,
     deadline: float,
     shared: Any = None,
+    drawer: InputDrawer | None = None,
 ) -> TrustedBaseline:
-    """Drive a started baseline process (READY already received) through the candidate's call schedule."""
+    """Drive a started baseline process (READY already received) through the candidate's call schedule. With
+    `drawer`, the batches run on inputs the parent draws into `shared` after its clock starts."""
     child.send(protocol.timing_command(call_seeds, recheck_seed, warmup, iters, sets))
     total = warmup + iters
     for i in range(warmup, total + 1):
         protocol.check_index(expect(child, deadline, protocol.CALLED), i)
         child.send(protocol.next_command())
     batch_ms: list[float] = []
+    lent: list[LentBatch] = []
     for r, batch in enumerate(batches):
+        if drawer is not None and shared is not None:
+            lent.append(lent_batch(child, expect, deadline, r, batch, shared, drawer, r % len(batch)))
+            lent[-1].captured.clear()
+            continue
         child.send(protocol.batch_command(r, batch))
         protocol.check_round(expect(child, deadline, protocol.BATCH_READY), r)
         if shared is not None:
@@ -86,6 +98,8 @@ def measure(
     protocol.check_bye(expect(child, deadline, protocol.BYE), child.received)
     series = msg["series"]["candidate"]
     median = statistics.median(series["samples_ms"])  # the timed calls only: warm-up calls are not sampled
-    fastest = min(batch_ms) if batch_ms else None
+    drawing = fastest_drawing_ms(lent) if lent else None
+    ranked = ranked_ms(lent, drawing or 0.0)
+    fastest = ranked if lent else (min(batch_ms) if batch_ms else None)
     floor = max(0.0, fastest - median) if fastest is not None else None
-    return TrustedBaseline(series=series, median_ms=median, batch_ms=fastest, host_floor_ms=floor)
+    return TrustedBaseline(series, median, fastest, floor, drawing_ms=drawing, ranked_ms=ranked)

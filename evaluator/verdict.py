@@ -165,6 +165,7 @@ class Correctness:
 LATENCY_FROM_CANDIDATE_TIMER = "candidate process timer"  # within the trusted clock's margin
 LATENCY_FROM_TRUSTED_BOUND = "trusted clock bound"  # the in-process figure was lower than the trusted clock allows
 LATENCY_FROM_TRUSTED_CLOCK = "trusted clock"  # a host_time hold: the parent's per-call clock itself
+LATENCY_FROM_TRUSTED_BATCHES = "trusted batches"  # the parent's clock over batches on inputs it drew (both sides)
 
 
 @dataclass

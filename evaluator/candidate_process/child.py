@@ -90,13 +90,17 @@ class Session:
         # The batch calls' outputs: slots of memory the parent owns (evaluator/shared_outputs.py), mapped here
         # before the candidate's code is loaded; the parent captures them itself before its clock stops.
         self.slots: list[list[Any]] | None = None
+        self.lent_inputs: list[list[Any]] = []  # per slot, the tensor inputs the parent draws there (if it lends)
         self._slots_mapping: Any = None
         if job.get("shared_outputs"):
             from evaluator.shared_outputs import open_slots
 
-            self.slots, self._slots_mapping = open_slots(
+            views, self._slots_mapping = open_slots(
                 torch, job["shared_outputs"], "cuda" if self.cuda else "cpu", int(job.get("device", 0))
             )
+            lent = int(job["shared_outputs"].get("inputs", 0))
+            self.lent_inputs = [v[:lent] for v in views] if lent else []
+            self.slots = [v[lent:] for v in views]
         # Before the candidate's code exists: the activity records (kernels, the functions every module defines)
         # and the persisting-L2 limit as the context has it, so that what the candidate changes shows.
         self.timer: Any = None
@@ -300,6 +304,10 @@ class Session:
             if name != protocol.BATCH:
                 raise RuntimeError(f"unexpected command {name!r} during batches")
             round_, seeds = protocol.batch_args(command)
+            lent = protocol.lent_calls(command)
+            if lent:
+                windows.append(self._lent_batch(receive, round_, lent))
+                continue
             if self.slots is not None and len(seeds) > len(self.slots):
                 raise RuntimeError(f"a batch of {len(seeds)} calls and {len(self.slots)} shared output slots")
             while len(sets) < len(seeds):
@@ -327,6 +335,38 @@ class Session:
                 self.send(protocol.saved_event(j, self._save_outputs(sets[j][1])))
             elif protocol.command_name(command) != protocol.NEXT:
                 raise RuntimeError("expected save or next after a batch")
+
+    def _lent_args(self, slot: int) -> list[Any]:
+        """A lent slot's call arguments in definition order: its tensors where the parent drew them, scalars from
+        the workload (they need no seed)."""
+        from evaluator.inputs import scalar_input
+
+        tensors = iter(self.lent_inputs[slot])
+        args = []
+        for spec in self.definition.inputs:
+            value = scalar_input(spec, self.workload)
+            args.append(next(tensors) if value is None else value)
+        return args
+
+    def _lent_batch(self, receive: Any, round_: int, calls: int) -> tuple[int, int]:
+        """One batch on inputs the parent draws into the lent slots after `batch_ready` (its clock running): this
+        process is sent no seed, and its outputs go to the slots the parent captures from."""
+        if self.slots is None or calls > len(self.lent_inputs):
+            raise RuntimeError(f"a lent batch of {calls} calls and {len(self.lent_inputs)} lent slots")
+        self.l2.reset()
+        self.sync()
+        self.send(protocol.batch_ready_event(round_))
+        if protocol.command_name(receive()) != protocol.GO:
+            raise RuntimeError("expected go")
+        t0 = self.timer.now() if self.timer is not None else 0
+        for k in range(calls):
+            self.run(*self._lent_args(k), *self.slots[k])
+        self.sync()
+        t1 = self.timer.now() if self.timer is not None else 0
+        self.send(protocol.batch_done_event(round_))
+        if protocol.command_name(receive()) != protocol.NEXT:
+            raise RuntimeError("expected next after a lent batch")
+        return t0, t1
 
     def profile(self, seed: int) -> None:
         """One call inside the NVTX range that Nsight Compute is told to profile."""
