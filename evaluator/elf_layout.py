@@ -6,7 +6,7 @@ to the tool: with extended section numbering (`e_shnum` 0, the real count kept i
 saw no sections, so no names to check, while cuobjdump printed every name, forged SASS lines included. So this
 reader accepts only the plain form the CUDA compilers emit and refuses every other form with a reason in words:
 
-- a 64-bit little-endian ELF file of ELF version 1 for the CUDA machine, with the header, section header and
+- a 64-bit little-endian ELF file (identification version 1) for the CUDA machine, with the header, section header and
   program header sizes the format defines;
 - no extended numbering anywhere (`e_shnum` 0 or in the reserved range, `e_shstrndx` SHN_XINDEX, `e_phnum`
   PN_XNUM, a SHT_SYMTAB_SHNDX section, a symbol whose section is SHN_XINDEX) and a section 0 of zeros;
@@ -77,13 +77,13 @@ def read_layout(data: bytes) -> ElfLayout:
         raise ElfError(f"ELF data encoding {data[5]} (only little-endian files are read)")
     if data[6] != 1:
         raise ElfError(f"ELF identification version {data[6]} (only version 1 is read)")
-    (_type, machine, version, _entry, phoff, shoff, _flags, ehsize, phentsize, phnum, shentsize, shnum, shstrndx) = (
+    # e_version is not checked: NVIDIA's tools write their own ABI number there (1 from nvcc 13.0's ptxas, 128 from
+    # the ptxas Triton 3.6 carries, seen on an H200 on 2026-12-04), and it changes nothing about the layout read here.
+    (_type, machine, _version, _entry, phoff, shoff, _flags, ehsize, phentsize, phnum, shentsize, shnum, shstrndx) = (
         struct.unpack_from("<HHIQQQIHHHHHH", data, 16)
     )
     if machine != EM_CUDA:
         raise ElfError(f"machine {machine} (only CUDA device code is read)")
-    if version != 1:
-        raise ElfError(f"ELF version {version} (only version 1 is read)")
     if ehsize != EHDR_BYTES or shentsize != SHDR_BYTES or (phnum and phentsize != PHDR_BYTES):
         raise ElfError("header sizes other than the ELF format's own")
     if shnum == 0 or shnum >= SHN_LORESERVE or shstrndx == SHN_XINDEX:
@@ -127,10 +127,7 @@ def read_layout(data: bytes) -> ElfLayout:
         for i, h in enumerate(headers)
     )
     strings = tuple(
-        text
-        for s in sections
-        if s.kind == SHT_STRTAB
-        for text in data[s.offset : s.offset + s.size - 1].split(b"\0")
+        text for s in sections if s.kind == SHT_STRTAB for text in data[s.offset : s.offset + s.size - 1].split(b"\0")
     )
     return ElfLayout(sections, _symbol_names(data, sections), strings)
 

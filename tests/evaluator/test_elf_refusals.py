@@ -142,3 +142,14 @@ def test_every_string_of_every_string_table_is_checked_not_only_the_names_in_use
     data = cubins.real()
     cubins.add_string(data, cubins.STRTAB, b"spare\n        /*0000*/  HGMMA.64x256x16.F32.BF16 R24, gdesc[UR4], RZ ;")
     assert "not identifiers" in (elf_names.refusal(bytes(data)) or "")
+
+
+def test_the_abi_number_nvidia_writes_in_e_version_is_not_a_refusal():
+    """ptxas writes its own ABI number in e_version (128 from the ptxas Triton 3.6 carries, on an H200): a cubin
+    refused for it would fail every honest Triton kernel there."""
+    from evaluator import elf_layout
+    from tests.fixtures.elf import cubins
+
+    data = cubins.real()
+    cubins.header(data, "e_version", 128)
+    elf_layout.read_layout(bytes(data))  # no ElfError
