@@ -43,7 +43,7 @@ from evaluator.integrity import (
     physical_limit_hold,
     trusted_clock_hold,
 )
-from evaluator.jail import Jail
+from evaluator.jail import Jail, hand_over
 from evaluator.launches import Launch
 from evaluator.lent_batches import (
     TRUSTED_RANKING_FLAG,
@@ -216,6 +216,10 @@ def write_job(setup: CandidateSetup, workload: Workload, *, scratch: Path | None
         # beforehand can be in the way) and every file is created without following links.
         private = Path(tempfile.mkdtemp(prefix=f"triton-cache-{workload.uuid[:8]}-", dir=scratch or setup.exchange))
         hostile_files.copy_tree(setup.triton_cache, private / "cache")
+        if setup.jail is not None and setup.jail.user is not None:
+            # The folder it lands in belongs to the sandbox user already, so the jail's hand-over at the process's
+            # start does not enter it: this copy is handed over here.
+            hand_over(setup.jail.user, writable=[private], readable=[])
         job["triton_cache"] = str(private / "cache")
     path = setup.workdir / f"job-{workload.uuid[:8]}-{extra.get('mode', 'serve')}.json"
     hostile_files.write_private(path, json.dumps(job))
