@@ -24,9 +24,11 @@ INTERNALS = re.compile(
 
 
 def _text(html: str) -> str:
-    """The page's visible text: tags, scripts and the attribute values (hrefs) dropped."""
+    """What a reader can see: the page's text and its tooltips (title attributes); scripts, styles and the other
+    attribute values (hrefs, ids) dropped."""
     html = re.sub(r"<(script|style)\b.*?</\1>", " ", html, flags=re.S)
-    return re.sub(r"<[^>]+>", " ", html)
+    titles = " ".join(re.findall(r'\btitle="([^"]*)"', html))
+    return re.sub(r"<[^>]+>", " ", html) + " " + titles
 
 
 def _anchors(html: str) -> set[str]:
