@@ -135,3 +135,15 @@ def test_the_boards_csv_link_downloads_the_canonical_names(client):
     href = re.search(r'<a href="([^"]+)">CSV</a>', html).group(1).replace("&amp;", "&")
     header = next(csv.reader(io.StringIO(client.get(href).content.decode())))
     assert "speedup_factor" in header and "speedup" not in header
+
+
+def test_every_data_link_on_the_boards_and_compare_asks_for_the_canonical_names(client):
+    _board_with_every_state()
+    lf.standard_runs()
+    pages = ["/leaderboard/?arch=sm_90a", f"/leaderboard/kernels/?arch=sm_90a&task={GEMM}", "/compare/"]
+    for path in pages:
+        html = client.get(path).content.decode().replace("&amp;", "&")
+        links = re.findall(r'href="([^"]*(?:format=(?:csv|json)|download=1|/api/v1/leaderboard/charts/)[^"]*)"', html)
+        assert links, path
+        for link in links:
+            assert re.search(r"[?&]v=2(&|$)", link), (path, link)

@@ -91,7 +91,8 @@ def _chart_blocks(gen: Generation, query: BoardQuery, names: tuple[str, ...]) ->
                 "figure": result["figure"],
                 "empty": result.get("empty") or "",
                 "title": chart_figures.figure_title(result["figure"]),
-                "json_url": reverse("leaderboard_api:chart", args=[name]) + "?" + _query_string(query),
+                # The canonical field names (docs/api.md), as every download the site links to.
+                "json_url": reverse("leaderboard_api:chart", args=[name]) + "?" + _query_string(query, v=2),
             }
         )
     return blocks

@@ -107,5 +107,5 @@ def compare_page(request: HttpRequest) -> HttpResponse:
         context["data"] = data
         context["figure"] = data.get("figure")
         # The data link names the pair shown, the defaulted one included (the page's own query may have none).
-        context["json_query"] = urlencode({**params.dict(), "format": "json"})
+        context["json_query"] = urlencode({**params.dict(), "format": "json", "v": "2"})  # the canonical names
     return render(request, "leaderboard/compare.html", context, status=status)
