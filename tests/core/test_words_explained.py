@@ -105,6 +105,11 @@ def test_a_static_only_verdict_is_scored_without_a_gpu_in_a_neutral_tone_and_pro
     phrase = re.search(r'<span class="badge ([^"]*)" id="verdict-phrase">', html).group(1)
     assert "bad" not in phrase.split()
     assert "runs once the evaluation passes" not in html
+    assert '<a class="badge-link" href="/glossary/#static-only"><span class="badge " id="verdict-phrase">' in html
+    passed = lf.evaluation(owner=lf.user("lee"), ranked_check="PASSED")
+    page = client.get(f"/submissions/{passed.submission_id}/").content.decode()
+    check = re.search(r'<p id="ranked-check"[^>]*>(.*?)</p>', page, flags=re.S).group(1)
+    assert "passed passed" not in " ".join(_text(check).split()) and "eligible to rank" in check
     body = client.get(f"/api/v1/submissions/{static.submission_id}").json()
     assert body["ranked_check"]["state"] == "needs_gpu"
 

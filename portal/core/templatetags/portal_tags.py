@@ -117,6 +117,16 @@ def arch_glossary_url(obj) -> str:
 
 
 @register.filter
+def verdict_glossary_url(obj) -> str:
+    """The glossary entry of a verdict phrase's badge: the instruction check's word for a correct kernel,
+    static-only for one scored without a GPU, the verdict's statuses otherwise."""
+    status = _verdict_parts(obj)[0]
+    if status == "PASSED":
+        return arch_glossary_url(obj)
+    return glossary_url("static-only" if status == "STATIC_ONLY" else "verdict")
+
+
+@register.filter
 def datasheet_peak(gpu_name: str) -> str:
     """The denominator of every "of peak": the GPU's datasheet dense BF16 peak, "989.4 TFLOP/s" (evaluator/peaks.py)."""
     from evaluator import peaks
