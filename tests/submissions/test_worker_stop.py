@@ -23,7 +23,7 @@ from tests.support.factories import (
     wait_for_live_worker,
 )
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]  # a real worker process: 4-20 s
 
 
 def _sleeping_evaluator(folder: Path) -> Path:
