@@ -17,6 +17,22 @@ class PortalUserAdmin(UserAdmin):
     actions = ["ban_users", "unban_users"]
     list_display = ("username", "email", "is_staff", "is_active", "is_banned")
 
+    def save_formset(self, request, form, formset, change):
+        """A ban ticked on the profile inline goes through the ban service, as the action's does: the form alone
+        would store the flag and leave the user's sessions and API tokens alive."""
+        super().save_formset(request, form, formset, change)
+        if formset.model is not Profile:
+            return
+        for profile_form in formset.forms:
+            if "is_banned" not in profile_form.changed_data or not hasattr(profile_form, "cleaned_data"):
+                continue
+            user = form.instance
+            if profile_form.cleaned_data.get("is_banned"):
+                reason = profile_form.cleaned_data.get("banned_reason") or f"banned by {request.user.username}"
+                user_ban(user=user, reason=reason)
+            else:
+                user_unban(user=user)
+
     @admin.display(boolean=True, description="banned")
     def is_banned(self, user):
         return bool(getattr(user, "profile", None) and user.profile.is_banned)
