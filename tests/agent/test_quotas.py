@@ -12,7 +12,6 @@ import django_rq
 import pytest
 from django.test import override_settings
 from django.utils import timezone
-from rq import SimpleWorker
 
 from portal.agent import services
 from portal.agent.models import ModelRun, Trajectory, Turn
@@ -20,6 +19,7 @@ from portal.agent.services import RunRefused, RunRequest
 from portal.submissions.models import Evaluation
 from tests.support.agent_support import API_KEY, LOOP_SETTINGS, broken_reply, replay  # noqa: F401 - fixture
 from tests.support.factories import GEMM, make_token, make_user, starter_source, sync_catalog
+from tests.support.rq_workers import PromptSimpleWorker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TASKS = [GEMM, "gemm_n2048_k4096", "gemm_n4096_k4096"]
@@ -43,7 +43,7 @@ def _start(user, server, tasks, **kwargs) -> ModelRun:
 
 def _drain_agent_queue() -> None:
     """Model steps only: the GPU queue keeps what they submitted, as a busy GPU fleet would."""
-    django_rq.get_worker("agent", worker_class=SimpleWorker).work(burst=True)
+    django_rq.get_worker("agent", worker_class=PromptSimpleWorker).work(burst=True)
 
 
 COMPILE_ERROR = {"status": "COMPILE_ERROR", "compile": {"ok": False, "output": "kernel.cu(4): error: not C++"}}

@@ -209,14 +209,15 @@ def test_versions_are_built_only_when_rows_change_and_are_served_checked(results
 @pytest.mark.django_db(transaction=True)
 def test_the_scheduled_build_is_an_rq_job_on_the_default_queue(results_dir):
     import django_rq
-    from rq import SimpleWorker
+
+    from tests.support.rq_workers import PromptSimpleWorker
 
     sync_catalog()
     lf.evaluation(owner=lf.user("alice"), name="fast.cu", speedup=1.5)
     assert "enqueued results dataset build" in _build("--enqueue")
     queue = django_rq.get_queue("default")
     assert queue.count == 1 and queue.jobs[0].func_name == "portal.datasets.jobs.snapshot_build"
-    django_rq.get_worker("default", worker_class=SimpleWorker).work(burst=True)
+    django_rq.get_worker("default", worker_class=PromptSimpleWorker).work(burst=True)
     assert ResultsSnapshot.objects.get().counts == {"ranked": 1, "held": 0, "turns": 0}
     assert (results_dir / "v1" / "README.md").exists()
 

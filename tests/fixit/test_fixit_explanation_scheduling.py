@@ -14,7 +14,6 @@ import django_rq
 import pytest
 from django.core.management import call_command
 from django.test import Client, override_settings
-from rq import SimpleWorker
 
 from portal.agent import crypto
 from portal.agent.models import ModelRun, Trajectory, Turn
@@ -31,6 +30,7 @@ from tests.support.agent_support import (  # noqa: F401 - fixture
 )
 from tests.support.factories import GEMM, make_token, make_user, sync_catalog
 from tests.support.fixit_support import stored_trajectory
+from tests.support.rq_workers import PromptSimpleWorker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 EXPLANATION = {"content": "The first kernel never closed its brace; closing it fixes it."}
@@ -100,7 +100,7 @@ def _explanation_jobs(run: ModelRun) -> set[str]:
 
 
 def _one_agent_worker() -> None:
-    django_rq.get_worker("agent", worker_class=SimpleWorker).work(burst=True)
+    django_rq.get_worker("agent", worker_class=PromptSimpleWorker).work(burst=True)
 
 
 @override_settings(**LOOP_SETTINGS, AGENT_MAX_CALLS_PER_USER=2)

@@ -19,7 +19,7 @@ from django.core.management import call_command
 from django.db import connection, connections
 from django.test import override_settings
 from django.utils import timezone
-from rq import Queue, SimpleWorker
+from rq import Queue
 from rq.job import Job, JobStatus
 
 from portal.catalog.models import Task
@@ -27,6 +27,7 @@ from portal.ops.management.commands import reconcile as reconcile_command
 from portal.submissions import queueing, services
 from portal.submissions.models import Evaluation, Submission
 from tests.support.factories import GEMM, make_token, make_user, starter_source, sync_catalog
+from tests.support.rq_workers import PromptSimpleWorker
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("allow_unsandboxed_without_bwrap")]
 
@@ -168,7 +169,7 @@ def test_a_job_popped_by_a_worker_that_then_lost_redis_is_enqueued_again():
     counts = services.evaluation_reconcile(now=timezone.now() + timedelta(minutes=5))
     assert counts["reenqueued"] == 1
     assert queueing.queue_position(evaluation) == 1
-    django_rq.get_worker(evaluation.queue, worker_class=SimpleWorker).work(burst=True)
+    django_rq.get_worker(evaluation.queue, worker_class=PromptSimpleWorker).work(burst=True)
     evaluation.refresh_from_db()
     assert evaluation.state == Evaluation.State.DONE, evaluation.infra_error
     assert evaluation.attempts == 1 and evaluation.verdict is not None
@@ -193,7 +194,7 @@ def test_a_job_a_worker_is_about_to_start_is_not_enqueued_twice(monkeypatch):
     job started; reconcile looked in that gap, saw a "queued" job in no queue and enqueued it a second time."""
     evaluation = _queued_evaluation_taken_by_a_worker()
     queue = django_rq.get_queue(evaluation.queue)
-    worker = django_rq.get_worker(evaluation.queue, worker_class=SimpleWorker)
+    worker = django_rq.get_worker(evaluation.queue, worker_class=PromptSimpleWorker)
     waits: list[float] = []
 
     def worker_starts_the_job_meanwhile(seconds: float) -> None:
@@ -232,7 +233,7 @@ def test_a_job_left_in_the_intermediate_list_by_a_dead_worker_is_enqueued_again(
     assert queue.intermediate_queue.get_first_seen(str(evaluation.id)) is None
     assert services.evaluation_reconcile(now=timezone.now() + timedelta(minutes=5))["reenqueued"] == 0
 
-    django_rq.get_worker(evaluation.queue, worker_class=SimpleWorker).work(burst=True)
+    django_rq.get_worker(evaluation.queue, worker_class=PromptSimpleWorker).work(burst=True)
     evaluation.refresh_from_db()
     assert evaluation.state == Evaluation.State.DONE, evaluation.infra_error
     assert evaluation.attempts == 1

@@ -15,7 +15,6 @@ import django_rq
 import pytest
 from django.test import override_settings
 from django.utils import timezone
-from rq import SimpleWorker
 
 from portal.catalog.models import Task
 from portal.submissions import artifacts, queueing
@@ -31,6 +30,7 @@ from tests.support.factories import (
     starter_source,
     sync_catalog,
 )
+from tests.support.rq_workers import PromptSimpleWorker
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("allow_unsandboxed_without_bwrap")]
 CPU = "policy,compile,sass"
@@ -48,7 +48,7 @@ def _submit(user, source: str, **kwargs) -> Evaluation:
 
 
 def _drain(queue: str = "gpu-sm90") -> None:
-    django_rq.get_worker(queue, worker_class=SimpleWorker).work(burst=True)
+    django_rq.get_worker(queue, worker_class=PromptSimpleWorker).work(burst=True)
 
 
 @override_settings(EVALUATOR_STAGES=CPU)

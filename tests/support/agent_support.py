@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import django_rq
 import pytest
-from rq import SimpleWorker
 
 from portal.agent.replay_server import ReplayScript, serve
 from portal.agent.services import RunRequest, run_create
 from tests.support.factories import BROKEN_KERNEL, GEMM, starter_source
+from tests.support.rq_workers import PromptSimpleWorker
 
 API_KEY = "sk-test-SECRET-0123456789abcdefWXYZ"
 # A fixed Fernet key (pytest-django runs with DEBUG off, where a key is required); subprocess workers get it too.
@@ -70,7 +70,7 @@ def replay():
 
 def drain() -> None:
     """Run every queued step (model calls and CPU-stage evaluations) in-process until the queues are empty."""
-    django_rq.get_worker("agent", "gpu-sm90", worker_class=SimpleWorker).work(burst=True)
+    django_rq.get_worker("agent", "gpu-sm90", worker_class=PromptSimpleWorker).work(burst=True)
 
 
 def start_replay_run(user, server, **fields):

@@ -6,7 +6,6 @@ import hashlib
 
 import django_rq
 from django.utils import timezone
-from rq import SimpleWorker
 
 from portal.agent.models import ModelRun, Trajectory, Turn
 from portal.catalog.models import Task
@@ -14,6 +13,7 @@ from portal.submissions import services as submission_services
 from portal.submissions.models import Evaluation, Submission
 from tests.support.agent_support import ended, fenced
 from tests.support.factories import GEMM
+from tests.support.rq_workers import PromptSimpleWorker
 
 
 def stored_trajectory(user, turns: list[dict], *, model: str = "stored-model") -> Trajectory:
@@ -72,7 +72,7 @@ def drain_with_gpu_stand_in(recorded: dict[str, dict]) -> None:
     is taken off the GPU queue and finished with it through the same services a GPU worker uses."""
     agent, gpu = django_rq.get_queue("agent"), django_rq.get_queue("gpu-sm90")
     for _ in range(20):
-        SimpleWorker([agent], connection=agent.connection).work(burst=True)
+        PromptSimpleWorker([agent], connection=agent.connection).work(burst=True)
         ids = gpu.get_job_ids()
         if not ids and not agent.get_job_ids():
             return
@@ -84,5 +84,5 @@ def drain_with_gpu_stand_in(recorded: dict[str, dict]) -> None:
                 assert submission_services.evaluation_record_verdict(
                     evaluation_id=job_id, worker_name="h200-stand-in", verdict=recorded[source], files={}
                 )
-        SimpleWorker([gpu], connection=gpu.connection).work(burst=True)
+        PromptSimpleWorker([gpu], connection=gpu.connection).work(burst=True)
     raise AssertionError("the queues did not drain")
