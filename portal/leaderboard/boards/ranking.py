@@ -146,20 +146,26 @@ class BoardSection:
 
 
 def board_sections(
-    rows: list[KernelRow], *, show_all: bool, held: list[KernelRow] = ()
+    rows: list[KernelRow], *, show_all: bool, held: list[KernelRow] = (), hide_held: bool = False
 ) -> tuple[BoardSection, list[BoardSection]]:
-    """Split a ranked board into the verified section (always shown), the held rows (always shown, each with its
-    reason) and the others by state (shown with ?show=all); an empty state gets no section."""
+    """Split a ranked board into the verified section (always shown), the held rows (shown greyed, each with its
+    reason, unless hide_held) and the others by state (shown with ?show=all); an empty state gets no section."""
     verified = BoardSection(
         RANKED_STATE, ARCH_STATE_MEANING[RANKED_STATE], [r for r in rows if r.group == RANKED_STATE]
     )
-    held = BoardSection(HELD_GROUP, ROW_STATUS["held"], [*held, *(r for r in rows if r.group == HELD_GROUP)])
+    held = BoardSection(HELD_GROUP, ROW_STATUS["held"], held_rows(rows, held))
     others = [
         BoardSection(state, ARCH_STATE_MEANING[state], [r for r in rows if r.group == state])
         for state in ARCH_STATES[1:]
     ]
-    # The held rows are always listed, each with its reason: a board never hides that it holds something.
-    return verified, [s for s in [held, *(others if show_all else [])] if s.rows]
+    # Hiding the held rows only takes them out of the table: the page still counts them (held_rows), so a board
+    # never hides that it holds something.
+    return verified, [s for s in [*([] if hide_held else [held]), *(others if show_all else [])] if s.rows]
+
+
+def held_rows(rows: list[KernelRow], held: list[KernelRow] = ()) -> list[KernelRow]:
+    """The rows a board holds for review: those listed apart (selectors.held_kernels) and any held in `rows`."""
+    return [*held, *(r for r in rows if r.group == HELD_GROUP)]
 
 
 def visible_rows(rows: list[KernelRow], *, show_all: bool) -> list[KernelRow]:

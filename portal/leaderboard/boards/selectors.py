@@ -73,6 +73,15 @@ def parse_show(params) -> bool:
     return show == "all"
 
 
+def parse_held(params) -> bool:
+    """`held=hide`: the kernel board leaves its held rows out of the table (the line above it still counts them);
+    by default (`held=show` or absent) they are listed greyed, each with its reason. True when hidden."""
+    held = params.get("held") or "show"
+    if held not in ("show", "hide"):
+        raise BadQuery(f"held must be 'show' or 'hide', not {held!r}")
+    return held == "hide"
+
+
 def active_task_slugs(gen: Generation) -> list[str]:
     return gen.get(
         ("tasks",),

@@ -136,6 +136,7 @@ def kernel_leaderboard(request: HttpRequest) -> HttpResponse:
         return _render(request, "leaderboard/kernels.html", context, gen, status=400)
     try:
         show_all = selectors.parse_show(request.GET)
+        hide_held = selectors.parse_held(request.GET)
     except BadQuery as exc:
         context = {**_filters(gen, query), "error": str(exc)}
         return _render(request, "leaderboard/kernels.html", context, gen, status=400)
@@ -143,11 +144,21 @@ def kernel_leaderboard(request: HttpRequest) -> HttpResponse:
     rows = selectors.kernel_board(gen, task=query.task, arch=query.arch, gpu=query.gpu, language=query.language)
     context["show_language"] = True
     held = selectors.held_kernels(gen, task=query.task, arch=query.arch, gpu=query.gpu, language=query.language)
-    context["verified"], context["sections"] = ranking.board_sections(rows, show_all=show_all, held=held)
+    context["verified"], context["sections"] = ranking.board_sections(
+        rows, show_all=show_all, held=held, hide_held=hide_held
+    )
     context["show_all"] = show_all
-    context["held_count"] = next((len(s.rows) for s in context["sections"] if s.state == ranking.HELD_GROUP), 0)
+    context["hide_held"] = hide_held
+    context["held_count"] = len(ranking.held_rows(rows, held))
     context["others_count"] = sum(1 for r in rows if r.group not in (ranking.RANKED_STATE, ranking.HELD_GROUP))
     context["charts"] = _chart_blocks(gen, query, ("distribution",))
+    # The downloads take the filters only: their table never has the held rows (the JSON lists them apart).
     context["query_string"] = _query_string(query, sort="", k="")
-    context["show_query_string"] = _query_string(query, sort="", k="", show="all")
+    # The page's own links each change one choice and keep the other (show all / verified only, held shown / hidden).
+    held_param = "hide" if hide_held else ""
+    context["verified_query_string"] = _query_string(query, sort="", k="", held=held_param)
+    context["show_query_string"] = _query_string(query, sort="", k="", show="all", held=held_param)
+    context["held_toggle_query_string"] = _query_string(
+        query, sort="", k="", show="all" if show_all else "", held="" if hide_held else "hide"
+    )
     return _render(request, "leaderboard/kernels.html", context, gen)
