@@ -203,6 +203,11 @@ def live_workers() -> QuerySet[GpuWorker]:
     )
 
 
+def live_workers_on_gpu(host: str, gpu_uuid: str) -> QuerySet[GpuWorker]:
+    """The live workers of `host` bound to the GPU with this UUID: at most one may serve it."""
+    return live_workers().filter(host=host, gpu_uuid=gpu_uuid)
+
+
 def queue_depths() -> dict[str, int]:
     return queueing.queue_depths()
 

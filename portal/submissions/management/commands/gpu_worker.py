@@ -12,6 +12,7 @@ import django_rq
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections, connections
+from django.db.models import Q
 from django.utils import timezone
 
 from evaluator.arches import ARCHES
@@ -21,6 +22,7 @@ from portal.submissions.envfile import EnvFileUnsafe, env_file_check
 from portal.submissions.gpu import detect_gpus
 from portal.submissions.models import GpuWorker
 from portal.submissions.rq_worker import RequeueOnStopWorker
+from portal.submissions.selectors import live_workers_on_gpu
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +103,8 @@ class Command(BaseCommand):
             os.environ["EVALUATOR_COMPILE_CACHE"] = settings.EVALUATOR_COMPILE_CACHE  # the evaluator children read it
         queue = ARCHES[arch].queue
         name = name or f"{host}:{info.index if info else 'cpu'}:{os.getpid()}"
+        if info is not None:
+            _refuse_a_served_gpu(host, info.uuid, name)
         now = timezone.now()
         GpuWorker.objects.update_or_create(
             name=name,
@@ -114,10 +118,13 @@ class Command(BaseCommand):
                 "gpu_uuid": info.uuid if info else "",
                 "driver_version": info.driver_version if info else "",
                 "mode": f"{mode}, {sandbox}"[:40],
+                "started_at": now,  # a restart under the same name is a new start (see _refuse_a_served_gpu)
                 "heartbeat_at": now,
                 "stopped_at": None,
             },
         )
+        if info is not None:
+            _refuse_a_served_gpu(host, info.uuid, name, registered=True)
         self.stdout.write(
             f"worker {name}: {mode}, {sandbox}, queue {queue}" + (f", {info.name} ({info.uuid})" if info else "")
         )
@@ -133,6 +140,26 @@ class Command(BaseCommand):
             stop.set()
             beat.join(timeout=5)
             GpuWorker.objects.filter(name=name).update(stopped_at=timezone.now())
+
+
+def _refuse_a_served_gpu(host: str, uuid: str, name: str, *, registered: bool = False) -> None:
+    """Two workers timing on one GPU would each time the other's kernels: a GPU another live worker of this host
+    serves is refused. Checked before registering, and again after, for two workers that started together and
+    both passed the first check: the later check of the two sees both rows, and the worker that registered later
+    (then the name that sorts later) gives way, so exactly one serves."""
+    others = live_workers_on_gpu(host, uuid).exclude(name=name)
+    if registered:
+        mine = GpuWorker.objects.get(name=name).started_at
+        others = others.filter(Q(started_at__lt=mine) | Q(started_at=mine, name__lt=name))
+    other = others.order_by("started_at", "name").first()
+    if other is None:
+        return
+    if registered:
+        GpuWorker.objects.filter(name=name).update(stopped_at=timezone.now())
+    raise CommandError(
+        f"not serving: GPU {uuid} of {host} is already served by worker {other.name} (pid {other.pid}, "
+        f"last heartbeat {other.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC); one worker per GPU"
+    )
 
 
 def _sandbox_mode(allow_unsandboxed: bool) -> str:
