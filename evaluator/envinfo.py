@@ -3,25 +3,41 @@
 from __future__ import annotations
 
 import functools
+import os
 import platform
 import socket
 import subprocess
+from collections.abc import Mapping
 from typing import Any
 
 from evaluator.verdict import Environment
 
 
+def pinned_gpu(environ: Mapping[str, str] = os.environ) -> str | None:
+    """The UUID of the one GPU this process is pinned to (a worker sets CUDA_VISIBLE_DEVICES=<uuid>), if it is."""
+    devices = [d.strip() for d in environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    return devices[0] if len(devices) == 1 and devices[0].startswith(("GPU-", "MIG-")) else None
+
+
+def only_row(stdout: str) -> str | None:
+    """The row of an nvidia-smi query that named no GPU, when the host has exactly one: on a host of several,
+    another worker's GPU must never stand in for this one's (its clock is not this GPU's clock)."""
+    rows = [line.strip() for line in stdout.splitlines() if line.strip()]
+    return rows[0] if len(rows) == 1 else None
+
+
 def _smi(query: str, gpu: str | None) -> str | None:
-    """One nvidia-smi query for the GPU with this UUID (or the first GPU, if the UUID is not recognised)."""
-    for selector in ([["-i", gpu]] if gpu else []) + [[]]:
-        cmd = ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits", *selector]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        if proc.returncode == 0 and proc.stdout.strip():
-            return proc.stdout.strip().splitlines()[0].strip()
-    return None
+    """One nvidia-smi query for the GPU with this UUID (default: the GPU this process is pinned to). Naming no GPU,
+    the answer is taken only from a host of one GPU; a UUID nvidia-smi does not know gives no answer."""
+    gpu = gpu or pinned_gpu()
+    cmd = ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits", *(["-i", gpu] if gpu else [])]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return None
+    return only_row(proc.stdout)
 
 
 @functools.lru_cache(maxsize=16)
@@ -35,9 +51,16 @@ def sm_clock_mhz(gpu_uuid: str | None) -> int | None:
     try:
         import pynvml
 
+        gpu_uuid = gpu_uuid or pinned_gpu()
         pynvml.nvmlInit()
         try:
-            handle = pynvml.nvmlDeviceGetHandleByUUID(gpu_uuid) if gpu_uuid else pynvml.nvmlDeviceGetHandleByIndex(0)
+            # NVML ignores CUDA_VISIBLE_DEVICES: index 0 is this process's GPU only on a host of one.
+            if gpu_uuid:
+                handle = pynvml.nvmlDeviceGetHandleByUUID(gpu_uuid)
+            elif pynvml.nvmlDeviceGetCount() == 1:
+                handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+            else:
+                return None
             return int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
         finally:
             pynvml.nvmlShutdown()

@@ -52,6 +52,8 @@ def prepare_device(*, device_type: str, device: int, nvcc_version: str | None, t
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     environment = envinfo.collect(dev if cuda else None)
+    if cuda:
+        check_pinned_gpu(envinfo.pinned_gpu(), environment.gpu_uuid)
     ncu = find_ncu()
     environment.ncu_version = ncu_version(ncu) if ncu else None
     if nvcc_version is not None:
@@ -59,3 +61,13 @@ def prepare_device(*, device_type: str, device: int, nvcc_version: str | None, t
     if timing and cuda:
         environment.peak_bf16_tflops = round(envinfo.measure_bf16_peak(dev), 1)
     return dev, environment
+
+
+def check_pinned_gpu(pinned: str | None, recorded: str | None) -> None:
+    """A worker pins its evaluator to one GPU by UUID; the GPU the verdict records must be that one, or the timing
+    ran somewhere the worker does not own (another worker's GPU on a host of several). A torch that reports no UUID
+    leaves nothing to compare."""
+    if pinned and pinned.startswith("GPU-") and recorded is not None and recorded != pinned:
+        raise EnvironmentProblem(
+            f"this evaluation is pinned to GPU {pinned} (CUDA_VISIBLE_DEVICES) but its CUDA device is {recorded}"
+        )
