@@ -11,7 +11,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
-from evaluator.verdict import Status
+from evaluator.verdict import ArchStatus, OverallStatus, Status
 from portal.core import numbers, verdicts
 from portal.core.numbers import significant
 from portal.core.verdict_record import parse_workload
@@ -113,7 +113,7 @@ def arch_glossary_url(obj) -> str:
     """The glossary entry of a row's instruction-check badge: `full` for verified · full, else the state."""
     _, arch_status, arch_full, _ = _verdict_parts(obj)
     state = verdicts.arch_state(arch_status)
-    return glossary_url("full" if state == "verified" and arch_full else state)
+    return glossary_url("full" if state == ArchStatus.VERIFIED and arch_full else state)
 
 
 @register.filter
@@ -121,9 +121,9 @@ def verdict_glossary_url(obj) -> str:
     """The glossary entry of a verdict phrase's badge: the instruction check's word for a correct kernel,
     static-only for one scored without a GPU, the verdict's statuses otherwise."""
     status = _verdict_parts(obj)[0]
-    if status == "PASSED":
+    if status == OverallStatus.PASSED:
         return arch_glossary_url(obj)
-    return glossary_url("static-only" if status == "STATIC_ONLY" else "verdict")
+    return glossary_url("static-only" if status == OverallStatus.STATIC_ONLY else "verdict")
 
 
 @register.filter
