@@ -182,21 +182,10 @@ def _entry_point(tree: ast.Module, lines: list[str], params: list[str] | None) -
 def _is_kernel(fn: ast.FunctionDef) -> bool:
     for dec in fn.decorator_list:
         target = dec.func if isinstance(dec, ast.Call) else dec
-        name = _dotted(target)
+        name = triton_source.dotted(target)
         if name in ("triton.jit", "jit"):
             return True
     return False
-
-
-def _dotted(node: ast.AST) -> str:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return ""
 
 
 class _Checker(ast.NodeVisitor):

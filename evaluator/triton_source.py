@@ -236,7 +236,7 @@ def _decorated(dec: ast.expr) -> ast.expr:
 
 
 def _spelled_jit(dec: ast.expr) -> bool:
-    return _dotted(_decorated(dec)) in _JIT_SPELLINGS
+    return dotted(_decorated(dec)) in _JIT_SPELLINGS
 
 
 def _names_jit(node: ast.Name | ast.Attribute, imports: dict[str, str]) -> bool:
@@ -244,15 +244,15 @@ def _names_jit(node: ast.Name | ast.Attribute, imports: dict[str, str]) -> bool:
     own is refused as well: a reader, and the policy, would take it for Triton's)."""
     if isinstance(node, ast.Name):
         return node.id == "jit" or imports.get(node.id) == JIT
-    return _dotted(node) == "triton.jit" or _resolve(node, imports) == JIT
+    return dotted(node) == "triton.jit" or _resolve(node, imports) == JIT
 
 
 def _resolve(node: ast.expr, imports: dict[str, str]) -> str | None:
     """The dotted name `node` stands for, through the file's imports; None for a name no import binds."""
-    dotted = _dotted(node)
-    if not dotted:
+    name = dotted(node)
+    if not name:
         return None
-    head, _, rest = dotted.partition(".")
+    head, _, rest = name.partition(".")
     if head not in imports:
         return None
     return f"{imports[head]}.{rest}" if rest else imports[head]
@@ -284,7 +284,8 @@ def _bound_names(node: ast.AST) -> Iterator[str]:
             yield name
 
 
-def _dotted(node: ast.AST) -> str:
+def dotted(node: ast.AST) -> str:
+    """`a.b.c` for a chain of attributes on a name, else ""."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
