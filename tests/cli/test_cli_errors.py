@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from tests.support import leaderboard_factories as lf
-from tests.support.cli_support import config_file, run_cli
+from tests.support.cli_support import FakePortal, config_file, run_cli, serving
 from tests.support.factories import GEMM, make_token, make_user, starter_source, sync_catalog
 
 
@@ -78,7 +78,7 @@ def test_a_portal_that_is_down_is_retried_with_backoff_then_one_line(tmp_path):
     assert _one_line(once).endswith("after 1 attempt")
 
 
-class _LyingPortal(BaseHTTPRequestHandler):
+class _LyingPortal(FakePortal):
     """A portal whose bundle does not match what it announces (the edge of the world: a tampering proxy)."""
 
     bundle = b""
@@ -93,18 +93,6 @@ class _LyingPortal(BaseHTTPRequestHandler):
         else:
             self._send(404, b'{"error": "no such thing"}', "application/json")
 
-    def _send(self, status, body, content_type, headers=None):
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
 
 def _bundle(files: dict[str, bytes], manifest_files: list[dict]) -> bytes:
     buffer = io.BytesIO()
@@ -117,12 +105,8 @@ def _bundle(files: dict[str, bytes], manifest_files: list[dict]) -> bytes:
 
 @pytest.fixture
 def lying_portal():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _LyingPortal)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(_LyingPortal) as url:
+        yield url
 
 
 def _entry(path: str, data: bytes) -> dict:

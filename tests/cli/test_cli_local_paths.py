@@ -6,13 +6,11 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import threading
 import zipfile
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.support.cli_support import run_cli
+from tests.support.cli_support import FakePortal, run_cli, serving
 
 EVALUATION = "0b5f3c2e-8a51-4a4b-9d1e-3f0c6a7b2d10"
 SOURCE = b"// a kernel\n"
@@ -27,7 +25,7 @@ def _bundle() -> bytes:
     return buffer.getvalue()
 
 
-class _HostilePortal(BaseHTTPRequestHandler):
+class _HostilePortal(FakePortal):
     """Answers an evaluation whose `submission` is whatever the test sets, and a consistent bundle for any id."""
 
     submission: object = None
@@ -53,27 +51,11 @@ class _HostilePortal(BaseHTTPRequestHandler):
     def _json(self, document, status=200):
         self._send(status, json.dumps(document).encode(), "application/json")
 
-    def _send(self, status, body, content_type, headers=None):
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
 
 @pytest.fixture
 def hostile_portal():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _HostilePortal)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(_HostilePortal) as url:
+        yield url
 
 
 def _files_under(folder):
