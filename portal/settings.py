@@ -122,6 +122,8 @@ RQ_QUEUES = {
     name: {"URL": REDIS_URL, "DEFAULT_TIMEOUT": env_int("RQ_DEFAULT_TIMEOUT", 3600)} for name in RQ_QUEUE_NAMES
 }
 RQ_SHOW_ADMIN_LINK = True
+# `manage.py rqworker` stops when asked instead of a minute later (portal/core/rq_workers.py).
+RQ = {"WORKER_CLASS": "portal.core.rq_workers.PromptWorker"}
 
 CACHES = {
     # Rendered page fragments, per process ({% cache %} in the leaderboard templates).

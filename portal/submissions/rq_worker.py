@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import logging
 
-from rq.worker import Worker
-
+from portal.core.rq_workers import PromptWorker
 from portal.submissions import services
 
 log = logging.getLogger(__name__)
 
 
-class RequeueOnStopWorker(Worker):
+class RequeueOnStopWorker(PromptWorker):
     def request_stop(self, signum, frame):  # noqa: ANN001, ANN201 - RQ's signal handler signature
         try:
             requeued = services.evaluations_requeue_for_stopping_worker(worker_name=self.name)
