@@ -1,6 +1,6 @@
 from django.urls import path
 
-from portal.catalog import views
+from portal.catalog import api, views
 
 app_name = "catalog"
 
@@ -11,4 +11,5 @@ urlpatterns = [
     path("tasks/<slug:slug>/starter_triton.py", views.task_starter_triton, name="task_starter_triton"),
     path("packs/<slug:slug>/", views.pack_detail, name="pack_detail"),
     path("packs/<slug:slug>/download", views.pack_download, name="pack_download"),
+    path("api/v1/registry", api.registry, name="api_registry"),
 ]

@@ -1,0 +1,35 @@
+"""GET /api/v1/registry: the architectures and kernel languages this portal evaluates, read from the evaluator's
+registries (evaluator/arches.py, evaluator/languages.py) so that clients ask here instead of keeping a copy.
+Public and read-only; the answer is built once per process, since it changes only with the code."""
+
+from __future__ import annotations
+
+import functools
+
+from django.http import HttpRequest, JsonResponse
+
+from evaluator.arches import ARCHES
+from evaluator.languages import LANGUAGES
+from portal.accounts.api_auth import api_endpoint
+
+
+@functools.cache
+def registry_document() -> dict:
+    return {
+        "arches": [
+            {
+                "name": arch.name,
+                "label": arch.label,
+                "gpus": list(arch.gpus),
+                "queue": arch.queue,
+                "families": list(arch.families),
+            }
+            for arch in ARCHES.values()
+        ],
+        "languages": [{"name": lang.name, "suffix": lang.suffix} for lang in LANGUAGES.values()],
+    }
+
+
+@api_endpoint(methods=("GET",), auth=False)
+def registry(request: HttpRequest) -> JsonResponse:
+    return JsonResponse(registry_document())

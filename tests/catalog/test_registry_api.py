@@ -1,0 +1,36 @@
+"""GET /api/v1/registry lists exactly the evaluator's registries: what clients read instead of a copy."""
+
+from __future__ import annotations
+
+import pytest
+
+from evaluator.arches import ARCHES
+from evaluator.languages import LANGUAGES
+
+pytestmark = pytest.mark.django_db
+
+
+def test_registry_lists_every_architecture_as_the_evaluator_holds_it(client):
+    body = client.get("/api/v1/registry").json()
+    assert [a["name"] for a in body["arches"]] == list(ARCHES)
+    for entry in body["arches"]:
+        arch = ARCHES[entry["name"]]
+        assert entry == {
+            "name": arch.name,
+            "label": arch.label,
+            "gpus": list(arch.gpus),
+            "queue": arch.queue,
+            "families": list(arch.families),
+        }
+
+
+def test_registry_lists_every_language_with_its_file_suffix(client):
+    body = client.get("/api/v1/registry").json()
+    assert body["languages"] == [{"name": lang.name, "suffix": lang.suffix} for lang in LANGUAGES.values()]
+
+
+def test_registry_is_read_only_and_public(client):
+    assert client.get("/api/v1/registry").status_code == 200
+    response = client.post("/api/v1/registry", {})
+    assert response.status_code == 405
+    assert "error" in response.json()
