@@ -267,10 +267,6 @@ def done_event() -> dict[str, Any]:
 # --------------------------------------------------------------------------- reading events (the parent)
 
 
-def event_name(message: dict[str, Any]) -> str:
-    return str(message.get(EVENT, ""))
-
-
 def is_error(message: dict[str, Any]) -> bool:
     return message.get(EVENT) == ERROR
 

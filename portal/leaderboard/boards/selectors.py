@@ -383,18 +383,3 @@ def _model_rows(*, arch: str, k: int) -> dict[str, list[ModelRow]]:
             )
         )
     return dict(by_task)
-
-
-def correctness_by_turn_limit(gen: Generation, *, arch: str, task: str, gpu: str = "") -> dict[int, list[SummaryRow]]:
-    """For the correctness-vs-turn-limit chart: k -> summary rows restricted to one task ("" for all)."""
-    out: dict[int, list[SummaryRow]] = {}
-    for k in ranking.TURN_LIMITS:
-        by_task = model_rows(gen, arch=arch, k=k, gpu=gpu)
-        per_run: dict[int, list[ModelRow]] = defaultdict(list)
-        for slug, rows in by_task.items():
-            if task and slug != task:
-                continue
-            for row in rows:
-                per_run[row.run_id].append(row)
-        out[k] = [ranking.summarise_run(rows) for rows in per_run.values()]
-    return out

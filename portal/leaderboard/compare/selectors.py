@@ -222,11 +222,6 @@ def compare_models(gen: Generation, query: BoardQuery, a: str, b: str) -> dict[s
 # --------------------------------------------------------------------------- kernels
 
 
-def _side_by_side(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
-    keys = list(a) + [k for k in b if k not in a]
-    return [{"name": k, "a": a.get(k), "b": b.get(k)} for k in keys]
-
-
 def _workloads(verdict: Verdict | None) -> dict[str, dict[str, Any]]:
     out = {}
     for w in verdict.workloads if verdict else []:
