@@ -15,15 +15,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ptxbench_cli import __version__, config, download, progress
+from ptxbench_cli import __version__, config, download, progress, registry
 from ptxbench_cli.api import ApiError, Client, CliError
 from ptxbench_cli.text import clean, number, one_line, table
 
-ARCHES = ("sm_90a", "sm_100a")
 EXIT_KERNEL_FAILED = 3
 EXIT_STATIC_ONLY = 4
 EXIT_NOT_EVALUATED = 5
-LANGUAGE_BY_SUFFIX = {".cu": "cuda", ".cuh": "cuda", ".py": "triton"}
 UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
 
@@ -61,7 +59,7 @@ def cmd_login(args: argparse.Namespace) -> int:
     if not token:
         raise CliError("no token given (paste it at the prompt, or pipe it on standard input)")
     # Any API read checks a token sent with it: a wrong, revoked or expired one is refused in the API's words.
-    Client(url, token).get_json("/api/v1/leaderboard/summary", arch=ARCHES[0])
+    Client(url, token).get_json("/api/v1/leaderboard/summary")
     path = config.save_token(url, token)
     out(f"logged in to {url}; token stored in {path} (mode 600)")
     return 0
@@ -84,11 +82,15 @@ def cmd_logout(args: argparse.Namespace) -> int:
 
 def cmd_tasks(args: argparse.Namespace) -> int:
     client = _client(args)
-    arches = [args.arch] if args.arch else list(ARCHES)
+    known = registry.fetch(client)
+    known.check_arch(args.arch)
+    # With no list from the portal, its summary's own default architecture (arch=None is left out of the query).
+    arches: list[str | None] = [args.arch] if args.arch else list(known.arches or (None,))
     by_task: dict[str, list[str]] = {}
     for arch in arches:
-        for slug in client.get_json("/api/v1/leaderboard/summary", arch=arch).get("tasks") or []:
-            by_task.setdefault(slug, []).append(arch)
+        answer = client.get_json("/api/v1/leaderboard/summary", arch=arch)
+        for slug in answer.get("tasks") or []:
+            by_task.setdefault(slug, []).append(arch or one_line((answer.get("query") or {}).get("arch"), 40))
     if args.format == "json":
         out(json.dumps([{"task": t, "arches": a} for t, a in by_task.items()], indent=2))
     else:
@@ -98,6 +100,9 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 
 def cmd_board(args: argparse.Namespace) -> int:
     client = _client(args)
+    known = registry.fetch(client)
+    known.check_arch(args.arch)
+    known.check_language(args.language)
     params = {
         "task": args.task,
         "arch": args.arch,
@@ -138,13 +143,12 @@ def cmd_board(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- submit, status
 
 
-def _language(path: Path, choice: str) -> str:
+def _language(path: Path, choice: str, known: registry.Registry) -> str | None:
+    """The chosen language, else the one the file's suffix says; None leaves it to the portal (by the file name)."""
     if choice != "auto":
+        known.check_language(choice)
         return choice
-    language = LANGUAGE_BY_SUFFIX.get(path.suffix.lower())
-    if language is None:
-        raise CliError(f"cannot tell the language of {path.name} (.cu is CUDA, .py is Triton): pass --language", 2)
-    return language
+    return known.language_of(path)
 
 
 def _exit_for(evaluation: dict[str, Any]) -> int:
@@ -193,9 +197,13 @@ def cmd_submit(args: argparse.Namespace) -> int:
         raise CliError(f"cannot read {args.file}: {exc.strerror or exc}") from None
     if not data.strip():
         raise CliError(f"{args.file} is empty: there is no kernel to submit")
-    language = _language(path, args.language)
     client = _client(args, need_token=True)
-    fields = {"task": args.task, "arch": args.arch, "language": language, "name": args.name or path.name}
+    known = registry.fetch(client)
+    known.check_arch(args.arch)
+    language = _language(path, args.language, known)
+    fields = {"task": args.task, "arch": args.arch, "name": args.name or path.name}
+    if language:
+        fields["language"] = language
     if args.note:
         fields["note"] = args.note
     if args.force:
@@ -359,6 +367,9 @@ def cmd_run_model(args: argparse.Namespace) -> int:
             raise CliError(f"--api-key-env names {args.api_key_env}, which is not set")
         body["api_key"] = key  # from the environment, never the command line (process lists show arguments)
     client = _client(args, need_token=True)
+    known = registry.fetch(client)
+    known.check_arch(args.arch)
+    known.check_language(args.language)
     run = client.post_json("/api/v1/runs", body).json()
     out(f"model run {run.get('id')}: {client.url}/runs/{run.get('id')}/ ({one_line(run.get('state'))})")
     return 0
@@ -393,7 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
     command("logout", "forget the token stored for this portal", cmd_logout)
 
     sub = command("tasks", "list the tasks and the architectures they target", cmd_tasks)
-    sub.add_argument("--arch", choices=ARCHES)
+    sub.add_argument("--arch", help="one architecture (default: every one the portal lists)")
     sub.add_argument("--format", choices=("table", "json"), default="table")
 
     sub = command(
@@ -401,8 +412,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub.add_argument("file", metavar="FILE")
     sub.add_argument("--task", required=True, help="task name, e.g. gemm_n7168_k5120 (ptxbench tasks)")
-    sub.add_argument("--arch", required=True, help="sm_90a (Hopper) or sm_100a (Blackwell)")
-    sub.add_argument("--language", choices=("auto", "cuda", "triton"), default="auto", help="default: by suffix")
+    sub.add_argument("--arch", required=True, help="an architecture the portal lists, e.g. sm_90a")
+    sub.add_argument("--language", default="auto", help="a language the portal lists, e.g. cuda (default: by suffix)")
     sub.add_argument("--name", help="label on the boards (default: the file name)")
     sub.add_argument("--note")
     sub.add_argument("--force", action="store_true", help="evaluate again even if this source was submitted before")
@@ -427,7 +438,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--arch", required=True)
     sub.add_argument("--format", choices=("table", "csv", "json"), default="table")
     sub.add_argument("--gpu", help="one GPU model, e.g. H200")
-    sub.add_argument("--language", choices=("cuda", "triton"))
+    sub.add_argument("--language", help="a language the portal lists, e.g. triton")
     sub.add_argument("--all", action="store_true", help="also the correct kernels that are not verified")
 
     sub = command(
@@ -442,7 +453,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--arch", required=True)
     sub.add_argument("--tasks", required=True, help="comma-separated task names")
     sub.add_argument("--api-key-env", metavar="VAR", help="name of the environment variable holding the endpoint's key")
-    sub.add_argument("--language", choices=("cuda", "triton"), default="cuda")
+    sub.add_argument("--language", default="cuda", help="a language the portal lists (default: cuda)")
     sub.add_argument("--pack", choices=("arch", "none"), default="arch")
     sub.add_argument("--display-name")
     sub.add_argument("--turns", type=int)

@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from evaluator.arches import ARCHES
 from tests.support import leaderboard_factories as lf
 from tests.support.cli_support import FakePortal, config_file, run_cli, serving
 from tests.support.factories import GEMM, make_token, make_user, starter_source, sync_catalog
@@ -54,7 +55,9 @@ def test_unknown_task_missing_file_and_bad_token_are_one_line_refusals(live_serv
     assert _one_line(no_token).startswith(f"ptxbench: no API token for {url}")
 
     bad_arch = run_cli("board", "--task", GEMM, "--arch", "sm_75", url=url, home=tmp_path)
-    assert "sm_75" in _one_line(bad_arch) and "(HTTP 400)" in bad_arch.stderr
+    # Refused before the board is asked, naming every architecture the portal's registry lists.
+    assert _one_line(bad_arch) == f"ptxbench: unknown architecture 'sm_75'; this portal has: {', '.join(ARCHES)}"
+    assert bad_arch.returncode == 2
 
     no_such = run_cli("status", "999999", url=url, home=tmp_path)
     assert _one_line(no_such) == "ptxbench: no such submission (HTTP 404)"
@@ -220,12 +223,18 @@ def test_a_token_is_kept_per_portal_and_the_environment_overrides_it(tmp_path, m
         config.resolve("ftp://x")
 
 
+_REGISTRY = {"arches": [{"name": "sm_90a"}], "languages": [{"name": "cuda", "suffix": ".cu"}]}
+
+
 class _FlakyPortal(BaseHTTPRequestHandler):
     """Overloaded for a moment: 503 twice, then the board; a POST always meets an HTML 502 page."""
 
     calls: list[str] = []
 
     def do_GET(self):  # noqa: N802 - http.server's name
+        if self.path.startswith("/api/v1/registry"):  # what the portal evaluates: only the reads below are counted
+            self._send(200, json.dumps(_REGISTRY).encode(), "application/json")
+            return
         self.calls.append("GET")
         if self.calls.count("GET") <= 2:
             self._send(503, b'{"error": "busy"}', "application/json")
@@ -289,9 +298,12 @@ def test_the_language_is_told_by_the_suffix_unless_given():
 
     from ptxbench_cli.api import CliError
     from ptxbench_cli.main import _language
+    from ptxbench_cli.registry import Registry
 
-    assert _language(Path("k.cu"), "auto") == "cuda" and _language(Path("k.PY"), "auto") == "triton"
-    assert _language(Path("k.txt"), "triton") == "triton"
+    known = Registry(("sm_90a",), {".cu": "cuda", ".py": "triton"})  # as the portal's registry lists them
+    assert _language(Path("k.cu"), "auto", known) == "cuda" and _language(Path("k.PY"), "auto", known) == "triton"
+    assert _language(Path("k.txt"), "triton", known) == "triton"
     with pytest.raises(CliError) as refused:
-        _language(Path("k.txt"), "auto")
+        _language(Path("k.txt"), "auto", known)
     assert refused.value.exit_code == 2 and "pass --language" in refused.value.message
+    assert _language(Path("k.txt"), "auto", Registry(None, None)) is None  # an older portal tells by the name
