@@ -1,5 +1,5 @@
 """The reference kernels under two evaluators on one GPU, interleaved: the integrity checks must not hurt an honest
-kernel's speedup beyond the run-to-run spread (issue 14). Run on an H200:
+kernel's speedup beyond the run-to-run spread. Run on an H200:
 
     python bench/before_after.py --old DIR_WITH_OLD_EVALUATOR --repeats 2 --out OUT
 

@@ -1,4 +1,4 @@
-"""Benchmark of the evaluator itself (issue 4, "Performance"); run on an H200, results in docs/performance.md.
+"""Benchmark of the evaluator itself ; run on an H200, results in docs/performance.md.
 
     python bench/evaluator_bench.py [--kernel K.cu] [--task gemm_n7168_k5120] [--repeats 5] [--out DIR]
 

@@ -1,4 +1,4 @@
-"""Can the trusted parent share GPU buffers with a sandboxed candidate process? (issue 32, property 2)
+"""Can the trusted parent share GPU buffers with a sandboxed candidate process?
 
 Two ways, each once unsandboxed and once inside the evaluator's bubblewrap jail (its own PID, IPC and network
 namespaces, a private /dev/shm):

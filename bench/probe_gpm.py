@@ -1,4 +1,4 @@
-"""Can the trusted parent see, from outside the candidate process, whether the tensor cores ran? (issue 32, prop. 3)
+"""Can the trusted parent see, from outside the candidate process, whether the tensor cores ran?
 
 NVML's GPU performance monitoring (GPM, Hopper and later) reads device-wide counters from the driver: no library
 is loaded into the process that runs the kernels, so a candidate cannot read, rewrite or detect it. This probe

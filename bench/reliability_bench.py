@@ -1,4 +1,4 @@
-"""Load and fault benchmark (issue 9): 50 API clients submit for 60 s against gunicorn + Redis + 2 CPU-stages
+"""Load and fault benchmark: 50 API clients submit for 60 s against gunicorn + Redis + 2 CPU-stages
 workers + the reconcile loop, then, while clients keep submitting, a worker is SIGKILLed mid-job, Redis is
 restarted and the web tier is killed and restarted. The run then drains and audits the database: every submission
 a client was told about exists, has exactly one evaluation, and that evaluation is final; no duplicate artifacts.

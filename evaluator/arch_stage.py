@@ -72,7 +72,7 @@ def run_arch_stage(
 
     `non_tensor_peak`: the GPU's fastest rate without tensor cores (evaluator.peaks), for `tensor_evidence`.
     `timed`: the workloads were timed on a GPU. Then a kernel with no target instruction is profiled too: the
-    status stays `absent`, but the profiled call's time and kernels cross-check the timed figures (issue 32: the
+    status stays `absent`, but the profiled call's time and kernels cross-check the timed figures (the
     kernel records of the timed calls come from the candidate's own process, and can be switched off there)."""
     absent = sass is None or sass.target_count == 0
     if sass is None or (absent and not timed):

@@ -1,4 +1,4 @@
-"""String literals as the assembler reads them, and the assembler directives the source policy refuses (issue 28).
+"""String literals as the assembler reads them, and the assembler directives the source policy refuses.
 
 Host code reaches GNU as (gas) as text: `asm(...)` statements and asm labels, and also section names
 (`__attribute__((section(...)))`) and `#ident` strings, which GCC copies into its assembly unescaped. gas reads

@@ -1,4 +1,4 @@
-"""GPU memory the trusted parent owns and lends to a sandboxed candidate process (issue 32, property 2).
+"""GPU memory the trusted parent owns and lends to a sandboxed candidate process.
 
 Legacy CUDA IPC handles (cudaIpcGetMemHandle) cannot be opened from another PID namespace, and every candidate
 process runs in its own (bubblewrap --unshare-pid). The virtual memory management API can: the parent creates

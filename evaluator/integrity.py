@@ -52,7 +52,7 @@ CONSISTENCY_TOLERANCE = 0.01
 CLOCK_MARGIN = 1.5
 HOST_SLACK_MS = 0.05
 # Nsight Compute's gpu__time_duration of the profiled call against the ranked latency, which the trusted clock
-# bounds (issue 32). Honest calls measured 0.90-1.008 of it on the H200 (every reference kernel's committed
+# bounds. Honest calls measured 0.90-1.008 of it on the H200 (every reference kernel's committed
 # verdicts, docs/runs/integrity/); a profiled path faster or slower than the timed one by more than this is held,
 # which also bounds what a kernel gains by running other code only when it is not profiled.
 NCU_MARGIN = 0.25
@@ -328,8 +328,8 @@ def consistency_hold(
     flops: float | None,
     tolerance: float = CONSISTENCY_TOLERANCE,
 ) -> Hold | None:
-    """Hold when speedup, latency, TFLOP/s and the trusted baseline do not describe one measurement (issue 32,
-    property 7): two rows at the same TFLOP/s with speedups 2x apart cannot both be true."""
+    """Hold when speedup, latency, TFLOP/s and the trusted baseline do not describe one measurement:
+    two rows at the same TFLOP/s with speedups 2x apart cannot both be true."""
     problems = []
     if latency_ms and baseline_latency_ms and speedup:
         expected = baseline_latency_ms / latency_ms

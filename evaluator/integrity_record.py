@@ -73,8 +73,8 @@ def absorb_profile(v: Verdict, outcome: ArchOutcome, timed_launches: dict[str, l
         if check.status == ArchStatus.VERIFIED:
             check.status = ArchStatus.PROFILE_ERROR
             check.reason = f"not verified: {mismatch.message}"
-    # Against the ranked latency, which the trusted clock bounds (a rewritten in-process timer cannot move it);
-    # the in-process median alone was the yardstick before issue 32.
+    # Against the ranked latency, which the trusted clock bounds: a rewritten in-process timer cannot move it, so the
+    # in-process median alone is no yardstick.
     record.hold(
         ncu_hold(
             reported_ms=check.ranked_latency_ms or check.cupti_median_ms,

@@ -1,4 +1,4 @@
-"""The kernel languages, each a seam registered here and nowhere else (issue 30).
+"""The kernel languages, each a seam registered here and nowhere else.
 
 A language says how a submission's source is checked before anything runs, how it is built inside the sandbox,
 which toolchain version the verdict records, and where its compiled kernels wait for the candidate process. The

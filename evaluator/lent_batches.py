@@ -1,4 +1,4 @@
-"""Batches whose inputs the parent draws itself, after its clock has started (issue 42, properties 1 and 2).
+"""Batches whose inputs the parent draws itself, after its clock has started.
 
 A batch call's inputs used to be drawn in the candidate process from seeds it was sent, before the parent's
 clock started: a payload could compute the outputs in that window and copy them in during the call. Here the

@@ -5,8 +5,8 @@ over the figure here, in the verdict (`fraction_of_peak`), the database, the boa
 
 Not the rate measured on the host (`environment.peak_bf16_tflops`, an 8192³ `torch.matmul`): that is cuBLAS's
 own speed (about 800 TFLOP/s on an H200), which a fast kernel may pass, and it moves with clocks and versions; it
-stays in the verdict as a record of the machine. Before issue 29 the boards showed both as "measured peak"
-(about 986 and 803 TFLOP/s on one H200 board).
+stays in the verdict as a record of the machine. Boards that showed both as "measured peak" (about 986 and 803
+TFLOP/s on one H200) would contradict themselves.
 
 Beside it, the physical limits every ranked figure is held against (evaluator/physical_limits.py): the dense
 tensor-core peak per input dtype, and the HBM bandwidth.
@@ -31,7 +31,7 @@ DENSE_BF16_TFLOPS: tuple[tuple[tuple[str, ...], float], ...] = (
 
 # The fastest rate code reaches WITHOUT tensor cores (packed FP16/BF16 FMA, twice the FP32 rate), from NVIDIA's
 # H100 whitepaper (SXM5: 133.8; PCIe: 102.4; NVL: 120) and the H200 datasheets (the H200 has the H100's SMs and
-# clocks). A timed rate above it can only come from tensor cores (issue 32, property 3; see `tensor_evidence`).
+# clocks). A timed rate above it can only come from tensor cores (see `tensor_evidence`).
 NON_TENSOR_SOURCE = "NVIDIA whitepaper peak FP16/BF16 without tensor cores (2x FP32)"
 NON_TENSOR_TFLOPS: tuple[tuple[tuple[str, ...], float], ...] = (
     (("H100", "PCIE"), 102.4),

@@ -72,8 +72,8 @@ def performance_from_timing(
     return PerformanceResult(perf, notes)
 
 
-# How far below the trusted clock the candidate process's own timer may place the ranked latency (issue 32,
-# property 4). The parent's per-call clock over a batch is the call's time plus the host's cost of driving it
+# How far below the trusted clock the candidate process's own timer may place the ranked latency.
+# The parent's per-call clock over a batch is the call's time plus the host's cost of driving it
 # (messages, launches, the capture), which the trusted baseline process measures on the same host just before:
 # its `host_floor_ms`. So the ranked latency is at least (trusted - host floor - BOUND_EXTRA_MS) /
 # TRUSTED_BOUND_MARGIN. Measured on the H200: the seven reference kernels' in-process medians sit 1.01x-1.13x

@@ -1,5 +1,5 @@
-"""The batch outputs live in memory the trusted parent owns; it captures them before its clock stops (issue 32,
-property 2: what is compared is what was timed, captured by the trusted side).
+"""The batch outputs live in memory the trusted parent owns; it captures them before its clock stops
+(what is compared is what was timed, captured by the trusted side).
 
 Before, a batch call wrote its outputs into the candidate process's own memory and the parent asked afterwards
 for one of them to be saved to a file: a payload could compute part of each call and recompute the asked-for call

@@ -9,7 +9,7 @@ dunder attributes, a module bound to another name), or touch files, the network 
 `triton`, `triton.language`, `triton.tools.tensor_descriptor`, `math` and `torch` may be imported).
 
 Module-level code, decorators, defaults and kernel bodies all run as Python (kernel bodies while Triton compiles
-them), so names are allowlisted, never modules whole (issue 28): every `module.a.b` chain and `from module import
+them), so names are allowlisted, never modules whole: every `module.a.b` chain and `from module import
 a` is looked up name by name in `ADMITTED`, the committed walk of what each allowed module exposes
 (evaluator/triton_policy_walk.py), which refuses modules other than the language's namespaces (`tl.core`,
 `tl.extra.pkgutil`), imported helpers and Python's builtins. Past a function, class or constant, host code may

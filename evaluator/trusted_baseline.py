@@ -1,4 +1,4 @@
-"""The library baseline, measured where no submission code runs (issue 32: the denominator is trusted).
+"""The library baseline, measured where no submission code runs (the denominator is trusted).
 
 A speedup divides the library's time by the candidate's. When the library was timed inside the candidate's own
 process, a payload there could slow it (a 1.81x "speedup" for an unchanged 0.91x kernel). Now, for each timed

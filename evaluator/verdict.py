@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-# 2 (issue 30): `Performance.reference_latency_ms` became `baseline_latency_ms` (docs/glossary.md: the library
+# 2: `Performance.reference_latency_ms` became `baseline_latency_ms` (docs/glossary.md: the library
 # baseline's latency, not the PyTorch reference's). `from_dict` still reads documents of version 1.
 SCHEMA_VERSION = 2
 
@@ -161,7 +161,7 @@ class Correctness:
     timed_outputs_checked: int = 0  # outputs of timed calls that were compared too
 
 
-# Which figure `Performance.latency_ms` is (issue 32, property 4).
+# Which figure `Performance.latency_ms` is.
 LATENCY_FROM_CANDIDATE_TIMER = "candidate process timer"  # within the trusted clock's margin
 LATENCY_FROM_TRUSTED_BOUND = "trusted clock bound"  # the in-process figure was lower than the trusted clock allows
 LATENCY_FROM_TRUSTED_CLOCK = "trusted clock"  # a host_time hold: the parent's per-call clock itself
@@ -181,16 +181,16 @@ class Performance:
     reference: TimingStats | None = None
     tflops: float | None = None  # task FLOPs / candidate median
     fraction_of_peak: float | None = None  # tflops / the GPU's datasheet dense BF16 peak (evaluator/peaks.py)
-    # Who measured `reference`: "trusted process" (a process that loads no submission code, issue 32) or, in
+    # Who measured `reference`: "trusted process" (a process that loads no submission code) or, in
     # verdicts before it, the candidate's own process ("candidate process").
-    reference_measured_by: str | None = field(default=None, metadata={"added": "issue 32"})
+    reference_measured_by: str | None = field(default=None, metadata={"added": "schema_version 2"})
     # The trusted process's own clock over back-to-back batches of library calls, minus their GPU time: the host
     # cost per call of a Python-driven call on this host right now (the trusted-clock check's slack scales with it).
-    host_floor_ms: float | None = field(default=None, metadata={"added": "issue 32"})
+    host_floor_ms: float | None = field(default=None, metadata={"added": "schema_version 2"})
     # The candidate process's own median (CUPTI or CUDA events), a hint: `latency_ms` is it only while the parent's
     # clock agrees (evaluator/performance.py, bound_by_trusted_clock). `latency_from` names the figure that ranks.
-    in_process_latency_ms: float | None = field(default=None, metadata={"added": "issue 32"})
-    latency_from: str | None = field(default=None, metadata={"added": "issue 32"})
+    in_process_latency_ms: float | None = field(default=None, metadata={"added": "schema_version 2"})
+    latency_from: str | None = field(default=None, metadata={"added": "schema_version 2"})
 
 
 @dataclass
@@ -230,7 +230,7 @@ class ArchCheck:
     timer_ratio: float | None = None  # ncu / cupti
     timer_disagreement: bool = False  # |ratio - 1| above the documented margin
     timer_margin: float | None = None
-    # The profiled call against the trusted side's figure for the timed calls (issue 32, properties 3 and 4): the
+    # The profiled call against the trusted side's figure for the timed calls: the
     # ranked latency (never below the evaluator's own clock bound) and the rate it gives.
     ranked_latency_ms: float | None = None
     trusted_ratio: float | None = None  # ncu / ranked latency; held beyond integrity.NCU_MARGIN

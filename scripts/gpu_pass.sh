@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One session's GPU pass on an offline H200 (the device tool runs it from the repo root), in eight modes:
 #   smoke   references, the headline GEMM's phases, four corpus entries: a changed evaluator's first look.
-#   fixit   tests/fixit/test_fixit_gpu.py alone (~2 minutes); FIXIT_REPEAT=3 runs it three times in a row (issue 32), after
+#   fixit   tests/fixit/test_fixit_gpu.py alone (~2 minutes); FIXIT_REPEAT=3 runs it three times in a row, after
 #           the headline GEMM's phase table (bench/evaluator_phases.py) when PHASES=1.
 #   entries chosen corpus entries only (ENTRIES=a,b,...): a changed evaluator's first look before a whole round.
 #   checks  every sm_90a reference kernel (CUDA and Triton; verdicts kept), chosen corpus entries, Fixit end to end
@@ -9,7 +9,7 @@
 #   probe   bench/evaluator_phases.py (where one verdict's time goes), scripts/measure_baselines.py (every library
 #           baseline by the evaluator's timer), the Triton GPU tests (references and the 17 starters); ~7 minutes.
 #   cost    bench/evaluator_phases.py and bench/evaluator_bench.py on the headline GEMM, the Triton starter tests.
-#   holds   issue 32's false-hold rate (tests/submissions/test_false_holds_gpu.py: every sm_90a reference 5 times through the
+#   holds   the false-hold rate (tests/submissions/test_false_holds_gpu.py: every sm_90a reference 5 times through the
 #           portal's GPU path with a CPU load), detached like corpus: `holds start`, then `holds wait` at once.
 #           All seven references take ~40 min: FALSE_HOLDS_ONLY=task/solution,... runs a part per session, and
 #           FALSE_HOLDS_THEN=... a second part after it.
@@ -120,7 +120,7 @@ if [ "$mode" = cost ]; then  # the headline GEMM's time per verdict, every stage
   finish
 fi
 
-if [ "$mode" = holds ] && [ "$sub" = start ]; then  # issue 32's false-hold rate: tests/submissions/test_false_holds_gpu.py, detached
+if [ "$mode" = holds ] && [ "$sub" = start ]; then  # the false-hold rate: tests/submissions/test_false_holds_gpu.py, detached
   env_log > "$WORK/holds-env.log" 2>&1
   # FALSE_HOLDS_THEN=task/solution,...: a second part run after the first ends, so that a call cut short by the device's
   # time still has the first part whole (each round writes its rows to holds.jsonl as it ends).

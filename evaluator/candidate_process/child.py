@@ -115,7 +115,7 @@ class Session:
         self.trial_windows: list[tuple[int, int]] = []
         self.run: Callable[..., Any]  # the candidate's `run` (or, in the trusted baseline process, the library's)
         if job.get("mode") == protocol.BASELINE_MODE:
-            # The trusted baseline process (issue 32): no submission code is loaded. The library baseline is driven
+            # The trusted baseline process: no submission code is loaded. The library baseline is driven
             # through the same timed-call and batch machinery a candidate's run gets, on inputs drawn the same way.
             b = self.task.baselines[0]
             library_call = load_baseline(b.source, b.function, b.id)

@@ -215,7 +215,7 @@ class Turn(models.Model):
     def published_status(self) -> str:
         """The one status word pages, the API, the exports and Fixit show (their `status`): the verdict's status when
         the evaluator gave one, else the outcome's own name (NO_KERNEL, ...); "" while the turn runs. Derived from
-        `outcome` and `verdict_status`, never stored (issue 30)."""
+        `outcome` and `verdict_status`, never stored."""
         if self.outcome == self.Outcome.VERDICT:
             return self.verdict_status
         return self.OUTCOME_STATUS.get(self.outcome, "")

@@ -16,7 +16,7 @@ from typing import Any
 from portal.agent.models import Trajectory
 
 TRAJECTORY_FORMAT = "mini-swe-agent-1.1"
-# The version of PTXBench's own names under `info.ptxbench` and each message's `extra` (docs/api.md): 2 since issue 30
+# The version of PTXBench's own names under `info.ptxbench` and each message's `extra` (docs/api.md): 2
 # (a turn's `speedup_factor`, the verdict's name); documents written before carry no `format` there and say `speedup`.
 PTXBENCH_FORMAT = "ptxbench-portal.trajectory-2"
 

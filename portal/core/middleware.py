@@ -112,7 +112,7 @@ class ApiErrorsMiddleware:
         if isinstance(exception, Http404 | PermissionDenied | BadRequest | SuspiciousOperation):
             return None  # Django answers these with their status; __call__ makes that answer JSON
         if isinstance(exception, MultiPartParserError):
-            # The client's body, not our fault (issue 28: a body without a boundary was a JSON 500). Django's
+            # The client's body, not our fault (a body without a boundary is no server error). Django's
             # own reason may quote the client's boundary: a fixed message instead.
             return JsonResponse({"error": MULTIPART_ERROR}, status=400)
         log.error("unhandled exception in %s %s", request.method, request.path, exc_info=exception)

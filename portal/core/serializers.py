@@ -13,8 +13,8 @@ from typing import Any
 
 from portal.core import verdicts
 
-# The field names' versions (`?v=` on every /api/v1/ read, `api_version`): 1, the default for now, answers the old
-# names exactly as before issue 30; 2 answers only the canonical names. docs/api.md says which is which and why.
+# The field names' versions (`?v=` on every /api/v1/ read, `api_version`): 1, the default for now, answers the
+# version 1 names exactly; 2 answers only the canonical names. docs/api.md says which is which and why.
 API_VERSIONS = (1, 2)
 DEFAULT_API_VERSION = 1
 
@@ -73,7 +73,7 @@ def field_name(name: str, v: int) -> str:
 
 
 def canonical_names(record: dict[str, Any]) -> dict[str, Any]:
-    """A record written with version 1's names (a file published before issue 30: a Fixit dataset row, a results
+    """A record written with version 1's names (a file published in a version 1 format: a Fixit dataset row, a results
     snapshot line, a bundle manifest's evaluation), read back with the canonical names; other keys unchanged. A record
     already canonical comes back as it was."""
     old = {v1: canonical for canonical, v1 in V1_NAMES.items()}

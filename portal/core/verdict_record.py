@@ -1,4 +1,4 @@
-"""The one place a verdict document becomes the evaluator's typed records (issue 30: the verdict is the contract).
+"""The one place a verdict document becomes the evaluator's typed records (the verdict is the contract).
 
 The database keeps the verdict exactly as the evaluator wrote it (a JSON field on Evaluation, never rewritten);
 every reader in the portal takes it through `parse_verdict` and reads attributes of `evaluator.verdict.Verdict`

@@ -1,7 +1,7 @@
 """The columns of each config of a public result snapshot (docs/api.md, "Public result datasets"). One Arrow schema
 per config: the Parquet files have exactly these columns, also with 0 rows, and the JSONL lines the same keys. The
 measurements carry the verdict's names (portal/core/serializers.py MEASUREMENT_FIELDS) since format results-2
-(snapshot.py MANIFEST_FORMAT, issue 30); versions published before keep version 1's names."""
+(snapshot.py MANIFEST_FORMAT); versions published before keep version 1's names."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from typing import Any
 from portal.datasets.files import card_front_matter, jsonl_bytes, parquet_bytes, sha256_bytes
 from portal.datasets.schemas import CONFIGS
 
-# 2 since issue 30: the measurements by the verdict's names (`speedup_factor`, `speedup_ci95_low`/`_high`,
+# 2: the measurements by the verdict's names (`speedup_factor`, `speedup_ci95_low`/`_high`,
 # `fraction_of_peak`); versions published before are results-1, with version 1's names, and are not rewritten.
 MANIFEST_FORMAT = "ptxbench-portal.results-2"
 

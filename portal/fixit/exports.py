@@ -24,7 +24,7 @@ import pyarrow as pa
 from portal.datasets.files import card_front_matter, jsonl_bytes, sha256_bytes
 from portal.datasets.files import parquet_bytes as _parquet_bytes
 
-# 2 since issue 30: the fixed (or correct) kernel's `speedup_factor`, the verdict's name (it was `speedup` in
+# 2: the fixed (or correct) kernel's `speedup_factor`, the verdict's name (it was `speedup` in
 # version 1; files already published keep theirs, read back through portal/core/serializers.py `canonical_names`).
 MANIFEST_FORMAT = "ptxbench-portal.fixit-2"
 _MESSAGES = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string()), ("loss", pa.bool_())]))

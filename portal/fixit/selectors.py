@@ -181,7 +181,7 @@ def dataset_sample(dataset: Dataset) -> dict | None:
         except (Http404, OSError, ValueError):
             continue
         if first.strip():
-            # A version published before issue 30 (format fixit-1) says `speedup`: read with the canonical names.
+            # A version 1 file (format fixit-1) says `speedup`: read with the canonical names.
             return canonical_names(json.loads(first))
     return None
 

@@ -70,8 +70,8 @@ def summarise_verdict(
         reasons = []
         if out["fraction_of_peak"] is not None and out["fraction_of_peak"] > 1.0:
             reasons.append(f"achieved {out['tflops']:.0f} TFLOP/s is above the GPU's datasheet peak")
-        # Speedup and latencies must describe one measurement (the evaluator holds such a verdict itself since
-        # issue 32; older or imported verdicts are checked here with the same rule).
+        # Speedup and latencies must describe one measurement (the evaluator holds such a verdict itself; a
+        # verdict from an older evaluator or an import may not, so it is checked here with the same rule).
         figures = consistency_hold(
             latency_ms=out["latency_ms"],
             baseline_latency_ms=out["baseline_latency_ms"],

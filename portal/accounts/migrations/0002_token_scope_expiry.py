@@ -1,4 +1,4 @@
-"""API tokens get a scope (read-only or read and write) and an expiry (issue 28). Tokens made before keep their
+"""API tokens get a scope (read-only or read and write) and an expiry. Tokens made before keep their
 write scope and expire API_TOKEN_DEFAULT_DAYS after this migration runs."""
 
 from datetime import timedelta

@@ -1,4 +1,4 @@
-"""A turn's outcome and its verdict status apart from `status` (issue 30): existing turns are read from their
+"""A turn's outcome and its verdict status apart from `status`: existing turns are read from their
 published `status` (a verdict status, or one of the agent's own names), which stays as it was."""
 
 from django.db import migrations, models

@@ -1,4 +1,4 @@
-"""A turn's copy of its evaluation's speedup takes the verdict's name (issue 30, docs/api.md): the values are kept."""
+"""A turn's copy of its evaluation's speedup takes the verdict's name (docs/api.md): the values are kept."""
 
 from django.db import migrations
 

@@ -1,5 +1,5 @@
 """A turn's published status is derived from `outcome` and `verdict_status` (Turn.published_status), no longer
-stored (issue 30). Turns whose `status` was written without them (demo data seeded between 0006 and now) are split
+stored. Turns whose `status` was written without them (demo data seeded between 0006 and now) are split
 first, as 0006 split the rows before it; going back writes `status` again from the two."""
 
 from django.db import migrations

@@ -19,7 +19,7 @@ from portal.leaderboard.attachments import sha256_hex
 from portal.submissions.csv_cells import UnreadableCsv, neutralise
 
 MANIFEST_NAME = "MANIFEST.json"
-# The version of a bundle's names (MANIFEST.json `format`, and `format` of a run's trajectories.json): 2 since issue 30,
+# The version of a bundle's names (MANIFEST.json `format`, and `format` of a run's trajectories.json): 2,
 # the measurements by the verdict's names (`speedup_factor`, `speedup_ci95_low`/`_high`, `fraction_of_peak`, a turn's
 # `speedup_factor`). Bundles built before carry no `format` (version 1: portal/core/serializers.py V1_NAMES).
 BUNDLE_FORMAT = "ptxbench-portal.bundle-2"

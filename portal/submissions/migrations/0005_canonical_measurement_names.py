@@ -1,4 +1,4 @@
-"""An evaluation's measurement columns take the verdict's names (issue 30, docs/api.md): the values are kept."""
+"""An evaluation's measurement columns take the verdict's names (docs/api.md): the values are kept."""
 
 from django.db import migrations
 

@@ -145,7 +145,7 @@ class Command(BaseCommand):
                     ModelRun(
                         user=rng.choice(users),
                         model=model,
-                        display_name=model.split("/")[-1],  # a run's label; never a run number (issue 29 item 8)
+                        display_name=model.split("/")[-1],  # a run's label; never a run number
                         base_url="https://llm.example.com/v1",
                         arch=arch,
                         state=ModelRun.State.DONE if i % 10 else ModelRun.State.RUNNING,
