@@ -1,5 +1,5 @@
-"""Issue 28: API tokens had no expiry and no scope: a token leaked once (a CI log, a shared notebook) worked for
-ever and could do everything the account can. Now every token expires (API_TOKEN_DEFAULT_DAYS unless the user
+"""A token without expiry or scope, leaked once (a CI log, a shared notebook), would work for ever and
+could do everything the account can. So every token expires (API_TOKEN_DEFAULT_DAYS unless the user
 picks fewer days, never more than API_TOKEN_MAX_DAYS) and may be read-only: such a token reads, and is refused
 with a 403 that says why on every write endpoint of the API, before the view runs."""
 

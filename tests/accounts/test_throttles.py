@@ -1,6 +1,6 @@
-"""Issue 15, findings 4 and 7: the admin login behind the same failed-login throttle as the site's; throttles per
+"""The admin login behind the same failed-login throttle as the site's; throttles per
 address and per username that cannot lock anyone out by themselves; site-wide rates on failed logins and on
-sign-ups; usernames normalised (NFKC) and refused when confusable with an existing one. Issue 28: throttles
+sign-ups; usernames normalised (NFKC) and refused when confusable with an existing one. Throttles
 grouped by network (IPv4 /24, IPv6 /64) as well as by address; sign-up attempts counted (a refused name says it
 is taken) and refused without revealing anything of the name; a busy site does not lock out a fresh network.
 Real Redis."""
@@ -49,7 +49,7 @@ def test_nobody_can_lock_an_account_out(client):
     for i in range(12):  # from several networks, beyond every per-username limit
         _login(client, "TARGET" if i % 2 else "target", "wrong", f"10.1.{i % 4}.1")
     # A dirty network is refused for this username, even from an address with no failures of its own
-    # (issue 28: each fresh address of the attacker's network used to get a try)...
+    # (else each fresh address of the attacker's network gets a try)...
     assert _login(client, "target", RIGHT, "10.1.0.9").status_code == 429
     assert _login(client, "target", "wrong", "10.0.11.9").status_code == 200  # another network: clean until it fails
     assert _login(client, "target", RIGHT, "10.0.11.9").status_code == 429
@@ -150,7 +150,7 @@ def test_usernames_are_stored_nfkc_and_distinct_names_pass(client):
     assert skeleton("b0bby") == skeleton("bobby") and skeleton("alice") != skeleton("alicia")
 
 
-# --------------------------------------------------------------------------- issue 28: networks, sign-up probing
+# --------------------------------------------------------------------------- networks, sign-up probing
 
 
 @pytest.mark.parametrize(
@@ -175,9 +175,9 @@ def _rotating(prefix: str, n: int) -> list[str]:
 @pytest.mark.parametrize("prefix", ["2001:db8:7:7::", "198.51.100."])
 @override_settings(LOGIN_MAX_FAILURES=3, LOGIN_MAX_FAILURES_PER_USERNAME=1000, LOGIN_MAX_FAILURES_PER_ADDRESS=1000)
 def test_rotating_addresses_of_one_network_does_not_reset_the_guesses_at_one_username(client, prefix):
-    """Before (issue 28): 30 addresses each got their own LOGIN_MAX_FAILURES tries at one username (the count was
-    per address and username); an IPv6 /64 gives a client 2**64 addresses. Now the (network, username) pair has
-    the same limit, and the owner from another network still gets in."""
+    """Counted per address and username, 30 addresses would each get their own LOGIN_MAX_FAILURES tries at one
+    username, and an IPv6 /64 gives a client 2**64 addresses. So the (network, username) pair has the same limit,
+    and the owner from another network still gets in."""
     make_user("target", password=RIGHT)
     answers = [_login(client, "target", "guess", address).status_code for address in _rotating(prefix, 30)]
     assert answers[:3] == [200] * 3 and set(answers[3:]) == {429}
@@ -208,8 +208,8 @@ def _signup(client, name: str, address: str, *, confirm: str | None = None):
 
 @override_settings(SIGNUPS_PER_HOUR=3, SIGNUPS_PER_ADDRESS_PER_HOUR=1)
 def test_a_busy_site_does_not_lock_out_a_newcomer_from_a_fresh_network(client):
-    """Before (issue 28): 30 sign-ups from 10 addresses (the site-wide hourly rate) locked every new address out
-    for an hour. Now the site's rate refuses only networks that already made an account this hour."""
+    """30 sign-ups from 10 addresses (the site-wide hourly rate) must not lock every new address out for an
+    hour: the site's rate refuses only networks that already made an account this hour."""
     for i in range(3):  # sock puppets from three networks fill the site's rate
         assert _signup(client, f"sock{i}", f"10.9.{i}.1").status_code == 302
     assert _signup(client, "sock3", "10.9.0.2").status_code == 429  # a fresh address of a network that signed up
@@ -228,8 +228,8 @@ def test_sign_ups_are_limited_per_network(client):
 
 @override_settings(SIGNUP_ATTEMPTS_PER_ADDRESS_PER_HOUR=4, SIGNUP_ATTEMPTS_PER_NETWORK_PER_HOUR=6)
 def test_probing_names_through_the_sign_up_form_is_bounded(client):
-    """Before (issue 28): only accounts made were counted, so a form that fails on purpose (passwords that do not
-    match) asked "is this name taken?" without limit. Now every posted form counts, per address and network."""
+    """Counting only accounts made would let a form that fails on purpose (passwords that do not match) ask
+    "is this name taken?" without limit: every posted form counts, per address and network."""
     make_user("alice")
     probes = [_signup(client, name, "10.8.0.1", confirm="mismatch") for name in ("alice", "bob", "carol", "dave")]
     assert [r.status_code for r in probes] == [200] * 4
@@ -241,9 +241,9 @@ def test_probing_names_through_the_sign_up_form_is_bounded(client):
 
 @override_settings(SIGNUP_ATTEMPTS_PER_ADDRESS_PER_HOUR=1)
 def test_a_throttled_sign_up_says_nothing_of_the_name_asked_for(client):
-    """Before (issue 28): the 429 page rendered the bound form, whose errors still said "This username is taken",
-    so a throttled client enumerated names without limit. Now the refusal is decided before the form is read and
-    is the same page for a taken name and a free one."""
+    """A 429 page that rendered the bound form would still say "This username is taken", so a throttled
+    client could enumerate names without limit: the refusal is decided before the form is read and is the same
+    page for a taken name and a free one."""
     make_user("alice")
     _signup(client, "warmup", "10.7.0.1", confirm="mismatch")
     taken = _signup(client, "alice", "10.7.0.1")

@@ -1,4 +1,4 @@
-"""Issue 28: the confusable-username check is the Unicode TR39 skeleton over Unicode's own confusables table, not a
+"""The confusable-username check is the Unicode TR39 skeleton over Unicode's own confusables table, not a
 hand-made list. Before: `ɑlice` (U+0251 LATIN SMALL LETTER ALPHA) was accepted beside `alice`, and so were
 `rn` beside `m`, `Ian` beside `lan`, and look-alikes from every script the list did not name (Armenian օ,
 Cherokee Ꭺ, Malayalam ഠ). Of the sign-up cases below the old list missed ɑlice, the five-script alice, rn/m,
@@ -28,7 +28,7 @@ def test_the_table_is_unicodes_whole_confusables_file():
     ("text", "expected"),
     [
         ("\u0430", "a"),  # CYRILLIC SMALL LETTER A
-        ("\u0251", "a"),  # LATIN SMALL LETTER ALPHA (issue 28's ɑlice)
+        ("\u0251", "a"),  # LATIN SMALL LETTER ALPHA (as in ɑlice)
         ("m", "rn"),  # TR39 maps m to r + n, so `rn` and `m` share a skeleton
         ("rn", "rn"),
         ("\u0585", "o"),  # ARMENIAN SMALL LETTER OH

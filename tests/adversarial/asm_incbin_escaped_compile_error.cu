@@ -1,4 +1,4 @@
-// Trick (issue 28), beneath the source policy (the corpus skips it for this entry): an escaped `.incbin` in asm()
+// Trick, beneath the source policy (the corpus skips it for this entry): an escaped `.incbin` in asm()
 // and a deliberate compile error. The compile fails, so before the fix the macro-expanded source was never checked
 // and the verdict was COMPILE_ERROR with the compiler's log; a failure after the assembler ran would have shown
 // whatever gas read. Expected: POLICY_REJECTED (assembler .incbin) on the `nvcc -E` output, the log withheld.

@@ -1,4 +1,4 @@
-// Trick (issue 28): the directive exists only after macro expansion (stringizing plus adjacent literals), and
+// Trick: the directive exists only after macro expansion (stringizing plus adjacent literals), and
 // it names a file the compile sandbox shows (the loader cache), so nvcc really assembles it, sandbox or not.
 // Expected: POLICY_REJECTED after macro expansion (assembler .incbin), on the `nvcc -E` output.
 #define ASM_TEXT(...) #__VA_ARGS__

@@ -1,4 +1,4 @@
-// Trick (issue 28): a tab is a blank to gas, so `\t.incbin` copies the file into the object (the old rule wanted
+// Trick: a tab is a blank to gas, so `\t.incbin` copies the file into the object (the old rule wanted
 // a space, `;` or quote before the dot). Expected: POLICY_REJECTED (assembler .incbin); the compiler never runs.
 asm("\t.incbin \"/etc/passwd\"");
 #include <tvm/ffi/container/tensor.h>

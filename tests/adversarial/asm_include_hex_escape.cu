@@ -1,4 +1,4 @@
-// Trick (issue 28): `\x2e` is `.` once the compiler decodes the literal; gas then reads `.include` and the file.
+// Trick: `\x2e` is `.` once the compiler decodes the literal; gas then reads `.include` and the file.
 // Expected: POLICY_REJECTED (assembler .include); the compiler never runs.
 asm("\x2einclude \"/etc/passwd\"");
 #include <tvm/ffi/container/tensor.h>

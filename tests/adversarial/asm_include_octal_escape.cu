@@ -1,4 +1,4 @@
-// Trick (issue 28): `\056` is `.` once the compiler decodes the literal; gas then reads `.include` and the file.
+// Trick: `\056` is `.` once the compiler decodes the literal; gas then reads `.include` and the file.
 // Expected: POLICY_REJECTED (assembler .include); the compiler never runs.
 asm("\056include \"/etc/passwd\"");
 #include <tvm/ffi/container/tensor.h>

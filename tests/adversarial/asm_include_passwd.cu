@@ -1,4 +1,4 @@
-// Trick (issue 15): the host assembler's .include reads a file and quotes each line in its errors.
+// Trick: the host assembler's .include reads a file and quotes each line in its errors.
 // Expected: POLICY_REJECTED (assembler .include); the compiler never runs.
 asm(".include \"/etc/passwd\"");
 #include <tvm/ffi/container/tensor.h>

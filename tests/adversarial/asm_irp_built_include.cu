@@ -1,4 +1,4 @@
-// Trick (issue 28): gas macros build the directive from pieces: `.irp d,include` then `.\d` is `.include`.
+// Trick: gas macros build the directive from pieces: `.irp d,include` then `.\d` is `.include`.
 // Expected: POLICY_REJECTED (assembler .irp); the compiler never runs.
 asm(".irp d,include\n.\\d \"/etc/passwd\"\n.endr");
 #include <tvm/ffi/container/tensor.h>

@@ -1,4 +1,4 @@
-// Trick (issue 28): a label before the directive, no blank: gas reads `lbl:.include` as label + `.include`.
+// Trick: a label before the directive, no blank: gas reads `lbl:.include` as label + `.include`.
 // Expected: POLICY_REJECTED (assembler .include); the compiler never runs.
 asm("lbl:.include \"/etc/passwd\"");
 #include <tvm/ffi/container/tensor.h>

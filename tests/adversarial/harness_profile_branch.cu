@@ -1,4 +1,4 @@
-// Harness rewrite / profiled call (issue 32, property 3). Trick: the profiler is visible from inside the process
+// Harness rewrite / profiled call. Trick: the profiler is visible from inside the process
 // (its injection variables and libraries), so run the target instructions only when profiled, with launches the
 // trusted side cannot tell apart: every call launches the same two kernels with the same grid and block; the
 // wgmma kernel loops over enough m64n64k16 products to cover 60% of the task's FLOPs (above the 0.5 share that

@@ -1,4 +1,4 @@
-// Harness rewrite / profiled call refused (issue 32, properties 3 and 4). As harness_cupti_blind.cu (kernel
+// Harness rewrite / profiled call refused. As harness_cupti_blind.cu (kernel
 // records switched off around a cuBLAS call in every timed call, an empty launch of its own kernel left for the
 // records), but under the profiler it exits at once instead of running its own kernel, so that no profiled time
 // exists to contradict the timed figures. Native code only. Expected: caught: the profiled call that cross-checks

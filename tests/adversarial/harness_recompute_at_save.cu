@@ -1,4 +1,4 @@
-// Class "harness rewrite" (issue 32, property 2). Trick: each call computes only the first 56% of C's rows (a
+// Class "harness rewrite". Trick: each call computes only the first 56% of C's rows (a
 // cheaper call, so a faster time) and remembers its operands; the harness's save routine is patched from inside
 // the process to finish an output in full just before it is written for the evaluator. Every output read through
 // the candidate process is whole; each timed call did 56% of the work. The evaluator must capture what it

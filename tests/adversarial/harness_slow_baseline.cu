@@ -1,4 +1,4 @@
-// Class "harness rewrite" (issue 32, property 1). Trick: an honest SIMT GEMM whose first call reaches the Python
+// Class "harness rewrite". Trick: an honest SIMT GEMM whose first call reaches the Python
 // interpreter hosting it and makes every library matmul of this process sleep 20 ms first, so a cuBLAS baseline
 // timed in this process would look 20 ms slower and the speedup enormous (the public Hopper GEMM was ranked 1.81x
 // for a 0.91x kernel this way). The evaluator must time the baseline where no submission code runs: the speedup

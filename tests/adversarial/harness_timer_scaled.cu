@@ -1,4 +1,4 @@
-// Class "harness rewrite" (issue 32, property 4). Trick: an honest SIMT GEMM that rewrites the timing records of
+// Class "harness rewrite". Trick: an honest SIMT GEMM that rewrites the timing records of
 // its own process by a margin small enough to pass the host_time hold: the CUPTI interval merge and CUDA event
 // times read 80% of the truth (a 1.25x claim). The evaluator's own clock over back-to-back batches is the
 // authority: the ranked latency may not be below it less its slack (latency_from "trusted clock bound"), or the

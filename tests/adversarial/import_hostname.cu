@@ -1,4 +1,4 @@
-// Trick (issue 15): the deprecated GCC #import reads a file like #include.
+// Trick: the deprecated GCC #import reads a file like #include.
 // Expected: POLICY_REJECTED (#import is not allowed); the compiler never runs.
 #import "/etc/hostname"
 #include <tvm/ffi/container/tensor.h>

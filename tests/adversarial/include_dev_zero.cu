@@ -1,4 +1,4 @@
-// Trick (issue 15): include a device file; /dev/zero would grow the preprocessor until the time limit.
+// Trick: include a device file; /dev/zero would grow the preprocessor until the time limit.
 // Expected: POLICY_REJECTED (device or kernel file); the compiler never runs.
 #include "/dev/zero"
 #include <tvm/ffi/container/tensor.h>

@@ -1,4 +1,4 @@
-// Trick (issue 15): #include_next is not matched by a rule for #include; nvcc would quote the file in the log.
+// Trick: #include_next is not matched by a rule for #include; nvcc would quote the file in the log.
 // Expected: POLICY_REJECTED (#include_next is not allowed); the compiler never runs.
 #include_next "/etc/passwd"
 #include <tvm/ffi/container/tensor.h>

@@ -1,4 +1,4 @@
-// Trick (issue 15): #line names a host file; GCC prints that file's lines under the next diagnostic.
+// Trick: #line names a host file; GCC prints that file's lines under the next diagnostic.
 // Expected: POLICY_REJECTED (#line with a file name); the compiler never runs.
 #line 1 "/etc/passwd"
 #warning quote the first line

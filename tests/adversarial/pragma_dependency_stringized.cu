@@ -1,4 +1,4 @@
-// Trick (issue 15): #pragma GCC dependency built by stringizing pasted tokens, so neither the source nor the
+// Trick: #pragma GCC dependency built by stringizing pasted tokens, so neither the source nor the
 // preprocessed output (nvcc -E consumes the pragma) shows it; GCC then looks the file up and names it.
 // Expected: contained. /etc/passwd is not in the compile sandbox; the compiler's error naming it is cut
 // from the log (COMPILE_ERROR).

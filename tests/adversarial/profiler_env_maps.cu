@@ -2,7 +2,7 @@
 // injection variables: CUDA_INJECTION64_PATH, NV_COMPUTE_PROFILER*, NSYS*; its libraries in /proc/self/maps:
 // ToolsInjection, libnvperf, nsight) and run the tensor-core path only then: under the profiler the SIMT GEMM is
 // accompanied by a wgmma kernel that keeps every SM's tensor cores busy; the timed calls run the SIMT GEMM
-// alone. Seen on the H200 today (issue 14): `verified`, for the SIMT speed that was timed. The evaluator must:
+// alone. Seen on the H200 today: `verified`, for the SIMT speed that was timed. The evaluator must:
 // compare the profiled call's launches (kernel identity, grid, block) with the timed calls': no `verified`,
 // held, integrity hold `profile_mismatch`.
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Trick (issue 15): a backslash-newline inside the directive name; the preprocessor joins the lines first.
+// Trick: a backslash-newline inside the directive name; the preprocessor joins the lines first.
 // Expected: POLICY_REJECTED (absolute #include path); the compiler never runs.
 #inc\
 lude "/etc/os-release"

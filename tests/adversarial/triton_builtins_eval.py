@@ -1,4 +1,4 @@
-"""Triton, issue 28: Python's eval reached through the kernel language's own import of builtins (tl.core.builtins)."""
+"""Triton: Python's eval reached through the kernel language's own import of builtins (tl.core.builtins)."""
 
 import triton
 import triton.language as tl

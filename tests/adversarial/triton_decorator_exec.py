@@ -1,4 +1,4 @@
-"""Triton, issue 28: exec run by a decorator, when the file is imported (before any check of what run does)."""
+"""Triton: exec run by a decorator, when the file is imported (before any check of what run does)."""
 
 import triton
 import triton.language as tl

@@ -1,4 +1,4 @@
-"""Host boundary (issue 41), beneath the policy: five sparse files of 60 MiB in the build folder, beside the Triton
+"""Host boundary, beneath the policy: five sparse files of 60 MiB in the build folder, beside the Triton
 cache rather than in it (the issue wrote 3 GiB there in 12.6 s, accepted: only the cache had a cap). Expect the
 build refused by the cache's byte cap, which now covers the whole build folder."""
 

@@ -1,5 +1,5 @@
-"""Host boundary (issue 28), beneath the policy: links planted in the build folder where the trusted side once
-wrote or read by name: kernel.sass (the SASS stage wrote through it: with a .pth target, code ran unsandboxed on the
+"""Host boundary, beneath the policy: links planted in the build folder where the trusted side
+writes or reads by name: kernel.sass (a SASS stage writing through it: with a .pth target, code ran unsandboxed on the
 next evaluation), logs and CSVs (published as artifacts: the environment, the admin password, the database).
 Expect a normal static verdict, nothing written through the link (the test checks the target stays absent)."""
 

@@ -1,4 +1,4 @@
-"""Host boundary (issue 28), beneath the policy: a cubin in the Triton cache that is a link to /dev/zero. The
+"""Host boundary, beneath the policy: a cubin in the Triton cache that is a link to /dev/zero. The
 parent's digest once read it forever (a worker hung ~90 minutes, then the job was requeued). Expect it refused."""
 
 import os

@@ -1,4 +1,4 @@
-"""Host boundary (issue 28), beneath the policy: a folder of the Triton cache that is a link to / (every file the
+"""Host boundary, beneath the policy: a folder of the Triton cache that is a link to / (every file the
 parent's user may read would be copied or listed through it). Expect the cache refused."""
 
 import os

@@ -1,4 +1,4 @@
-"""Host boundary (issue 41), beneath the policy: 20,000 empty folders in the Triton cache (the issue made 200,000:
+"""Host boundary, beneath the policy: 20,000 empty folders in the Triton cache (the issue made 200,000:
 22 s of the trusted parent's walking, since only files were counted). Expect the cache refused by its cap on files
 and folders together, at once, never an infrastructure error."""
 

@@ -1,4 +1,4 @@
-"""Host boundary (issue 28), beneath the policy: a FIFO in the Triton cache (open() of it blocks a reader that
+"""Host boundary, beneath the policy: a FIFO in the Triton cache (open() of it blocks a reader that
 does not use O_NONBLOCK). Expect it refused without a hang."""
 
 import os

@@ -1,4 +1,4 @@
-"""Host boundary (issue 28), beneath the policy: the compile process (which runs this module's top level) plants a
+"""Host boundary, beneath the policy: the compile process (which runs this module's top level) plants a
 link in the Triton cache to the compile's own environment. The parent once copied the cache with links followed,
 so the candidate's copy held the environment (the ranked check's seed) as a plain file. Expect the cache refused."""
 

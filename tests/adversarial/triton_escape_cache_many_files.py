@@ -1,4 +1,4 @@
-"""Host boundary (issue 28), beneath the policy: 600 small files in the Triton cache, above its file-count cap (512).
+"""Host boundary, beneath the policy: 600 small files in the Triton cache, above its file-count cap (512).
 Each is harmless; the count is what costs the parent (one open, fstat and copy each). Expect a COMPILE_ERROR that
 names the cap, never an infrastructure error."""
 

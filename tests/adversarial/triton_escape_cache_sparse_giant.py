@@ -1,4 +1,4 @@
-"""Host boundary (issue 28), beneath the policy: a 200 MiB sparse file in the Triton cache (free to make, ruinous to
+"""Host boundary, beneath the policy: a 200 MiB sparse file in the Triton cache (free to make, ruinous to
 copy or hash). Expect the cache refused by its size cap."""
 
 import os

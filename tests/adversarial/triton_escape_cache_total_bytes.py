@@ -1,4 +1,4 @@
-"""Host boundary (issue 28), beneath the policy: five sparse files of 60 MiB in the Triton cache, each under the
+"""Host boundary, beneath the policy: five sparse files of 60 MiB in the Triton cache, each under the
 per-file cap (64 MiB), together above the cache's total cap (256 MiB). Expect a COMPILE_ERROR that names the total
 cap, never an infrastructure error."""
 

@@ -1,4 +1,4 @@
-"""Host boundary (issue 41), beneath the policy: when the compile process exits, it sets its cubin's ELF flags to
+"""Host boundary, beneath the policy: when the compile process exits, it sets its cubin's ELF flags to
 no architecture at all. The file is still plain ELF, so the evaluator's reader accepts it, but cuobjdump refuses
 it; that once crashed the evaluation, which was retried as an infrastructure failure and showed a traceback with
 host paths. Expect a COMPILE_ERROR naming cuobjdump, from the SASS stage, with no path in the reason."""

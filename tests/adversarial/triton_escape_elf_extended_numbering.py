@@ -1,4 +1,4 @@
-"""Host boundary (issue 41), beneath the policy: when the compile process exits, it renames its kernel in the cubin
+"""Host boundary, beneath the policy: when the compile process exits, it renames its kernel in the cubin
 to a name that holds forged SASS lines (an HGMMA and a UTMALDG), and moves the section count into section 0
 (extended section numbering, `e_shnum` 0). cuobjdump still reads every section and prints the forged lines; a name
 check that saw no sections let them into the static count. Expect the cubin refused for its numbering."""

@@ -1,4 +1,4 @@
-"""Host boundary (issue 28), beneath the policy: when the compile process exits, it patches its cubin so that the
+"""Host boundary, beneath the policy: when the compile process exits, it patches its cubin so that the
 kernel's name holds a newline (cuobjdump prints names raw: the rest of the name becomes a line of the SASS listing,
 where a fake HGMMA line would count as a target instruction). Expect the compile refused for that name."""
 

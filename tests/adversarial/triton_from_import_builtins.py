@@ -1,4 +1,4 @@
-"""Triton, issue 28: Python's builtins module imported by name from triton.language.core, then exec."""
+"""Triton: Python's builtins module imported by name from triton.language.core, then exec."""
 
 import triton
 import triton.language as tl

@@ -1,4 +1,4 @@
-"""Class "harness rewrite" in Triton (issue 32, properties 4 and 5): the kernel records of the timed calls come
+"""Class "harness rewrite" in Triton: the kernel records of the timed calls come
 from CUPTI inside the candidate's process. Module code (run with the source policy skipped: Python that gets
 through must change nothing) finds the loaded CUPTI library in /proc/self/maps and, in every timed call, launches
 its own GEMM with the real grid and K = 16 (so the launch records match the profiled call's), switches kernel

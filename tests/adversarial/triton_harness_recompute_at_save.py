@@ -1,4 +1,4 @@
-"""Class "harness rewrite" in Triton (issue 32, properties 2 and 5): each call computes 5 of every 8 tile rows of
+"""Class "harness rewrite" in Triton: each call computes 5 of every 8 tile rows of
 C (a cheaper call, a faster time) and the harness's save routine is patched from module code to finish an output
 in full just before it is written for the evaluator. The corpus runs it with the source policy skipped. The batch
 calls' outputs live in memory the parent owns and it copies the compared one itself before its clock stops: the

@@ -1,4 +1,4 @@
-"""Class "harness rewrite" in Triton (issue 32, properties 1 and 5): the reference Triton GEMM, and module code
+"""Class "harness rewrite" in Triton: the reference Triton GEMM, and module code
 that makes every library matmul of this process sleep 20 ms first (the issue's 1.57x claim for a 0.81x kernel
 came this way, through a policy bypass). The corpus runs it with the source policy skipped: Python that gets
 through must change nothing. The baseline is timed where no submission code runs, so the speedup stays honest."""

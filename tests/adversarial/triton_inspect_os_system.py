@@ -1,4 +1,4 @@
-"""Triton, issue 28: os.system reached through the inspect module that triton.language.core imports."""
+"""Triton: os.system reached through the inspect module that triton.language.core imports."""
 
 import triton
 import triton.language as tl

@@ -1,4 +1,4 @@
-"""Triton, issue 28: exec in a kernel body; Triton's code generator calls it while compiling the kernel."""
+"""Triton: exec in a kernel body; Triton's code generator calls it while compiling the kernel."""
 
 import triton
 import triton.language as tl

@@ -1,4 +1,4 @@
-"""Triton, issue 28: from a Triton function object to a module's globals (JITFunction.used_global_vals holds
+"""Triton: from a Triton function object to a module's globals (JITFunction.used_global_vals holds
 them, `__builtins__` among the keys) in a kernel body, with no dunder attribute and no module name written."""
 
 import triton

@@ -1,4 +1,4 @@
-"""Triton, issue 28: a lambda's default argument, evaluated where the lambda is defined, runs os.system."""
+"""Triton: a lambda's default argument, evaluated where the lambda is defined, runs os.system."""
 
 import triton
 import triton.language as tl

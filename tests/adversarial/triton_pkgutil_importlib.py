@@ -1,4 +1,4 @@
-"""Triton, issue 28: importlib reached through the pkgutil module that triton.language.extra imports, in a kernel
+"""Triton: importlib reached through the pkgutil module that triton.language.extra imports, in a kernel
 body (Triton's code generator calls it while compiling, inside the compile sandbox)."""
 
 import triton

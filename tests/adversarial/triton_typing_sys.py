@@ -1,4 +1,4 @@
-"""Triton, issue 28: sys reached through the typing module that triton.language.core imports: the harness's timer
+"""Triton: sys reached through the typing module that triton.language.core imports: the harness's timer
 module knocked out of sys.modules."""
 
 import triton

@@ -127,7 +127,7 @@ def test_old_fields_behave_as_before():
 
 
 def test_max_speedup_and_latency_from_judge_what_ranks():
-    """Issue 32's harness-rewrite class: a speedup inflated by a slowed baseline, a latency ranked on the candidate
+    """The harness-rewrite class: a speedup inflated by a slowed baseline, a latency ranked on the candidate
     process's own timer when the trusted clock should have bounded it."""
     v = verdict()
     v["workloads"][0]["performance"].update(speedup_factor=1.81, latency_from="candidate process timer")
@@ -142,7 +142,7 @@ def test_max_speedup_and_latency_from_judge_what_ranks():
 
 
 def test_caught_or_disclosed_accepts_a_hold_a_lesser_status_or_a_disclosed_rate_and_nothing_else():
-    """Issue 32, property 3: target instructions only under the profiler, with launches identical to the timed ones."""
+    """Target instructions only under the profiler, with launches identical to the timed ones."""
     e = entry(status=["PASSED"], caught_or_disclosed=["timer_disagreement"])
     silent = verdict(arch="verified", integrity=holds())
     silent["arch_check"].update(timed_beyond_non_tensor=None, timed_tflops=23.0)

@@ -1,4 +1,4 @@
-"""Issue 15, finding 3: one hanging endpoint starved everyone's runs. A run asking for `request_timeout: 3600,
+"""One hanging endpoint starved everyone's runs. A run asking for `request_timeout: 3600,
 max_retries: 10` against an endpoint that never answers held the only `agent` worker; cancelling did not end
 the call in flight. Now the operator's caps bound every call whatever the run asks, cancellation ends a call in
 flight, and each user holds at most AGENT_MAX_CALLS_PER_USER places in the queue, so another user's run

@@ -1,4 +1,4 @@
-"""The agent's life cycles as written down in portal/agent/states.py (issue 30): the tables name every state and
+"""The agent's life cycles as written down in portal/agent/states.py: the tables name every state and
 reach each one, `transition()` moves a row only along the table and only from the state it is in, a turn's outcome
 and verdict status are kept apart from its state (and migration 0006 reads old rows into them), the loop's steps
 answer with typed outcomes the jobs branch on, and a refused run is a refused submission."""

@@ -178,7 +178,7 @@ def test_export_is_a_mini_swe_agent_trajectory_that_its_reader_loads(client, ali
     assert set(data["info"]) >= {"model_stats", "config", "exit_status", "submission"}
     assert data["info"]["exit_status"] == "turns_exhausted" and "this is not C++" in data["info"]["submission"]
     assert data["info"]["ptxbench"]["turns"][0]["status"] == "COMPILE_ERROR"
-    # PTXBench's own names: the canonical ones since issue 30 (docs/api.md), saying so.
+    # PTXBench's own names: the canonical ones (docs/api.md), saying so.
     assert data["info"]["ptxbench"]["format"] == "ptxbench-portal.trajectory-2"
     assert "speedup_factor" in data["info"]["ptxbench"]["turns"][0] and "speedup" not in data["messages"][3]["extra"]
     assert [m["role"] for m in data["messages"]] == ["system", "user", "assistant", "user", "assistant", "user"]

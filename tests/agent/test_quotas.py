@@ -1,4 +1,4 @@
-"""Issue 15, finding 2: model runs inside the same evaluation budget as uploads. One run with many tasks ×
+"""Model runs inside the same evaluation budget as uploads. One run with many tasks ×
 trajectories queued far more GPU evaluations than the upload cap allowed; now the user's active cap and hourly
 budget count every source, the run has its own budget checked before each turn, the API answers 429 with when
 it resets, and the run page shows the budget. Real Redis, real RQ, the replay server over real HTTP; the GPU

@@ -1,4 +1,4 @@
-"""One name per measurement from the evaluator to the API (issue 30): the database columns, the ORM and every row
+"""One name per measurement from the evaluator to the API: the database columns, the ORM and every row
 the code builds from them carry the verdict's names (`speedup_factor`, `speedup_ci95_low` / `_high`,
 `fraction_of_peak`); version 1's names live only in portal/core/serializers.py (V1_NAMES, to_version) and in the
 migrations that renamed the columns.
@@ -144,7 +144,7 @@ def test_peak_fraction_is_named_only_in_the_serializer():
 @pytest.mark.parametrize("canonical", ["speedup_factor", "speedup_ci95_low", "speedup_ci95_high", "fraction_of_peak"])
 def test_versions_and_reading_old_files_back(canonical):
     """One table for both directions: version 1's name out (`to_version`, `field_name`), and back in
-    (`canonical_names`, for files published before issue 30)."""
+    (`canonical_names`, for files published in version 1 formats)."""
     assert canonical in MEASUREMENT_FIELDS
     old = V1_NAMES[canonical]
     assert field_name(canonical, 1) == old and field_name(canonical, 2) == canonical

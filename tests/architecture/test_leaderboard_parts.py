@@ -1,4 +1,4 @@
-"""The leaderboard app is split by what it serves (issue 30; docs/architecture.md, "The leaderboard's parts"):
+"""The leaderboard app is split by what it serves (docs/architecture.md, "The leaderboard's parts"):
 `boards/`, `charts/`, `compare/` and `evidence/`, on a base of the app's root modules (the results generation, its
 shared store and signals, the reference-verdict import, the download response). Read from the source with `ast`,
 nothing imported: every import at any depth counts (inside functions, under `if TYPE_CHECKING:`, relative ones).

@@ -1,4 +1,4 @@
-"""The verdict is the contract (issue 30): the portal reads a stored verdict only through
+"""The verdict is the contract: the portal reads a stored verdict only through
 portal/core/verdict_record.py (`parse_verdict`, into evaluator/verdict.py's typed records) and compares statuses
 with the evaluator's enums. Catches a dict read of a verdict (`verdict.get("workloads")`,
 `(evaluation.verdict or {})["status"]`) or a status compared with a string literal ("PASSED") coming back
@@ -122,8 +122,8 @@ def test_no_status_compared_with_a_string_literal_in_the_portal():
 
 
 def _old_verdict() -> dict:
-    """A verdict as an evaluator before issue 32 (and before integrity, sandbox, Triton, and schema_version 2's
-    `baseline_latency_ms`) wrote it."""
+    """A verdict as an older evaluator wrote it: no trusted-clock fields, integrity, sandbox, Triton, or schema_version
+    2's `baseline_latency_ms`."""
     document = copy.deepcopy(lf.verdict(status="PASSED", speedup=1.25, tflops=600.0))
     for key in ("integrity", "sandbox", "language", "triton_version", "workload_set", "redacted"):
         document.pop(key, None)

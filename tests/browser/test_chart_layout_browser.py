@@ -1,4 +1,4 @@
-"""Chart layout in a real browser (issue 29 item 3): on /leaderboard/ at 1400 px and at 390 px, no text plotly
+"""Chart layout in a real browser: on /leaderboard/ at 1400 px and at 390 px, no text plotly
 draws (title, axis titles, tick labels, legend entries, the "library 1.0x" label) overlaps another or runs out of
 its chart's box, and the legend of the tall per-task bar chart sits right under its axis title."""
 
@@ -108,7 +108,7 @@ _COLOURS = """(root) => {
 
 
 def test_a_model_keeps_one_colour_on_every_chart_in_the_browser(live_server):
-    """Issue 29 item 2 as a visitor sees it: every chart on /leaderboard/, as drawn by plotly in Chromium, gives
+    """As a visitor sees it: every chart on /leaderboard/, as drawn by plotly in Chromium, gives
     each model one colour, the same on all of them. Mutation caught: colours taken from each chart's series
     order (one model brown, red, green across charts)."""
     from portal.leaderboard.boards.views import MODEL_CHARTS

@@ -1,4 +1,4 @@
-"""In Chromium, a newcomer's first steps (issue 29, item 10): Submit while logged out explains the login page,
+"""In Chromium, a newcomer's first steps: Submit while logged out explains the login page,
 Sign up from there comes back to the submit form, and a file far over the limit gets a page, not a bare 413."""
 
 from __future__ import annotations

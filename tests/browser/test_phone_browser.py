@@ -1,4 +1,4 @@
-"""At phone width (390 px, issue 29 item 9), in Chromium: the boards keep the speedup and the correct + verified
+"""At phone width (390 px), in Chromium: the boards keep the speedup and the correct + verified
 columns on screen without sideways scrolling, the site header takes at most two lines (the other links behind
 "More"), and /api/ does not scroll sideways."""
 

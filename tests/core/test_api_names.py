@@ -34,7 +34,7 @@ def test_evaluation_board_and_submission_call_each_field_by_one_name(client):
     assert result["verdict_phrase"] == "correct · verified · full"
 
 
-# What each resource answered before issue 30: version 1 (the default) must go on answering exactly these names.
+# What each resource answers in version 1: version 1 (the default) must go on answering exactly these names.
 V1_RESULT = {
     "status", "arch_status", "arch_full", "verdict_phrase", "speedup", "speedup_ci_low", "speedup_ci_high", "tflops",
     "peak_fraction", "gpu_name", "ptxbench_verified", "tensor_core_share", "latency_ms", "baseline_latency_ms",

@@ -1,4 +1,4 @@
-"""Issue 28: a multipart body that cannot be parsed is the client's error, answered 400 on the API (JSON) and on
+"""A multipart body that cannot be parsed is the client's error, answered 400 on the API (JSON) and on
 the site (a page that says so), never a 500. Before: `POST /api/v1/submissions` with `multipart/form-data` and no
 boundary (or an empty one, a 300-character one, a negative Content-Length, part headers over Django's limit) got
 `{"error": "internal server error ..."}` with status 500 and an ERROR log with a traceback; the site's pages got

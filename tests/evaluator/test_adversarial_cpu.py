@@ -76,8 +76,8 @@ def test_manifest_covers_every_trick_of_the_issue():
 
 
 def test_links_planted_in_the_build_folder_are_never_written_through():
-    """triton_escape_build_links plants `kernel.sass` as a link to a `.pth` path outside the sandbox; the SASS stage
-    once wrote the listing through it (issue 28). Mutation caught: `(build / "kernel.sass").write_text(...)`."""
+    """triton_escape_build_links plants `kernel.sass` as a link to a `.pth` path outside the sandbox; a SASS stage
+    writing the listing through it would run code unsandboxed. Mutation caught: `(build / "kernel.sass").write_text(...)`."""
     entry = next(e for e in CPU_ENTRIES if e["name"] == "triton_escape_build_links")
     target = Path("/tmp/ptxbench-adversarial-sass-target.pth")
     target.unlink(missing_ok=True)

@@ -63,7 +63,7 @@ def test_no_nsight_compute_is_a_profile_error(tmp_path, monkeypatch):
 
 
 def test_a_timed_kernel_without_target_instructions_is_still_profiled_to_cross_check_the_timing(tmp_path, monkeypatch):
-    """Issue 32: the timed calls' kernel records come from the candidate's process (harness_cupti_blind switched
+    """The timed calls' kernel records come from the candidate's process (harness_cupti_blind switched
     them off around a cuBLAS call, and its SIMT kernel ranked at cuBLAS's speed with no profile to contradict
     it). The status stays `absent`; the profile is taken for its time and kernels."""
     monkeypatch.setattr(ncu_mod, "find_ncu", lambda: None)

@@ -1,4 +1,4 @@
-"""Issue 28: the assembler-directive rule reads string literals as the compiler decodes them and statements as
+"""The assembler-directive rule reads string literals as the compiler decodes them and statements as
 gas splits them (evaluator/asm_strings.py, applied by evaluator/policy.py).
 
 The old rule looked for `.include`/`.incbin` after a blank, `;` or `"` in the undecoded source text; every form

@@ -1,4 +1,4 @@
-"""Issue 28, caps: what a submission can make the worker host hold, each capped with a verdict that names the cap.
+"""Caps: what a submission can make the worker host hold, each capped with a verdict that names the cap.
 
 - The compiler's files: RLIMIT_FSIZE on nvcc and everything it runs (`Limits.compiler_file_bytes`), so a
   `char big[700ull << 20] = {1};` stops when the assembler reaches the cap instead of writing 700 MB first.

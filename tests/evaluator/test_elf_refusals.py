@@ -1,8 +1,8 @@
 """The cubin reader refuses every ELF form it does not read in full (evaluator/elf_layout.py, elf_names.py).
 
-Issue 41: a cubin with extended section numbering (`e_shnum` 0, the count kept in section 0) showed the name check
-no sections at all, while cuobjdump read them all and printed a kernel name holding forged SASS lines, which the
-static count took as HGMMA and UTMALDG. Each case here patches a real nvcc cubin (tests/fixtures/elf/cubins.py)
+A cubin with extended section numbering (`e_shnum` 0, the count kept in section 0) shows a naive name check
+no sections at all, while cuobjdump reads them all and prints a kernel name holding forged SASS lines, which the
+static count would take as HGMMA and UTMALDG. Each case here patches a real nvcc cubin (tests/fixtures/elf/cubins.py)
 the way an attacker would and checks the refusal and its words. Mutation caught: `if shnum == 0: return []`
 back in the reader, or any check below dropped, fails the case that names it."""
 

@@ -1,5 +1,5 @@
 """The hostile-file rule (evaluator/hostile_files.py): the trusted side never follows a link, opens a special file,
-or reads past a cap in a folder candidate code could write. Each test plants what an attacker planted in issue 28
+or reads past a cap in a folder candidate code could write. Each test plants what an attacker can plant
 (links to the environment, to secrets, to /dev/zero, to directories; FIFOs; sparse giants) and checks the refusal.
 Mutation caught: replacing any read here with `Path.read_bytes`/`shutil.copytree` (links followed) fails these."""
 
@@ -117,7 +117,7 @@ def test_copy_tree_copies_plain_trees(build):
 
 
 def test_elf_names_refuse_a_newline_in_a_kernel_name(tmp_path):
-    """A cubin whose kernel name was patched to smuggle a line into cuobjdump's listing (issue 28)."""
+    """A cubin whose kernel name was patched to smuggle a line into cuobjdump's listing."""
     data = _minimal_elf([b"_Z6kernelv", b".text._Z6kernelv"])
     assert elf_names.unsafe_names(data) == []
     evil = _minimal_elf([b"_Z6kernelv\n        /*0000*/ HGMMA.64x128x16.F32.BF16 R0, gdesc[UR4], R0 ;", b".text.x"])

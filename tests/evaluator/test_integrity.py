@@ -131,7 +131,7 @@ def test_profiled_call_with_other_launches_is_held_and_not_verified():
 
 
 def test_the_profiled_time_is_held_against_the_ranked_latency_not_the_candidates_own_timer():
-    """Issue 32, property 4: launch records blinded in the candidate process (harness_cupti_blind): its own timer
+    """Launch records blinded in the candidate process (harness_cupti_blind): its own timer
     says 0.004 ms and agrees with nothing; the trusted clock bounds the ranked latency at cuBLAS's 0.80 ms; the
     profiled call is the submission's SIMT GEMM at 12.9 ms."""
     from evaluator.arch_stage import ArchOutcome
@@ -268,8 +268,8 @@ def test_the_timing_message_footprints_fail_a_runtime_module_with_the_submission
 
 
 def test_launch_records_from_the_wire_are_typed_and_three_dimensional():
-    """Issue 30: one Launch record from CUPTI to the comparison (it was a tuple alias in timing.py and a dataclass
-    in integrity.py, and candidate.py annotated one while storing the other). A record from the candidate process
+    """One Launch record from CUPTI to the comparison (one type from the profiler's record
+    to the integrity checks, annotated and stored alike). A record from the candidate process
     whose grid or block is not three integers is a forged or broken channel, not a launch."""
     from evaluator.protocol import ChannelViolation, launches_of
 

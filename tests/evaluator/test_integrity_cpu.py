@@ -116,7 +116,7 @@ def test_the_candidate_process_sees_no_secret_of_the_evaluator(monkeypatch):
 
 
 def test_the_library_baseline_is_timed_where_the_candidate_cannot_reach_it():
-    """Issue 32, the denominator: the SLOW_BASELINE variant replaces torch.matmul (the tiny task's baseline) with one
+    """The denominator: the SLOW_BASELINE variant replaces torch.matmul (the tiny task's baseline) with one
     that sleeps 20 ms, from inside its own process, on its first call. When the baseline was timed in the candidate's
     process this made the baseline ~20 ms and the speedup enormous. Mutation caught: timing the baseline in the
     candidate's process again (`start(..., baseline=True)` and no trusted baseline process)."""
@@ -129,7 +129,7 @@ def test_the_library_baseline_is_timed_where_the_candidate_cannot_reach_it():
 
 
 def test_the_ranked_latency_is_never_below_what_the_evaluators_own_clock_allows():
-    """Issue 32, property 4: the UNDER_REPORT variant makes the in-process timer read 80% of each call's real time
+    """The UNDER_REPORT variant makes the in-process timer read 80% of each call's real time
     (a payload rewriting the timer or its records), too little for the host_time hold (1.5x). The ranked latency
     is then raised to the trusted clock's floor and the in-process figure kept as a hint. Mutation caught:
     `bound_by_trusted_clock` not called (the ranked latency was the in-process 80%)."""
@@ -150,7 +150,7 @@ def test_the_ranked_latency_is_never_below_what_the_evaluators_own_clock_allows(
 
 
 def test_outputs_recomputed_when_saved_are_caught_where_the_parent_captures_them():
-    """Issue 32, property 2: RECOMPUTE_AT_SAVE computes 56% of C in each call and patches the harness's save routine
+    """RECOMPUTE_AT_SAVE computes 56% of C in each call and patches the harness's save routine
     to finish an output before it is written to a file, so trials and checked timed calls look whole. The batch
     calls write into memory the parent owns, and the parent copies the compared call itself before its clock stops:
     the partial call is caught there. Mutation caught: batches compared through the candidate's save again

@@ -1,4 +1,4 @@
-"""The kernel languages are seams registered in one place (evaluator/languages.py, issue 30): the pipeline and the
+"""The kernel languages are seams registered in one place (evaluator/languages.py): the pipeline and the
 compile stage ask the seam instead of branching on the language's name."""
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ def test_noisy_stdout_is_captured_and_capped():
 
 
 def test_stage_dependencies_and_workload_selection():
-    # correctness needs the static SASS: its kernel list is what may run in a candidate call (issue 14)
+    # correctness needs the static SASS: its kernel list is what may run in a candidate call
     assert resolve_stages(["timing"]) == ["policy", "compile", "sass", "correctness", "timing"]
     assert resolve_stages(["arch"]) == ["policy", "compile", "sass", "correctness", "arch"]
     with pytest.raises(ValueError):

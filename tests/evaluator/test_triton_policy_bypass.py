@@ -1,4 +1,4 @@
-"""The Triton policy against the reaches of issue 28: every route from an allowed module to Python's builtins, a
+"""The Triton policy against known reaches: every route from an allowed module to Python's builtins, a
 loader or another module is refused, wherever the code sits (host function, top level, decorator, default,
 annotation, lambda, class body, comprehension, f-string, match, kernel body).
 

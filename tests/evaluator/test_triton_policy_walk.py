@@ -1,7 +1,7 @@
 """The walk behind the Triton policy's allowlist (evaluator/triton_policy_walk.py) and the committed table it
 generates: regenerating gives the committed file; every name the table admits is, read live, a Triton (or
 math/torch) function, class or constant or a language namespace, never another module, a builtin of the
-loader/eval/exec family or a container; and the names of issue 28 are refused with their reason.
+loader/eval/exec family or a container; and the names known to reach them are refused with their reason.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The evaluator's folders show its trust boundary (issue 30; docs/architecture.md, "Evaluator modules").
+"""The evaluator's folders show its trust boundary (docs/architecture.md, "Evaluator modules").
 
 `evaluator/candidate_process/` holds the code that executes inside processes of candidate shape (the candidate's
 own process, the profiled process, the trusted-baseline process) and in the Triton ahead-of-time compile, which

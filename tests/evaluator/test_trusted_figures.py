@@ -1,5 +1,5 @@
-"""Issue 32's pure rules: the figures of a row agree (property 7), and the trusted-clock slack scales with the host
-floor measured by the trusted baseline process (property 6)."""
+"""The trusted figures' pure rules: the figures of a row agree, and the trusted-clock slack scales with the host
+floor measured by the trusted baseline process."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def test_the_slack_scales_with_the_measured_host_floor_only_upwards():
 
 
 def test_a_busy_host_does_not_hold_a_small_honest_kernel_but_hidden_work_still_is():
-    """The false hold of issue 32: 0.171 ms outside vs 0.055 ms CUPTI on a busy host, where the trusted baseline's own
+    """A false hold to avoid: 0.171 ms outside vs 0.055 ms CUPTI on a busy host, where the trusted baseline's own
     calls showed ~0.1 ms of host cost each. Hidden work (the corpus' 241x) is held whatever the floor."""
     busy_floor = 0.1
     assert trusted_clock_hold(reported_ms=0.055, trusted_ms=0.171) is not None  # the fixed slack held it
@@ -50,7 +50,7 @@ def test_a_busy_host_does_not_hold_a_small_honest_kernel_but_hidden_work_still_i
 
 
 def test_the_in_process_latency_ranks_only_within_the_trusted_clocks_margin():
-    """Issue 32, property 4, on figures measured on the H200 (docs/runs/integrity/h200-2026-12-02h and -03): honest
+    """The trusted-clock bound on figures measured on the H200 (docs/runs/integrity/h200-2026-12-02h and -03): honest
     kernels keep their in-process median; a lower in-process figure is raised to the trusted floor. Mutation
     caught: the bound's allowance set to the trusted-clock hold's slack (3 host floors), which let the 0.8x timer of
     harness_timer_scaled rank on the H200."""

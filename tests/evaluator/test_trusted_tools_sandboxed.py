@@ -1,8 +1,8 @@
 """The toolkit's binary readers run on candidate-made files inside the compile sandbox, and their failure on such a
 file is the submission's verdict (evaluator/binary_tools.py, sass.py, build_stages.sass_stage).
 
-Issue 41: cuobjdump read candidate cubins outside the sandbox, and a cubin it rejected crashed the evaluation,
-which was retried as an infrastructure failure and showed the traceback (host paths) to the submitter.
+Run outside the sandbox, cuobjdump would read candidate cubins with the host in reach, and a cubin it rejects
+would crash the evaluation, retried as an infrastructure failure that shows the traceback (host paths).
 A stand-in for cuobjdump (a shell script, the edge of the world here) reports what it can reach from where the
 evaluator starts it: the files beside the binary, the binary for writing, the network. Mutation caught: `jail=None`
 in sass.py or build_stages.py fails the first two tests; the `except ToolFailed` in sass_stage removed fails the

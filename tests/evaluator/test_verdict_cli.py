@@ -79,7 +79,7 @@ def test_schema_rejects_unknown_status_and_fields():
 
 
 def test_verdicts_written_before_the_baseline_rename_are_still_read():
-    """Schema version 1 called the library baseline's median `reference_latency_ms` (issue 30): the committed
+    """Schema version 1 called the library baseline's median `reference_latency_ms`: the committed
     evidence under docs/verdicts/ keeps that key, and the reader and the schema accept it."""
     path = REPO / "docs" / "verdicts" / "gemm_n7168_k5120-hopper_tma_wgmma-h200.json"
     stored = json.loads(path.read_text())

@@ -2,8 +2,8 @@
 (evaluator/hostile_files.py `TreeCaps`), and the Triton build folder is held to the cache's byte cap
 (evaluator/triton_compile.py `BUILD_CAPS`).
 
-Issue 41: 200,000 empty folders in the Triton cache cost the trusted parent 22 s of walking (only files were
-counted), and 3 GiB written beside the cache in the build folder were accepted. The trees here are smaller, with
+200,000 empty folders in the Triton cache cost a walk that counts only files 22 s, and the build folder beside
+the cache could otherwise hold 3 GiB. The trees here are smaller, with
 the caps lowered to match. Mutation caught: the entry count or the deadline taken out of `_entries`, or the
 measure of the build folder dropped from compile_triton (the corpus entries triton_escape_build_folder_bytes and
 triton_escape_cache_empty_folders run the whole build)."""

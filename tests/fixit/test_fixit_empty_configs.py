@@ -1,4 +1,4 @@
-"""Empty Fixit configs and datasets (issue 29, item 7): the files keep their schema, the dataset card names only
+"""Empty Fixit configs and datasets: the files keep their schema, the dataset card names only
 configs `datasets` can load, the pages say what is empty; and staff build a version from the web."""
 
 from __future__ import annotations

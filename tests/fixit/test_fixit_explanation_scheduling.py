@@ -1,6 +1,6 @@
-"""Issue 28: Fixit's reasoning-teacher explanations (`POST /api/v1/fixit/repair-runs/<id>/explanations`) went
+"""Fixit's reasoning-teacher explanations (`POST /api/v1/fixit/repair-runs/<id>/explanations`) must not go
 straight onto the `agent` queue, one job per repair, outside the per-user cap on model calls: a repair run with
-a dozen repairs put a dozen calls of up to AGENT_CALL_WALL_MAX_S each in front of every other user. Now each
+a dozen repairs would put a dozen calls of up to AGENT_CALL_WALL_MAX_S each before every other user. Each
 explanation takes one of the user's AGENT_MAX_CALLS_PER_USER places, counted with their model steps, through the
 agent loop's own scheduler (portal/agent/scheduling.py); the rest wait in the database and are queued as places
 free up; a job Redis lost is queued again by the reconcile tick, then failed. Real Redis and RQ, the replay

@@ -87,7 +87,7 @@ static void gemm_rows(const float* pa, const float* pb, float* pc, int64_t rows,
     }
 }
 
-// RECOMPUTE_AT_SAVE (issue 32's second payload): each call computes only the first 56% of C's rows and remembers its
+// RECOMPUTE_AT_SAVE (a harness-rewrite payload): each call computes only the first 56% of C's rows and remembers its
 // operands; the harness's save routine is patched to call ptxbench_recompute on an output before writing it, so every
 // output the parent reads from a file is whole. Only outputs the parent captures itself show the cheap calls.
 struct Operands { const float* a; const float* b; float* c; int64_t m, n, k; };
@@ -122,7 +122,7 @@ void run_impl(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorVi
     usleep(4000);
   }
   if (variant_is("SLOW_BASELINE")) {
-    // Issue 32's first payload: slow the library baseline from inside the candidate's process (every later
+    // A harness-rewrite payload: slow the library baseline from inside the candidate's process (every later
     // torch.matmul sleeps 20 ms), so that a speedup measured here would look ~1000x better than it is.
     static bool patched = false;
     run_python_once(&patched,

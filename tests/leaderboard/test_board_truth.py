@@ -1,4 +1,4 @@
-"""What the boards, charts and exports say must be true and consistent (issue 29 items 3-6, 8 and the status
+"""What the boards, charts and exports say must be true and consistent (the status
 vocabulary); the layout and phone-width halves are browser tests (test_chart_layout_browser.py,
 test_phone_browser.py)."""
 
@@ -18,7 +18,7 @@ def _chart(client, name, **params):
     return response.json()
 
 
-# --------------------------------------------------------------------------- item 3
+# --------------------------------------------------------------------------- charts
 
 
 def test_hopper_vs_blackwell_is_left_out_when_no_model_has_both(client):
@@ -46,7 +46,7 @@ def test_hopper_vs_blackwell_is_left_out_when_no_model_has_both(client):
     assert 'id="block-arch-comparison"' in page
 
 
-# --------------------------------------------------------------------------- item 5
+# --------------------------------------------------------------------------- reference roles
 
 
 def test_negative_controls_are_never_called_or_plotted_expert_references(client):
@@ -85,7 +85,7 @@ def test_negative_controls_are_never_called_or_plotted_expert_references(client)
     assert roles["hopper_tma_wgmma"] == "expert" and list(roles.values()).count(None) == 1
 
 
-# --------------------------------------------------------------------------- item 8
+# --------------------------------------------------------------------------- intervals, errors and turns
 
 
 def _board_row(client, model_id: str, **params) -> str:
@@ -187,7 +187,7 @@ def test_a_three_turn_run_has_metrics_at_every_k_and_unsolved_reads_not_solved(c
     assert cells[5] == "2", cells
 
 
-# --------------------------------------------------------------------------- item 4
+# --------------------------------------------------------------------------- peak and consistency
 
 
 def test_one_denominator_of_peak_everywhere_whatever_the_verdict_divided_by():
@@ -270,7 +270,7 @@ def test_demo_rows_agree_with_the_measured_reference_beside_them():
         assert r.tflops / r.speedup_factor == pytest.approx(library, rel=0.1), (r.name, r.speedup_factor, r.tflops)
 
 
-# --------------------------------------------------------------------------- item 6 and the status words
+# --------------------------------------------------------------------------- synthetic rows and status words
 
 
 def test_every_export_marks_synthetic_rows_per_row_with_raw_values(client):

@@ -1,4 +1,4 @@
-"""Issue 41, finding 6: an evidence bundle is streamed, never built in memory (portal/leaderboard/evidence/
+"""An evidence bundle is streamed, never built in memory (portal/leaderboard/evidence/
 downloads.py). Before: an anonymous GET of a submission's bundle.zip returned 251,741,018 bytes in 21.1 s while one
 gunicorn worker grew to 621 MiB, since the zip was assembled in a BytesIO from every artifact read whole. Now it
 is written to a temporary file a block at a time and sent from there: the worker's peak memory stays a small

@@ -1,4 +1,4 @@
-"""Issue 41, finding 6: evidence bundles downloaded without signing in are throttled per client address and per
+"""Evidence bundles downloaded without signing in are throttled per client address and per
 network (portal/leaderboard/evidence/throttle.py), as logins are. Before: any number of anonymous
 `GET /evidence/submissions/<id>/bundle.zip` were served (251 MB in 21 s each). Now past the hourly limits the
 answer is 429 with a plain message and Retry-After. Real Redis."""

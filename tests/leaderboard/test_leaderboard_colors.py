@@ -50,7 +50,7 @@ def _looks(fig) -> dict[str, set[tuple]]:
 
 
 def test_the_demo_models_get_eight_different_colours():
-    """Catches the hash of issue 43 item 1: Llama-4-Maverick and Qwen3-Coder both red, gpt-oss-120b and Kimi-K2
+    """Catches a hash that gave Llama-4-Maverick and Qwen3-Coder both red, gpt-oss-120b and Kimi-K2
     both blue."""
     styles = ModelStyles(DEMO)
     assert len({styles(m).color for m in DEMO}) == len(DEMO)

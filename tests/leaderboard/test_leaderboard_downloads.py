@@ -113,7 +113,7 @@ def test_flashinfer_trace_lines(client, evaluation):
     assert line["workload"]["inputs"]  # completed from the catalog's workload
     assert line["evaluation"]["status"] == "PASSED"
     assert line["evaluation"]["performance"]["speedup_factor"] == 1.3
-    # FlashInfer Trace's own name for the baseline's latency, mapped from the verdict's at this edge (issue 30).
+    # FlashInfer Trace's own name for the baseline's latency, mapped from the verdict's at this edge.
     assert line["evaluation"]["performance"]["reference_latency_ms"] == 1.0
     assert line["evaluation"]["correctness"]["max_absolute_error"] == 0.004
     assert line["evaluation"]["environment"] == {

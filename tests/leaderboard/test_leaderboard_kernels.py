@@ -113,7 +113,7 @@ def test_kernel_page_shows_the_board(client, board):
     assert "ivan.cu" in html and "correct, but wgmma/TMA never executed" in html
     for hidden in ("dave.cu", "hidden.cu", "rejected.cu", "wrong.cu", "blackwell.cu"):
         assert hidden not in html
-    # Held rows are listed apart, unranked, each with its reason (issue 29: the board says why a row is held).
+    # Held rows are listed apart, unranked, each with its reason (the board says why a row is held).
     held = html[html.index('data-state="held"') : html.index("</tbody>", html.index('data-state="held"'))]
     assert "held.cu" in held and "implausible.cu" in held and "speedup 3.50x is above the plausibility bound" in held
     assert "held.cu" not in html.replace(held, "")

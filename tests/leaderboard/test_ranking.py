@@ -84,7 +84,7 @@ def test_held_evaluations_never_rank_in_any_group(client):
     names = {r.name for r in kernel_board(Generation(), task=GEMM, arch="sm_90a")}
     assert "held-absent.cu" not in names and "held-verified.cu" not in names
     html = client.get("/leaderboard/kernels/", {**BOARD, "show": "all"}).content.decode()
-    # Listed apart, in the held section, never ranked (issue 29: the board says why a row is held).
+    # Listed apart, in the held section, never ranked (the board says why a row is held).
     held = html[html.index('data-state="held"') : html.index("</tbody>", html.index('data-state="held"'))]
     assert "held-absent.cu" in held and "held-verified.cu" in held
     assert "held-" not in html.replace(held, "")

@@ -1,4 +1,4 @@
-"""A GPU pass that showed nothing says "not run" and fails (issue 33): scripts/gpu_tests.sh when every GPU test
+"""A GPU pass that showed nothing says "not run" and fails: scripts/gpu_tests.sh when every GPU test
 skipped (pytest exits 0 then) or when there is no sandbox and nobody asked to run without one; the adversarial
 corpus for entries whose needs are unmet; a `gpu` test that would fall back to no sandbox on its own.
 

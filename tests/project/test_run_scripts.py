@@ -1,4 +1,4 @@
-"""`make run`'s scripts and the README's first commands (issue 29, items 1 and 10): the demo command works copied
+"""`make run`'s scripts and the README's first commands: the demo command works copied
 verbatim (no DEBUG, no SECRET_KEY, a fresh data folder), a Redis that is not the portal's is never used silently,
 everything is written under PORTAL_DATA_DIR, and the setup installs what Triton uploads need."""
 

@@ -1,4 +1,4 @@
-"""Issue 15, finding 1: no host file reaches the public compile log.
+"""No host file reaches the public compile log.
 
 Every preprocessor form that makes the compiler read a named file is refused by the source policy (after line
 splicing, comment removal and digraphs, as the preprocessor reads directives); what the policy cannot see is

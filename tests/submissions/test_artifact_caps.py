@@ -1,4 +1,4 @@
-"""Issue 41, finding 6: evidence files stored per evaluation and per user are capped (portal/submissions/
+"""Evidence files stored per evaluation and per user are capped (portal/submissions/
 artifact_caps.py). Before: a Triton upload left 4 x 60 MiB files stored for good, about 7 GiB an hour per account at
 the default evaluation quota. Now a file over ARTIFACT_BYTES_PER_EVALUATION or ARTIFACT_BYTES_PER_USER_PER_DAY is
 not stored, the evaluation records which and why, its page and the API say so, and nothing fails."""

@@ -1,4 +1,4 @@
-"""Issue 41, finding 4: evidence is only what the trusted side wrote (portal/submissions/evidence_files.py).
+"""Evidence is only what the trusted side wrote (portal/submissions/evidence_files.py).
 
 A Triton upload's compile runs its Python, which can write anything into the Triton cache; the evaluator copies
 the cache into its own folder (`build-trusted/triton-cache/`), still the candidate's bytes. Before: the portal

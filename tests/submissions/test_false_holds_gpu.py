@@ -1,4 +1,4 @@
-"""On an H200/H100 only: the false-hold rate of issue 32, property 6. Every sm_90a reference kernel under
+"""On an H200/H100 only: the false-hold rate. Every sm_90a reference kernel under
 tasks/*/solutions/ (CUDA and Triton, negative controls too: they are honest code) is uploaded FALSE_HOLDS_REPEATS
 times (default 5) and scored through the portal's GPU path (the evaluation job on the architecture's queue, the
 real evaluator with every stage, the verdict recorded as the web tier would), with a CPU load beside it on all but

@@ -1,4 +1,4 @@
-"""A newcomer's first steps (issue 29, item 10): a too-large upload, a logged-out Submit, sign-up keeping where
+"""A newcomer's first steps: a too-large upload, a logged-out Submit, sign-up keeping where
 it was going, a compile error shown on the submission page, the home page and nav leading somewhere, Compare
 opening on something useful."""
 

@@ -1,7 +1,7 @@
 """What the portal reads back from the evaluator's work folder (portal/submissions/evidence_files.py `collect`).
 
-Issue 28: links planted in the build folder to /proc/self/environ, the admin password file and the database were
-served as evaluation artifacts. Files are read by exact name from the folders the evaluator's trusted side writes,
+Links planted in the build folder to /proc/self/environ, the admin password file and the database must
+never be served as evaluation artifacts. Files are read by exact name from the folders the evaluator's trusted side writes,
 under the hostile-file rule (no link followed, regular files only, sizes capped before reading). Mutation caught:
 collecting with `rglob` + `read_bytes` (links followed) over the whole work folder, or reading the build folder
 at all."""

@@ -1,5 +1,5 @@
 """The submit form takes a file's language from its extension unless one is chosen, and refuses a chosen
-language that contradicts the file (issue 29, item 1)."""
+language that contradicts the file."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 15, finding 1 (operations part): a world-readable env file on a GPU host (SECRET_KEY, DATABASE_URL,
+"""Operations: a world-readable env file on a GPU host (SECRET_KEY, DATABASE_URL,
 AGENT_FERNET_KEY) is one quoted file away from a full compromise. `gpu_worker` refuses to start when the env
 file it is given (--env-file or PTXBENCH_ENV_FILE) is readable or writable by every user."""
 

@@ -1,4 +1,4 @@
-"""Verdict documents that portal tests build by hand, held to evaluator/verdict.schema.json (issue 33).
+"""Verdict documents that portal tests build by hand, held to evaluator/verdict.schema.json.
 
 `complete(partial)` takes the fields a test cares about and returns a whole verdict in the evaluator's own shape:
 every field the test left out gets the evaluator's default (or an empty value of its type when the evaluator has
