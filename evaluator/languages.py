@@ -35,6 +35,11 @@ class Language:
     kernel_cache: str | None = None  # the compiled kernels' folder in the compile's trusted folder, if any
     # A failed build's reason is the evaluator's last line in the log (the compile ran in a process of ours).
     reason_in_log: bool = False
+    other_suffixes: tuple[str, ...] = ()  # further suffixes an uploaded file of this language may have
+
+    @property
+    def suffixes(self) -> tuple[str, ...]:
+        return (self.suffix, *self.other_suffixes)
 
 
 def _cuda_policy(source: str, task: Task) -> list[PolicyFinding]:
@@ -58,7 +63,7 @@ def _triton(
     return compile_triton(source, task, chosen, arch, build, timeout_s=timeout_s, jail=jail)
 
 
-CUDA = Language("cuda", ".cu", "kernel.cu", "nvcc", _cuda_policy, _nvcc)
+CUDA = Language("cuda", ".cu", "kernel.cu", "nvcc", _cuda_policy, _nvcc, other_suffixes=(".cuh",))
 TRITON = Language(
     "triton",
     ".py",

@@ -72,5 +72,13 @@ def fetch(client: Client) -> Registry:
     languages = _names(body.get("languages"), "suffix")
     return Registry(
         None if arches is None else tuple(e["name"] for e in arches),
-        None if languages is None else {e["suffix"].lower(): e["name"] for e in languages},
+        None if languages is None else {s.lower(): e["name"] for e in languages for s in suffixes_of(e)},
     )
+
+
+def suffixes_of(entry: dict) -> list[str]:
+    """Every suffix a language's files may have (`suffixes`), or its one `suffix` from a portal that lists only it."""
+    listed = entry.get("suffixes")
+    if isinstance(listed, list) and all(isinstance(s, str) for s in listed):
+        return listed
+    return [entry["suffix"]]

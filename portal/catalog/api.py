@@ -26,7 +26,9 @@ def registry_document() -> dict:
             }
             for arch in ARCHES.values()
         ],
-        "languages": [{"name": lang.name, "suffix": lang.suffix} for lang in LANGUAGES.values()],
+        "languages": [
+            {"name": lang.name, "suffix": lang.suffix, "suffixes": list(lang.suffixes)} for lang in LANGUAGES.values()
+        ],
     }
 
 

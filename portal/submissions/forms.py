@@ -7,16 +7,13 @@ from django import forms
 from django.conf import settings
 
 from evaluator.arches import ARCHES
+from evaluator.languages import LANGUAGES
 from portal.catalog.models import Task
 from portal.submissions.models import Submission
 from portal.submissions.services import SubmissionRefused, decode_source
 
 # An upload's language from its file name; a language chosen in the form must agree with it.
-LANGUAGE_BY_SUFFIX = {
-    ".cu": Submission.Language.CUDA,
-    ".cuh": Submission.Language.CUDA,
-    ".py": Submission.Language.TRITON,
-}
+LANGUAGE_BY_SUFFIX = {suffix: Submission.Language(lang.name) for lang in LANGUAGES.values() for suffix in lang.suffixes}
 # Pasted source with Language left on "from the file": Triton when it imports triton, else CUDA.
 _IMPORTS_TRITON = re.compile(r"^\s*(import triton|from triton\b)", re.MULTILINE)
 

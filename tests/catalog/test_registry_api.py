@@ -26,7 +26,9 @@ def test_registry_lists_every_architecture_as_the_evaluator_holds_it(client):
 
 def test_registry_lists_every_language_with_its_file_suffix(client):
     body = client.get("/api/v1/registry").json()
-    assert body["languages"] == [{"name": lang.name, "suffix": lang.suffix} for lang in LANGUAGES.values()]
+    assert body["languages"] == [
+        {"name": lang.name, "suffix": lang.suffix, "suffixes": list(lang.suffixes)} for lang in LANGUAGES.values()
+    ]
 
 
 def test_registry_is_read_only_and_public(client):

@@ -129,3 +129,12 @@ def test_an_older_portal_without_the_registry_is_not_checked_and_says_so_in_one_
     assert tasks.returncode == 0, tasks.stderr
     assert json.loads(tasks.stdout) == [{"task": "task_on_sm_default", "arches": ["sm_default"]}]
     assert [p for p in _Portal.asked if "summary" in p] == ["/api/v1/leaderboard/summary?v=2"]
+
+
+def test_every_suffix_the_portal_accepts_for_a_language_is_told_as_that_language():
+    """A language with several suffixes (CUDA: `.cu` and `.cuh`, as the upload form takes them) is told by each."""
+    from ptxbench_cli import registry
+
+    entry = {"name": "cuda", "suffix": ".cu", "suffixes": [".cu", ".cuh"]}
+    assert registry.suffixes_of(entry) == [".cu", ".cuh"]
+    assert registry.suffixes_of({"name": "cuda", "suffix": ".cu"}) == [".cu"]  # a portal listing only `suffix`
