@@ -496,25 +496,44 @@ def hand_over(user: SandboxUser, *, writable: Iterable[Path], readable: Iterable
 
 
 def _walk_own(top: Path, me: int, budget: list[int], change: Callable[[int, os.stat_result], None]) -> None:
-    stack = [top]
-    while stack:
-        path = stack.pop()
+    try:
+        fd = os.open(top, _OWN_FLAGS)
+    except OSError:
+        return  # a link, gone: never followed
+    _change_own(fd, me, budget, change, depth=0)
+
+
+# Every component is opened relative to its parent's descriptor without following a link, and a folder is changed
+# only after everything below it: while the walk is inside a folder, that folder is still the evaluator's, so a
+# sandboxed process still alive cannot swap what the walk is about to change.
+_OWN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+_HAND_OVER_MAX_DEPTH = 32
+
+
+def _change_own(
+    fd: int, me: int, budget: list[int], change: Callable[[int, os.stat_result], None], *, depth: int
+) -> None:
+    try:
         budget[0] -= 1
         if budget[0] < 0:
             raise HandOverRefused(f"more than {HAND_OVER_MAX_ENTRIES} entries under the folders lent to the sandbox")
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-        except OSError:
-            continue  # a link, a FIFO without a writer, gone: never followed
-        try:
-            st = os.fstat(fd)
-            if st.st_uid != me:
-                continue
-            change(fd, st)
-            if stat.S_ISDIR(st.st_mode):
-                stack.extend(Path(path) / name for name in os.listdir(fd))
-        finally:
-            os.close(fd)
+        st = os.fstat(fd)
+        if st.st_uid != me:
+            return  # the sandbox user's (or a tool's): never entered, never changed
+        if stat.S_ISDIR(st.st_mode):
+            if depth >= _HAND_OVER_MAX_DEPTH:
+                raise HandOverRefused(f"folders lent to the sandbox nested deeper than {_HAND_OVER_MAX_DEPTH}")
+            for name in os.listdir(fd):
+                try:
+                    child = os.open(name, _OWN_FLAGS, dir_fd=fd)
+                except OSError:
+                    continue  # a link, a FIFO without a writer, gone: never followed
+                _change_own(child, me, budget, change, depth=depth + 1)
+        elif not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            return  # only the evaluator's own plain files: a second link could name a file elsewhere
+        change(fd, st)
+    finally:
+        os.close(fd)
 
 
 def _give(fd: int, st: os.stat_result, *, user: SandboxUser) -> None:

@@ -185,3 +185,19 @@ def test_an_unsandboxed_root_worker_says_when_the_sandbox_user_cannot_start_pyth
     monkeypatch.setattr(jail_mod, "EVALUATOR_DIR", Path("/nonexistent/evaluator"))
     with pytest.raises(SandboxUnavailable, match="cannot start"):
         jail_mod.check_reachable(jail)  # the evaluator package unreadable: the same refusal
+
+
+@ROOT_ONLY
+def test_hand_over_changes_no_file_with_a_second_link(tmp_path):
+    """A hard link in a lent folder could name a file elsewhere (the trusted side's, a system one): handing the
+    folder over must not change that file's owner."""
+    user = jail_mod.SandboxUser(65534, 65534)
+    outside = tmp_path / "kept-by-the-evaluator"
+    outside.write_text("mine")
+    lent = tmp_path / "lent"
+    lent.mkdir()
+    os.link(outside, lent / "second-name")
+    (lent / "plain").write_text("ok")
+    jail_mod.hand_over(user, writable=[lent], readable=[])
+    assert outside.stat().st_uid == 0
+    assert (lent / "plain").stat().st_uid == 65534 and lent.stat().st_uid == 65534
