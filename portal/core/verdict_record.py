@@ -1,17 +1,25 @@
 """The one place a verdict document becomes the evaluator's typed records (the verdict is the contract).
 
-The database keeps the verdict exactly as the evaluator wrote it (a JSON field on Evaluation, never rewritten);
-every reader in the portal takes it through `parse_verdict` and reads attributes of `evaluator.verdict.Verdict`
-(`verdict.arch_check.status`, `workload.performance.latency_ms`), never keys of the stored dict. Statuses are the
-evaluator's enums (`OverallStatus`, `Status`, `ArchStatus`), which compare equal to the words stored in the
-summary columns.
+`parse_verdict` is the only caller of the evaluator's reader (`evaluator.verdict.from_dict`) in the portal, and it
+is called only where the portal receives a verdict: the GPU worker's result (`submissions/runner.py`), an imported
+or demo verdict file (`leaderboard/services.py`, `seed_leaderboard`), and a stored row (`Evaluation.verdict_record`,
+read once per row object). Everything else takes the typed `evaluator.verdict.Verdict` and reads its attributes
+(`verdict.arch_check.status`, `workload.performance.latency_ms`), never keys of the stored dict; statuses are the
+evaluator's enums (`OverallStatus`, `Status`, `ArchStatus`), which compare equal to the words in the summary columns.
 
-Stored verdicts come from every evaluator version the portal has run: a field added since (`arch_check.
-trusted_ratio`, `performance.latency_from`, `integrity`, ...) is absent from older ones. `from_dict` already gives
-a missing field its default; a missing field that has no default (a record a test or an old evaluator wrote
-partly) gets the empty value of its type here first, and a missing architecture-check status reads as
-not_requested. A document that still cannot be read (not a dict, a status word the evaluator does not have, a
-record of the wrong shape) is None, as is no verdict at all: the callers treat both as "no verdict"."""
+The database keeps the verdict exactly as the evaluator wrote it (a JSON field on Evaluation, never rewritten), so
+stored documents come from every evaluator version the portal has run. They are brought to the current schema here,
+once, in one step (`_upgrade`):
+- a figure whose meaning changed since is dropped, so the page says "not recorded" rather than show it under the
+  new meaning: `performance.fraction_of_peak` of a schema_version 1 document (some divided by a matmul rate
+  measured on the host, not by the datasheet peak of evaluator/peaks.py);
+- a field added since (`arch_check.trusted_ratio`, `performance.latency_from`, `integrity`, ...) is absent:
+  `from_dict` gives it its default; a missing field that has no default (a record an old evaluator or a test
+  wrote partly) gets the empty value of its type, and a missing architecture-check status reads as not_requested;
+- a renamed field is read under its old name (`from_dict` does that, from the field's `renamed_from`).
+A document that still cannot be read (not a dict, a status word the evaluator does not have, a record of the wrong
+shape) is None, as is no verdict at all: the callers treat both as "no verdict". The portal never recomputes a
+figure the verdict carries, for an old document either."""
 
 from __future__ import annotations
 
@@ -23,7 +31,7 @@ import typing
 from enum import StrEnum
 from typing import Any
 
-from evaluator.verdict import ArchCheck, ArchStatus, OverallStatus, Verdict, WorkloadResult, from_dict
+from evaluator.verdict import ArchCheck, ArchStatus, Verdict, from_dict
 
 log = logging.getLogger(__name__)
 
@@ -43,21 +51,32 @@ def parse_verdict(data: Any) -> Verdict | None:
     if not isinstance(data, dict) or not data:
         return None
     try:
-        return from_dict(_complete(Verdict, data))
+        return from_dict(_complete(Verdict, _upgrade(data)))
     except (TypeError, ValueError, AttributeError, KeyError) as exc:
         log.warning("a verdict document could not be read (%s): %s", type(exc).__name__, str(exc)[:300])
         return None
 
 
-def parse_workload(data: Any) -> WorkloadResult | None:
-    """One workload result of a verdict document on its own (a template filter given one), as parse_verdict
-    reads it inside a verdict; None when it cannot be read."""
-    if isinstance(data, WorkloadResult):
+# The schema version whose fraction_of_peak is the datasheet one (evaluator/peaks.py); older documents' may not be.
+_DATASHEET_PEAK_SINCE = 2
+
+
+def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` with the figures whose meaning changed since its schema version taken out (a shallow copy where
+    it changes; the stored document is never modified)."""
+    version = data.get("schema_version", 1)
+    if isinstance(version, int) and version >= _DATASHEET_PEAK_SINCE:
         return data
-    if not isinstance(data, dict):
-        return None
-    verdict = parse_verdict({"status": OverallStatus.PASSED.value, "workloads": [data]})
-    return verdict.workloads[0] if verdict is not None else None
+    workloads = data.get("workloads")
+    if not isinstance(workloads, list):
+        return data
+    upgraded = []
+    for w in workloads:
+        perf = w.get("performance") if isinstance(w, dict) else None
+        if isinstance(perf, dict) and "fraction_of_peak" in perf:
+            w = {**w, "performance": {k: v for k, v in perf.items() if k != "fraction_of_peak"}}
+        upgraded.append(w)
+    return {**data, "workloads": upgraded}
 
 
 @functools.cache

@@ -11,7 +11,6 @@ from pathlib import Path
 from django.conf import settings
 from rq import get_current_job
 
-from portal.core.verdict_record import parse_verdict
 from portal.submissions import services
 from portal.submissions.runner import run_evaluator
 
@@ -69,10 +68,10 @@ def evaluate(evaluation_id: str) -> str:
             evaluation_id=evaluation_id,
             worker_name=worker,
             verdict=result.verdict,
+            record=result.record,
             files=result.files,
             not_kept=result.not_kept,
         )
-        record = parse_verdict(result.verdict)
-        return record.status.value if record else ""
+        return result.record.status.value if result.record else ""
     log.warning("evaluation %s: infrastructure failure: %s", evaluation_id, error)
     return services.evaluation_infra_failure(evaluation_id=evaluation_id, worker_name=worker, reason=error)

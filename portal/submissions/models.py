@@ -4,12 +4,15 @@ the artifacts kept for audit, and the GPU workers that score them."""
 from __future__ import annotations
 
 import uuid
+from functools import cached_property
 
 from django.conf import settings
 from django.db import models
 
 from evaluator.solutions import LANGUAGE_FILES
+from evaluator.verdict import Verdict
 from portal.catalog.models import ARCH_CHOICES, Task
+from portal.core.verdict_record import parse_verdict
 
 
 def kernel_file_name(language: str) -> str:
@@ -130,6 +133,12 @@ class Evaluation(models.Model):
     @property
     def is_active(self) -> bool:
         return self.state in self.ACTIVE_STATES
+
+    @cached_property
+    def verdict_record(self) -> Verdict | None:
+        """The stored verdict as the evaluator's typed record, read once per row object (portal/core/verdict_record.py);
+        None when there is none or it cannot be read."""
+        return parse_verdict(self.verdict)
 
 
 class Artifact(models.Model):

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evaluator.solutions import LANGUAGE_FILES
+from evaluator.verdict import Verdict
 from portal.core.verdict_record import parse_verdict
 from portal.submissions import evidence_files
 from portal.submissions.evidence_files import EvidenceFile, NotKept
@@ -39,7 +40,8 @@ STDERR_TAIL = 8000
 
 @dataclass
 class RunnerResult:
-    verdict: dict | None  # the verdict document, when the evaluator produced one
+    verdict: dict | None  # the verdict document, when the evaluator produced one: stored as it wrote it
+    record: Verdict | None = None  # the same, read once here (portal/core/verdict_record.py); None if unreadable
     files: list[EvidenceFile] = field(default_factory=list)  # artifacts to keep (portal/submissions/evidence_files.py)
     not_kept: list[NotKept] = field(default_factory=list)  # evidence files left out, and why
     error: str = ""  # why there is no verdict (infrastructure)
@@ -167,16 +169,17 @@ def run_evaluator(
         verdict = json.loads(verdict_path.read_text(encoding="utf-8"))
     except ValueError as exc:
         return RunnerResult(None, error=f"the evaluator wrote an unreadable verdict: {exc}")
+    record = parse_verdict(verdict)  # where the portal receives the verdict: read once, handed on typed
     evidence = evidence_files.collect(
         keep_dir,
         source_name=kernel.name,
         source=source,
         verdict_bytes=verdict_path.read_bytes(),
-        record=parse_verdict(verdict),
+        record=record,
         max_bytes=evidence_max_bytes,
         log_max_bytes=log_max_bytes,
     )
-    return RunnerResult(verdict, evidence.files, not_kept=evidence.not_kept)
+    return RunnerResult(verdict, record, evidence.files, not_kept=evidence.not_kept)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

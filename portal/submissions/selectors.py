@@ -13,7 +13,6 @@ from django.utils import timezone
 
 from evaluator.arches import ARCHES
 from evaluator.verdict import STAGES, OverallStatus
-from portal.core.verdict_record import parse_verdict
 from portal.submissions import queueing, serializers
 from portal.submissions.compile_log import first_error_lines
 from portal.submissions.models import Evaluation, GpuWorker, Submission
@@ -89,7 +88,7 @@ def stage_rows(evaluation: Evaluation) -> list[dict[str, str]]:
         stage = event.get("stage")
         if stage in STAGE_LABELS:
             latest[stage] = event
-    verdict = parse_verdict(evaluation.verdict)
+    verdict = evaluation.verdict_record
     recorded = {s.name: s for s in (verdict.stages if verdict else [])}
     rows = [
         {
@@ -137,7 +136,7 @@ def evaluation_status(evaluation: Evaluation, *, v: int = serializers.DEFAULT_AP
     if evaluation.state == Evaluation.State.DONE:
         data["result"] = serializers.evaluation_result(evaluation, v=v)  # the one evaluation shape
         # The lines the status page shows for a failed compile, so the command line can show them too.
-        data["compile_errors"] = first_error_lines(parse_verdict(evaluation.verdict))
+        data["compile_errors"] = first_error_lines(evaluation.verdict_record)
     return data
 
 

@@ -18,10 +18,9 @@ from django.db.models import F
 from django.utils import timezone
 
 from evaluator.arches import get_arch
-from evaluator.verdict import OverallStatus
+from evaluator.verdict import OverallStatus, Verdict
 from portal.accounts.services import user_is_banned
 from portal.catalog.models import Task
-from portal.core.verdict_record import parse_verdict
 from portal.submissions import artifacts, queueing, quotas, visibility
 from portal.submissions.evidence_files import EvidenceFile, NotKept
 from portal.submissions.models import Evaluation, Submission
@@ -209,18 +208,21 @@ def evaluation_record_verdict(
     evaluation_id: str,
     worker_name: str,
     verdict: dict,
+    record: Verdict | None,
     files: Sequence[EvidenceFile] = (),
     not_kept: Sequence[NotKept] = (),
 ) -> bool:
-    """Store the verdict and its evidence files (within the byte caps, portal/submissions/artifact_caps.py) and
-    finish the evaluation (running → done), exactly once. `not_kept`: files the runner already left out."""
+    """Store the verdict document as the evaluator wrote it, its summary columns from `record` (the same document
+    as the runner read it, portal/core/verdict_record.py) and its evidence files (within the byte caps,
+    portal/submissions/artifact_caps.py), and finish the evaluation (running → done), exactly once. `not_kept`:
+    files the runner already left out."""
     headline = (
         Evaluation.objects.filter(id=evaluation_id, submission__task__workloads__is_headline=True)
         .values_list("submission__task__workloads__uuid", flat=True)
         .first()
     )
     summary = summarise_verdict(
-        parse_verdict(verdict),
+        record,
         headline_workload=str(headline) if headline else None,
         plausible_speedup_max=settings.PLAUSIBLE_SPEEDUP_MAX,
     )

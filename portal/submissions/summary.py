@@ -1,14 +1,16 @@
-"""Pure: the summary columns an evaluation row keeps from its verdict (read through portal/core/verdict_record.py)."""
+"""Pure: the summary columns an evaluation row keeps from its typed verdict, as the verdict says them.
+
+Every measurement (latency, speedup, TFLOP/s, fraction of peak) and every integrity hold (a rate beyond the GPU's
+physical limit, figures that do not describe one measurement, ...) is the evaluator's: copied, never recomputed, so
+a column cannot disagree with the evidence page's verdict. A figure an older verdict lacks stays empty ("not
+recorded"). The portal adds one hold of its own, from its own setting: a speedup above PLAUSIBLE_SPEEDUP_MAX."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from evaluator import peaks
-from evaluator.integrity import consistency_hold
 from evaluator.verdict import OverallStatus, Verdict, WorkloadResult
-from portal.core.verdict_record import parse_verdict
 
 
 def _headline(verdict: Verdict, headline: str | None) -> WorkloadResult | None:
@@ -23,11 +25,10 @@ def _headline(verdict: Verdict, headline: str | None) -> WorkloadResult | None:
 
 
 def summarise_verdict(
-    document: Verdict | dict[str, Any] | None, *, headline_workload: str | None, plausible_speedup_max: float
+    verdict: Verdict | None, *, headline_workload: str | None, plausible_speedup_max: float
 ) -> dict[str, Any]:
-    """The summary columns of a verdict: the typed record, or a stored document (read through parse_verdict).
-    No verdict, or one that cannot be read: empty columns."""
-    verdict = parse_verdict(document)
+    """The summary columns of a verdict (the typed record, portal/core/verdict_record.py). No verdict: empty
+    columns."""
     arch = verdict.arch_check if verdict else None
     env = verdict.environment if verdict else None
     passed = verdict is not None and verdict.status == OverallStatus.PASSED
@@ -54,6 +55,7 @@ def summarise_verdict(
     head = _headline(verdict, headline_workload) if verdict else None
     perf = head.performance if head else None
     holds = verdict.integrity.holds if verdict and verdict.integrity else []
+    reasons: list[str] = []
     if passed and perf is not None:
         ci = perf.speedup_ci95 or [None, None]
         out.update(
@@ -63,37 +65,17 @@ def summarise_verdict(
             latency_ms=perf.latency_ms,
             baseline_latency_ms=perf.baseline_latency_ms,
             tflops=perf.tflops,
-            # One denominator everywhere (evaluator/peaks.py): recomputed from the throughput, never taken from the
-            # verdict, whose older versions divided by the matmul rate measured on the host.
-            fraction_of_peak=peaks.fraction_of_peak(perf.tflops, env.gpu_name if env else None),
+            fraction_of_peak=perf.fraction_of_peak,
         )
-        reasons = []
-        if out["fraction_of_peak"] is not None and out["fraction_of_peak"] > 1.0:
-            reasons.append(f"achieved {out['tflops']:.0f} TFLOP/s is above the GPU's datasheet peak")
-        # Speedup and latencies must describe one measurement (the evaluator holds such a verdict itself; a
-        # verdict from an older evaluator or an import may not, so it is checked here with the same rule).
-        figures = consistency_hold(
-            latency_ms=out["latency_ms"],
-            baseline_latency_ms=out["baseline_latency_ms"],
-            speedup=out["speedup_factor"],
-            tflops=None,
-            flops=None,
-        )
-        held_codes = {h.code for h in holds}
-        if figures is not None and figures.code not in held_codes:
-            reasons.append(f"integrity ({figures.code}): {figures.message}")
         if out["speedup_factor"] is not None and out["speedup_factor"] > plausible_speedup_max:
             reasons.append(
                 f"speedup {out['speedup_factor']:.2f}x is above the plausibility bound {plausible_speedup_max:g}x"
             )
-    else:
-        reasons = []
     # The evaluator's integrity holds (docs/threat-model.md): an outside measurement disagreed with the candidate
-    # process's own, or the profiled call was not the timed one. Never ranked until an admin decides.
+    # process's own, the profiled call was not the timed one, a figure beyond the GPU's physical limits or
+    # figures that are not one measurement. Never ranked until an admin decides.
     if passed:
-        for hold in holds:
-            if hold.message:
-                reasons.append(f"integrity ({hold.code or 'hold'}): {hold.message}")
+        reasons += [f"integrity ({hold.code or 'hold'}): {hold.message or 'held for review'}" for hold in holds]
     if reasons:
         out.update(review_state="held", review_reason="; ".join(reasons))
     message = f"{out['status'] or 'no status'}"

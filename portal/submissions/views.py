@@ -14,7 +14,6 @@ from portal.catalog.models import Task
 from portal.core import schema
 from portal.core.api import check_text, json_error, json_refusal, read_json
 from portal.core.serializers import DEFAULT_API_VERSION, api_version
-from portal.core.verdict_record import parse_verdict
 from portal.submissions import selectors, visibility
 from portal.submissions.compile_log import first_error_lines
 from portal.submissions.forms import LANGUAGE_BY_SUFFIX, SubmissionForm
@@ -64,7 +63,7 @@ def detail(request: HttpRequest, submission_id: int) -> HttpResponse:
     submission = visibility.visible_submission(request.user, submission_id)
     evaluations = selectors.public_evaluations(submission)
     latest = evaluations[0] if evaluations else None
-    verdict = parse_verdict(latest.verdict) if latest else None
+    verdict = latest.verdict_record if latest else None
     return render(
         request,
         "submissions/detail.html",
@@ -87,7 +86,7 @@ def verdict_fragment(request: HttpRequest, submission_id: int) -> HttpResponse:
     submission = visibility.visible_submission(request.user, submission_id)
     public = selectors.public_evaluations(submission)
     latest = public[0] if public else None
-    verdict = parse_verdict(latest.verdict) if latest else None
+    verdict = latest.verdict_record if latest else None
     context = {
         "latest": latest,
         "verdict": verdict,

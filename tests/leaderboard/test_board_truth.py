@@ -144,10 +144,12 @@ def test_passing_workload_shows_its_error_against_the_tolerance_not_a_raw_maximu
     assert "15258" not in table and "within tolerance (norm error 0.000170 = 0.34% of its bound 0.05)" in table
 
     from portal.core.templatetags.portal_tags import error_vs_tolerance
+    from portal.core.verdict_record import parse_verdict
 
     failing = {"status": "INCORRECT_NUMERICAL", "correctness": {**verdict["workloads"][0]["correctness"],
                "failing_elements": 12, "relative_norm_error": 0.2}}  # fmt: skip
-    text = error_vs_tolerance(failing)
+    record = parse_verdict({**verdict, "workloads": [{**verdict["workloads"][0], **failing}]})
+    text = error_vs_tolerance(record.workloads[0])
     assert text.startswith("12 of 917504 elements outside tolerance") and "400% of its bound" in text
 
 
@@ -190,37 +192,43 @@ def test_a_three_turn_run_has_metrics_at_every_k_and_unsolved_reads_not_solved(c
 # --------------------------------------------------------------------------- peak and consistency
 
 
-def test_one_denominator_of_peak_everywhere_whatever_the_verdict_divided_by():
-    """Catches the two "measured peak" denominators of one board (about 986 and 803 TFLOP/s): the seed divided
-    by the datasheet peak, verdicts by the matmul rate measured on the host (803.5 on the H200). The database
-    keeps TFLOP/s over the datasheet peak (evaluator/peaks.py) for both, so 739.4 TFLOP/s reads 75%, not 92%."""
-    from evaluator import peaks
+def test_the_fraction_of_peak_is_the_verdicts_and_an_older_denominator_reads_not_recorded():
+    """Catches a portal that recomputes "of peak" from the TFLOP/s instead of showing the verdict's figure (the
+    evaluator owns the denominator: per dtype, per GPU), and one that shows a schema_version 1 verdict's figure,
+    whose denominator was the matmul rate measured on the host (803.5 TFLOP/s on the H200): that reads "not
+    recorded" (None), never a value the portal made."""
+    from portal.core.verdict_record import parse_verdict
     from portal.leaderboard.management.commands.seed_leaderboard import PEAK_TFLOPS
     from portal.submissions.summary import summarise_verdict
 
-    assert peaks.peak_tflops("NVIDIA H200") == peaks.peak_tflops("NVIDIA H100 80GB HBM3") == 989.4
-    assert peaks.peak_tflops("NVIDIA GH200 480GB") is None and peaks.peak_tflops("NVIDIA H100 PCIe") == 756.0
-    assert PEAK_TFLOPS["NVIDIA H200"] == 989.4  # the demo seed divides by the same figure
-    document = lf.verdict(speedup=0.91, tflops=739.4, peak=739.4 / 803.5)  # as the committed H200 verdicts
-    row = summarise_verdict(document, headline_workload=lf.HEADLINE, plausible_speedup_max=3.0)
-    assert row["fraction_of_peak"] == pytest.approx(739.4 / 989.4)
+    assert PEAK_TFLOPS["NVIDIA H200"] == 989.4  # the demo seed plays the evaluator with the datasheet figure
+    # 739.4 / 989.4 would be 0.747: the verdict says 0.61, and the row says what the verdict says.
+    current = lf.verdict(speedup=0.91, tflops=739.4, peak=0.61)
+    row = summarise_verdict(parse_verdict(current), headline_workload=lf.HEADLINE, plausible_speedup_max=3.0)
+    assert row["fraction_of_peak"] == 0.61 and row["tflops"] == 739.4
+    older = {**lf.verdict(speedup=0.91, tflops=739.4, peak=739.4 / 803.5), "schema_version": 1}
+    row = summarise_verdict(parse_verdict(older), headline_workload=lf.HEADLINE, plausible_speedup_max=3.0)
+    assert row["fraction_of_peak"] is None and row["tflops"] == 739.4 and row["speedup_factor"] == 0.91
 
 
 def test_the_board_and_its_exports_state_the_denominator(client):
     from tests.support.factories import sync_catalog
 
     sync_catalog()
-    lf.evaluation(owner=lf.user("kim"), speedup=0.91, tflops=739.4, peak=0.92)
+    lf.evaluation(owner=lf.user("kim"), speedup=0.91, tflops=739.4, peak=739.4 / 989.4)
     body = client.get("/api/v1/leaderboard/kernels", {"arch": "sm_90a", "task": GEMM}).json()
     (row,) = body["rows"]
     assert row["peak_tflops"] == 989.4 and row["peak_fraction"] == pytest.approx(739.4 / 989.4)
     page = client.get("/leaderboard/kernels/", {"arch": "sm_90a", "task": GEMM}).content.decode()
-    assert "datasheet dense BF16 peak" in page and ">75%<" in page and ">92%<" not in page
+    assert "datasheet dense BF16 peak" in page and ">75%<" in page
 
 
-def test_a_row_whose_speedup_disagrees_with_its_latencies_is_held_and_the_board_says_why(client):
-    """Catches a row shown ranked while its speedup is not the library's latency over its own (the figures of
-    one measurement disagree): held with code inconsistent_figures, listed apart with the reason, never ranked."""
+def test_a_row_the_evaluator_held_for_inconsistent_figures_is_listed_apart_with_its_reason(client):
+    """Catches a row shown ranked while its verdict holds it (the evaluator's inconsistent_figures: speedup and
+    latencies are not one measurement), and a portal that re-runs the evaluator's check on its own: a row whose
+    figures disagree but whose verdict holds nothing is the evaluator's call, not the portal's."""
+    from evaluator.integrity import INCONSISTENT_FIGURES
+    from portal.core.verdict_record import parse_verdict
     from tests.support.factories import sync_catalog
 
     sync_catalog()
@@ -230,7 +238,10 @@ def test_a_row_whose_speedup_disagrees_with_its_latencies_is_held_and_the_board_
     verdict["workloads"][0]["performance"]["latency_ms"] = 1.0 / 0.7  # its latencies say 0.70x
     from portal.submissions.summary import summarise_verdict
 
-    summary = summarise_verdict(verdict, headline_workload=lf.HEADLINE, plausible_speedup_max=3.0)
+    unheld = summarise_verdict(parse_verdict(verdict), headline_workload=lf.HEADLINE, plausible_speedup_max=3.0)
+    assert unheld["review_state"] == "" and unheld["speedup_factor"] == 1.11
+    verdict["integrity"] = {"holds": [{"code": INCONSISTENT_FIGURES, "message": "speedup 1.11x but latencies 0.70x"}]}
+    summary = summarise_verdict(parse_verdict(verdict), headline_workload=lf.HEADLINE, plausible_speedup_max=3.0)
     assert summary["review_state"] == "held" and "inconsistent_figures" in summary["review_reason"]
     type(bad).objects.filter(id=bad.id).update(
         verdict=verdict, review_state=summary["review_state"], review_reason=summary["review_reason"]

@@ -41,7 +41,9 @@ def _record(evaluation: Evaluation, **sizes: int) -> Evaluation:
         EvidenceFile("verdict.json", json.dumps(document).encode(), "evaluator", required=True),
         *(EvidenceFile(name.replace("_", "."), b"x" * size, "evaluator") for name, size in sizes.items()),
     ]
-    assert evaluation_record_verdict(evaluation_id=str(evaluation.id), worker_name="w", verdict=document, files=files)
+    assert evaluation_record_verdict(
+        evaluation_id=str(evaluation.id), worker_name="w", verdict=document, record=parse_verdict(document), files=files
+    )
     evaluation.refresh_from_db()
     return evaluation
 

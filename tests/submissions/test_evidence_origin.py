@@ -186,7 +186,7 @@ def test_a_planted_sass_and_csv_never_reach_the_page_the_artifacts_or_the_bundle
     )
     assert result.verdict is not None, result.error
     assert evaluation_record_verdict(
-        evaluation_id=str(evaluation.id), worker_name="w", verdict=result.verdict, files=result.files,
+        evaluation_id=str(evaluation.id), worker_name="w", verdict=result.verdict, record=result.record, files=result.files,
         not_kept=result.not_kept,
     )  # fmt: skip
     names = set(evaluation.artifacts.values_list("name", flat=True))

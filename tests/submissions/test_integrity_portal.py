@@ -4,6 +4,7 @@ plain words in the agent-loop feedback."""
 from __future__ import annotations
 
 from portal.agent.feedback import verdict_feedback
+from portal.core.verdict_record import parse_verdict
 from portal.submissions.summary import summarise_verdict
 from tests.support.verdicts import complete
 
@@ -11,7 +12,7 @@ HOLD = "the evaluator's own clock measured 0.8 ms per call, 100.0x the 0.008 ms 
 
 
 def _verdict(status="PASSED", holds=(), workload_status="PASSED", message=""):
-    return complete({
+    return parse_verdict(complete({
         "status": status,
         "arch": "sm_90a",
         "arch_check": {"status": "absent", "reason": "no gmma"},
@@ -25,7 +26,7 @@ def _verdict(status="PASSED", holds=(), workload_status="PASSED", message=""):
             }
         ],
         "integrity": {"holds": [{"code": "host_time", "message": HOLD} for _ in holds]},
-    })  # fmt: skip
+    }))  # fmt: skip
 
 
 def test_a_passed_verdict_with_an_integrity_hold_is_held_with_its_reason():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import django_rq
 import pytest
 
+from portal.core.verdict_record import parse_verdict
 from portal.leaderboard import cache
 from portal.submissions.models import Evaluation
 from portal.submissions.services import evaluation_claim, evaluation_record_verdict, submission_create
@@ -21,7 +22,9 @@ def _finish(evaluation: Evaluation, status: str, speedup: float = 1.1) -> None:
     document = lf.verdict(
         task_slug=GEMM, arch="sm_90a", source=evaluation.submission.source, status=status, speedup=speedup
     )
-    assert evaluation_record_verdict(evaluation_id=str(evaluation.id), worker_name="w", verdict=document, files={})
+    assert evaluation_record_verdict(
+        evaluation_id=str(evaluation.id), worker_name="w", verdict=document, record=parse_verdict(document), files={}
+    )
 
 
 @pytest.fixture

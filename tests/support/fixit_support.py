@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from portal.agent.models import ModelRun, Trajectory, Turn
 from portal.catalog.models import Task
+from portal.core.verdict_record import parse_verdict
 from portal.submissions import services as submission_services
 from portal.submissions.models import Evaluation, Submission
 from tests.support.agent_support import ended, fenced
@@ -82,7 +83,11 @@ def drain_with_gpu_stand_in(recorded: dict[str, dict]) -> None:
                 gpu.remove(job_id)
                 assert submission_services.evaluation_claim(evaluation_id=job_id, worker_name="h200-stand-in")
                 assert submission_services.evaluation_record_verdict(
-                    evaluation_id=job_id, worker_name="h200-stand-in", verdict=recorded[source], files={}
+                    evaluation_id=job_id,
+                    worker_name="h200-stand-in",
+                    verdict=recorded[source],
+                    record=parse_verdict(recorded[source]),
+                    files={},
                 )
         PromptSimpleWorker([gpu], connection=gpu.connection).work(burst=True)
     raise AssertionError("the queues did not drain")

@@ -148,6 +148,7 @@ def evaluation(
     """A submission with one done evaluation whose summary columns come from summarise_verdict, exactly as
     a worker would record it; artifacts stored for real. A kernel upload also gets its hidden ranked check
     with status `ranked_check` (None: not run yet)."""
+    from portal.core.verdict_record import parse_verdict
     from portal.submissions import artifacts
     from portal.submissions.models import Evaluation, Submission
     from portal.submissions.summary import summarise_verdict
@@ -155,7 +156,7 @@ def evaluation(
     source = source if source is not None else f"// kernel {next(_counter)}\n"
     the_task = task(task_slug)
     document = verdict(task_slug=task_slug, arch=arch, source=source, **verdict_fields)
-    summary = summarise_verdict(document, headline_workload=HEADLINE, plausible_speedup_max=3.0)
+    summary = summarise_verdict(parse_verdict(document), headline_workload=HEADLINE, plausible_speedup_max=3.0)
     message = summary.pop("message")
     if review_state is not None:
         summary["review_state"] = review_state

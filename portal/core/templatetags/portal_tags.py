@@ -11,10 +11,9 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
-from evaluator.verdict import ArchStatus, OverallStatus, Status
+from evaluator.verdict import ArchStatus, OverallStatus, Status, WorkloadResult
 from portal.core import numbers, verdicts
 from portal.core.numbers import significant
-from portal.core.verdict_record import parse_workload
 
 register = template.Library()
 
@@ -147,7 +146,7 @@ def error_vs_tolerance(workload) -> str:
     """A workload's error in words, against its tolerance. On a passing workload the element-wise maximum relative
     error is noise (an element near zero makes it 15258.8 on a kernel within every bound): it is left out there and
     the norm error is given against its bound; a failing one shows how many elements were outside tolerance."""
-    record = parse_workload(workload)
+    record = workload if isinstance(workload, WorkloadResult) else None  # a workload of a typed verdict
     c = record.correctness if record is not None else None
     if c is None:
         return "—"

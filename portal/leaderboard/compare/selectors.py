@@ -14,7 +14,6 @@ from django.http import Http404
 
 from evaluator.verdict import Verdict
 from portal.core import serializers
-from portal.core.verdict_record import parse_verdict
 from portal.leaderboard.boards import ranking, selectors
 from portal.leaderboard.boards.ranking import ModelRow
 from portal.leaderboard.boards.selectors import BadQuery, BoardQuery
@@ -276,7 +275,7 @@ def compare_kernels(viewer, a: str, b: str) -> dict[str, Any]:
     first, second = _visible_evaluation(viewer, a), _visible_evaluation(viewer, b)
     if (first.submission.task_id, first.submission.arch) != (second.submission.task_id, second.submission.arch):
         raise BadQuery("the two kernels are not on the same task and architecture")
-    va, vb = parse_verdict(first.verdict), parse_verdict(second.verdict)
+    va, vb = first.verdict_record, second.verdict_record
     wa, wb = _workloads(va), _workloads(vb)
     workloads = [
         {"uuid": key, "axes": (wa.get(key) or wb.get(key) or {}).get("axes"), "a": wa.get(key), "b": wb.get(key)}

@@ -12,7 +12,6 @@ from typing import Any
 from django.db.models import Model
 
 from portal.core import serializers
-from portal.core.verdict_record import parse_verdict
 from portal.leaderboard.evidence.downloads import (
     BUNDLE_FORMAT,
     Bundle,
@@ -56,7 +55,7 @@ def traces_jsonl(evaluations: list[Evaluation]) -> bytes:
             trace_lines(
                 definition=submission.task.slug,
                 solution=solution_name(submission),
-                verdict=parse_verdict(evaluation.verdict),
+                verdict=evaluation.verdict_record,
                 workloads=catalogs[submission.task_id],
                 is_synthetic=submission.is_synthetic,
             )
@@ -104,7 +103,7 @@ def _evaluation_meta(evaluation: Evaluation) -> dict[str, Any]:
         "review_state": evaluation.review_state,
         "finished_at": evaluation.finished_at,
         "evaluator_version": evaluation.evaluator_version,
-        "environment": environment_of(parse_verdict(evaluation.verdict)),
+        "environment": environment_of(evaluation.verdict_record),
     }
 
 
@@ -139,7 +138,7 @@ def submission_bundle(submission: Submission) -> Bundle:
             "is_synthetic": submission.is_synthetic,
         },
         "evaluations": [_evaluation_meta(e) for e in evaluations],
-        "environment": environment_of(parse_verdict(finished[-1].verdict)) if finished else {},
+        "environment": environment_of(finished[-1].verdict_record) if finished else {},
         "left_out": left_out,
     }
     return build_bundle(files, meta=meta)
@@ -222,7 +221,7 @@ def run_bundle(run) -> Bundle:
                 continue
             prefix = f"{trajectory.task.slug}/trajectory-{trajectory.index}/turn-{turn.index}"
             files.extend(_evaluation_files(evaluation, prefix, left_out))
-            environment = environment or environment_of(parse_verdict(evaluation.verdict))
+            environment = environment or environment_of(evaluation.verdict_record)
     meta = {
         "kind": "model_run",
         "run": {

@@ -10,7 +10,6 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from evaluator.arches import ARCHES
-from portal.core.verdict_record import parse_verdict
 from portal.core.verdicts import arch_badge, verdict_phrase
 from portal.leaderboard.attachments import attachment
 from portal.leaderboard.boards.selectors import models_available
@@ -32,7 +31,7 @@ def evaluation_detail(request: HttpRequest, evaluation_id) -> HttpResponse:
     links here once the evaluation is done."""
     evaluation = visibility.visible_evaluation(request.user, evaluation_id)
     artifacts = list(evaluation.artifacts.order_by("name"))
-    verdict = parse_verdict(evaluation.verdict)
+    verdict = evaluation.verdict_record
     sass_artifact = evaluator_sass(artifacts)
     listing = None
     if sass_artifact is not None:
