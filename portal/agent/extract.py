@@ -1,20 +1,19 @@
 """Pure: the kernel a model reply contains — the last fenced code block that looks like a kernel file of the
-run's language (CUDA: a .cu file; Triton: a Python file with @triton.jit kernels and `def run`)."""
+run's language (which info strings and markers make one is the languages registry's `Prompting`)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
+from evaluator.languages import DEFAULT_LANGUAGE
+from evaluator.languages import language as registered_language
+
 # ``` or ~~~ fences (3 or more), optional info string; the closing fence must use the same character and be
 # at least as long, per CommonMark.
 _FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)$")
 # Reasoning a server leaves inline; code drafted while thinking is not the answer.
 _THINK = re.compile(r"<think>.*?(</think>|\Z)", re.DOTALL | re.IGNORECASE)
-_KERNEL_LANGS = {"cuda", "cu", "cpp", "c++", "cxx", "c", "cc", "h", "hpp", "cuh"}
-_KERNEL_MARKERS = ("__global__", "TVM_FFI_DLL_EXPORT_TYPED_FUNC", "run_impl")
-_PYTHON_LANGS = {"python", "py", "python3", "triton"}
-_TRITON_MARKERS = ("triton.jit", "def run")  # both must be there
 
 
 @dataclass(frozen=True)
@@ -57,17 +56,14 @@ def code_blocks(text: str) -> list[CodeBlock]:
     return blocks
 
 
-def looks_like_kernel(block: CodeBlock, language: str = "cuda") -> bool:
-    if language == "triton":
-        if all(marker in block.code for marker in _TRITON_MARKERS):
-            return block.language in _PYTHON_LANGS or block.language == ""
-        return False
-    if any(marker in block.code for marker in _KERNEL_MARKERS):
-        return block.language in _KERNEL_LANGS or block.language == ""
-    return False
+def looks_like_kernel(block: CodeBlock, language: str = DEFAULT_LANGUAGE.name) -> bool:
+    """Whether the block may be a kernel file of that registered language (never, for one models are not asked
+    to write)."""
+    prompting = registered_language(language).prompting
+    return prompting is not None and prompting.looks_like_kernel(block.language, block.code)
 
 
-def extract_kernel(reply: str, language: str = "cuda") -> Extraction:
+def extract_kernel(reply: str, language: str = DEFAULT_LANGUAGE.name) -> Extraction:
     visible = _THINK.sub("", reply or "")
     blocks = code_blocks(visible)
     candidates = [b for b in blocks if looks_like_kernel(b, language)]

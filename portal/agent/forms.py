@@ -4,9 +4,10 @@ from django import forms
 from django.conf import settings
 
 from evaluator.arches import ARCHES
+from evaluator.languages import DEFAULT_LANGUAGE
+from portal.agent import prompts
 from portal.agent.models import ModelRun
 from portal.catalog.models import Task
-from portal.submissions.models import Submission
 
 
 class RunForm(forms.Form):
@@ -24,13 +25,8 @@ class RunForm(forms.Form):
         help_text="stored encrypted; shown only as its last 4 characters",
     )
     arch = forms.ChoiceField(choices=[(a.name, a.label) for a in ARCHES.values()], label="Architecture")
-    language = forms.ChoiceField(
-        choices=Submission.Language.choices,
-        initial=Submission.Language.CUDA,
-        required=False,  # absent: CUDA
-        label="Kernel language",
-        help_text="CUDA replies in a ```cuda block, Triton in a ```python block",
-    )
+    # Choices and help from the languages registry, read per form (see __init__).
+    language = forms.ChoiceField(required=False, label="Kernel language")  # absent: the default language
     tasks = forms.ModelMultipleChoiceField(
         queryset=Task.objects.none(), to_field_name="slug", widget=forms.CheckboxSelectMultiple
     )
@@ -59,3 +55,9 @@ class RunForm(forms.Form):
             label="Retries on 429/5xx/timeouts",
         )
         self.fields["tasks"].queryset = Task.objects.filter(is_active=True).order_by("group", "slug")
+        languages = prompts.prompted_languages()
+        self.fields["language"].choices = [(lang.name, lang.display_name) for lang in languages]
+        self.fields["language"].initial = DEFAULT_LANGUAGE.name
+        self.fields["language"].help_text = ", ".join(
+            f"{lang.display_name} replies in a ```{lang.fence} block" for lang in languages
+        )

@@ -1,46 +1,60 @@
-"""Pure: the conversation's opening messages. System: rules, the knowledge pack and the ABI starter;
-first user message: the task definition with its `run` signature."""
+"""Pure: what a model is told. The conversation's opening messages (system: the language's rules, the knowledge
+pack and the ABI starter; first user message: the task definition with its `run` signature) and how to answer when
+a reply held no kernel. What differs between kernel languages (the rules, code block info strings, how `run` is
+named) comes from the languages registry."""
 
 from __future__ import annotations
 
 from typing import Any
 
-RULES = """You are writing one CUDA kernel file for PTXBench, which checks three things in order:
-1. correctness against a PyTorch reference on every workload (atol = rtol = 1e-2; an element fails only if both are exceeded);
-2. that the architecture's target instructions are in the SASS and really execute on the timed workload;
-3. speed against the library baseline (median of many timed calls).
-
-How to answer:
-- Reply with the complete .cu file in one fenced code block marked ```cuda. If your reply has several code blocks, the last one that looks like a kernel file is evaluated.
-- The file follows the kernel ABI below exactly: it exports `run` with TVM_FFI_DLL_EXPORT_TYPED_FUNC, takes all inputs then all preallocated outputs, and launches on the framework's stream.
-- After each attempt you get the evaluator's feedback (compile errors, per-workload status and errors, instruction report, speed); fix or improve the kernel and answer with the whole file again.
-"""
+from evaluator.languages import DEFAULT_LANGUAGE, LANGUAGES, Language, Prompting, language
 
 
-TRITON_RULES = """You are writing one Triton kernel file (Python) for PTXBench, which checks three things in order:
-1. correctness against a PyTorch reference on every workload (atol = rtol = 1e-2; an element fails only if both are exceeded);
-2. that the architecture's target instructions are in the SASS of your compiled kernels and really execute on the timed workload;
-3. speed against the library baseline (median of many timed calls).
-
-How to answer:
-- Reply with the complete Python file in one fenced code block marked ```python. If your reply has several code blocks, the last one that looks like a Triton file is evaluated.
-- The file defines @triton.jit kernels and a function `run` that takes all inputs then all preallocated outputs (PyTorch tensors on the GPU) and launches your kernels; it returns nothing.
-- Host code may only read shapes, strides and dtypes, make views, allocate workspace with torch.empty and launch kernels: no PyTorch compute (no @, torch.matmul, torch.nn.functional, tensor methods that compute or copy), no imports other than triton, triton.language, triton.tools.tensor_descriptor, math and torch, no exec/eval/getattr. triton.autotune is not allowed: choose block sizes, num_warps and num_stages yourself.
-- Kernels are compiled ahead of time from what `run` launches for each workload's shapes: decide what to launch from shapes only.
-- After each attempt you get the evaluator's feedback (compile errors, per-workload status and errors, instruction report, speed); fix or improve the kernel and answer with the whole file again.
-"""
+def prompted_languages() -> list[Language]:
+    """The registered languages models may be asked to write, in the registry's order."""
+    return [lang for lang in LANGUAGES.values() if lang.prompting is not None]
 
 
-def system_prompt(*, arch: str, pack_text: str, starter: str, language: str = "cuda") -> str:
-    parts = [(TRITON_RULES if language == "triton" else RULES).strip(), f"Target architecture: {arch}."]
+def prompted_language(name: str) -> tuple[Language, Prompting]:
+    """The registered language of that name and how a model is told to write it; ValueError when models are not
+    asked to write it (unknown, or registered without prompt wording)."""
+    lang = language(name)
+    if lang.prompting is None:
+        raise ValueError(f"models are not asked to write {lang.display_name}")
+    return lang, lang.prompting
+
+
+def system_prompt(*, arch: str, pack_text: str, starter: str, language: str = DEFAULT_LANGUAGE.name) -> str:
+    lang, prompting = prompted_language(language)
+    parts = [prompting.rules.strip(), f"Target architecture: {arch}."]
     if pack_text.strip():
         parts.append("# Knowledge pack\n\n" + pack_text.strip())
     if starter.strip():
         parts.append(
             "# ABI starter\n\nA minimal correct kernel file for this task (slow; it shows the ABI, not the method):\n\n"
-            f"```{'python' if language == 'triton' else 'cuda'}\n{starter.strip()}\n```"
+            f"```{lang.fence}\n{starter.strip()}\n```"
         )
     return "\n\n".join(parts) + "\n"
+
+
+def no_kernel(language: str = DEFAULT_LANGUAGE.name) -> str:
+    """What a model is told when its reply holds no kernel, in the words of the run's language."""
+    lang, prompting = prompted_language(language)
+    return (
+        f"Your reply contained no kernel: I look for the last fenced code block (```{lang.fence} ... ```) holding "
+        f"{prompting.kernel_file}. Nothing was evaluated this turn. Please answer with {prompting.answer} in one "
+        f"```{lang.fence} block."
+    )
+
+
+def truncated(language: str = DEFAULT_LANGUAGE.name) -> str:
+    """What a model is told when its reply ended inside what would have been the kernel."""
+    lang, prompting = prompted_language(language)
+    return (
+        "Your reply ended inside a code block (it was probably cut off at the output token limit), so no kernel "
+        f"was evaluated this turn. Please answer with a shorter version of {prompting.answer} in one "
+        f"```{lang.fence} block."
+    )
 
 
 def _shape(spec: dict[str, Any]) -> str:
@@ -57,8 +71,9 @@ def task_message(
     run_signature: str,
     families: list[str],
     arch: str,
-    language: str = "cuda",
+    language: str = DEFAULT_LANGUAGE.name,
 ) -> str:
+    lang, prompting = prompted_language(language)
     lines = [f"# Task: {name}", "", description.strip(), ""]
     lines += ["## Signature", "", "| name | role | shape | dtype | description |", "| --- | --- | --- | --- | --- |"]
     for role, key in (("input", "inputs"), ("output", "outputs")):
@@ -82,15 +97,13 @@ def task_message(
         lines += ["", "## PyTorch reference", "", "```python", str(reference).strip(), "```"]
     lines += [
         "",
-        "## The function your file must " + ("define" if language == "triton" else "export"),
+        f"## The function your file must {prompting.signature_verb}",
         "",
-        "```python" if language == "triton" else "```cpp",
+        f"```{lang.signature_fence}",
         run_signature.strip(),
         "```",
         "",
         f"Target architecture {arch}: the instructions that count are {', '.join(families) or 'none listed'}.",
-        "Answer with the complete Python file in one ```python block."
-        if language == "triton"
-        else "Answer with the complete .cu file in one ```cuda block.",
+        f"Answer with {prompting.answer} in one ```{lang.fence} block.",
     ]
     return "\n".join(lines) + "\n"

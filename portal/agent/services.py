@@ -21,12 +21,12 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from evaluator.arches import ARCHES
-from evaluator.triton_policy import run_signature as triton_run_signature
+from evaluator.languages import DEFAULT_LANGUAGE
 from portal.accounts.services import user_is_banned
 from portal.agent import crypto, metrics, prompts, queueing, scheduling, states
 from portal.agent.client import EndpointConfig, ModelCallError, ModelReply, chat_completion
 from portal.agent.extract import extract_kernel
-from portal.agent.feedback import NO_KERNEL, TRUNCATED, infrastructure_feedback, verdict_feedback
+from portal.agent.feedback import infrastructure_feedback, verdict_feedback
 from portal.agent.models import ModelRun, RunTaskMetrics, Trajectory, Turn, metric_ks
 from portal.agent.ssrf import Allowlist, EndpointRefused, check_endpoint_url
 from portal.agent.states import RUN, TRAJECTORY, TURN, Step, StepOutcome
@@ -59,7 +59,7 @@ class RunRequest:
     max_output_tokens: int = 16384
     request_timeout: float = 600.0
     max_retries: int = 3
-    language: str = "cuda"  # the kernel language the model writes ("cuda" or "triton")
+    language: str = DEFAULT_LANGUAGE.name  # the kernel language the model writes (a name in the registry)
 
 
 def _bounded(name: str, value, low, high):
@@ -81,8 +81,9 @@ def run_create(
         raise RunRefused("this account may not start runs", 403)
     if request.arch not in ARCHES:
         raise RunRefused(f"unknown architecture {request.arch!r} (known: {', '.join(sorted(ARCHES))})")
-    if request.language not in Submission.Language.values:
-        raise RunRefused(f"language must be one of {', '.join(Submission.Language.values)}")
+    languages = [lang.name for lang in prompts.prompted_languages()]
+    if request.language not in languages:
+        raise RunRefused(f"language must be one of {', '.join(languages)}")
     if request.pack_variant not in ModelRun.PackVariant.values:
         raise RunRefused("pack must be 'arch' or 'none'")
     model = (request.model or "").strip()
@@ -209,7 +210,6 @@ def opening_messages(*, run: ModelRun, task: Task) -> list[dict]:
         pack = KnowledgePack.objects.filter(slug="none").first()
     else:
         pack = target.pack if target else None
-    triton = run.language == Submission.Language.TRITON
     workloads = [
         {"axes": w.axes, "headline": w.is_headline} for w in task.workloads.filter(is_active=True).order_by("position")
     ]
@@ -219,7 +219,7 @@ def opening_messages(*, run: ModelRun, task: Task) -> list[dict]:
             "content": prompts.system_prompt(
                 arch=run.arch,
                 pack_text=pack.text if pack else "",
-                starter=task.starter_triton if triton else task.starter,
+                starter=task.starter(run.language),
                 language=run.language,
             ),
         },
@@ -230,18 +230,13 @@ def opening_messages(*, run: ModelRun, task: Task) -> list[dict]:
                 description=task.description,
                 definition=task.definition,
                 workloads=workloads,
-                run_signature=triton_run_signature(_params(task.definition)) if triton else task.run_signature,
+                run_signature=task.signature(run.language),
                 families=list(target.families) if target else [],
                 arch=run.arch,
                 language=run.language,
             ),
         },
     ]
-
-
-def _params(definition: dict) -> list[str]:
-    """The `run` parameter names: inputs in definition order, then outputs (destination-passing)."""
-    return [*(definition.get("inputs") or {}), *(definition.get("outputs") or {})]
 
 
 def run_cancel(*, run: ModelRun, reason: str = "cancelled by its owner") -> bool:
@@ -468,7 +463,7 @@ def _turn_submit(turn_id: int) -> StepOutcome:
                 turn,
                 from_=[Turn.State.CALLING_MODEL],
                 outcome=Turn.Outcome.NO_KERNEL,
-                feedback=TRUNCATED if extraction.truncated else NO_KERNEL,
+                feedback=(prompts.truncated if extraction.truncated else prompts.no_kernel)(run.language),
             ):
                 _advance(turn)
             return StepOutcome(Step.NO_KERNEL)

@@ -8,6 +8,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from evaluator.languages import DEFAULT_LANGUAGE
 from portal.accounts.api_auth import api_endpoint
 from portal.agent import budget, selectors, services
 from portal.agent.forms import RunForm
@@ -54,7 +55,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
                     max_output_tokens=data["max_output_tokens"],
                     request_timeout=data["request_timeout"],
                     max_retries=data["max_retries"],
-                    language=data.get("language") or "cuda",
+                    language=data.get("language") or DEFAULT_LANGUAGE.name,
                 ),
             )
         except RunRefused as exc:

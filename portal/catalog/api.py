@@ -26,8 +26,16 @@ def registry_document() -> dict:
             }
             for arch in ARCHES.values()
         ],
+        # starter_file: where a task's starter in that language is, /tasks/<task>/<starter_file> ("" when none).
         "languages": [
-            {"name": lang.name, "suffix": lang.suffix, "suffixes": list(lang.suffixes)} for lang in LANGUAGES.values()
+            {
+                "name": lang.name,
+                "label": lang.display_name,
+                "suffix": lang.suffix,
+                "suffixes": list(lang.suffixes),
+                "starter_file": lang.starter_file,
+            }
+            for lang in LANGUAGES.values()
         ],
     }
 

@@ -47,9 +47,10 @@ class Task(models.Model):
     baselines = models.JSONField(default=list)  # [{id, name, function, source}]; the first is the speedup reference
     atol = models.FloatField(default=1e-2)
     rtol = models.FloatField(default=1e-2)
-    run_signature = models.TextField()  # the C++ signature a kernel exports
-    starter = models.TextField(blank=True)  # minimal correct kernel file for this task
-    starter_triton = models.TextField(blank=True)  # the same in Triton: one Python file defining run
+    # Keyed by language name (evaluator/languages.py), so a new language needs no column. Signatures: the `run`
+    # a kernel file of that language provides; starters: its minimal correct kernel file, where the task has one.
+    signatures = models.JSONField(default=dict)
+    starters = models.JSONField(default=dict, blank=True)
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.SUITE)
     is_active = models.BooleanField(default=True)  # false once the task left tasks/; kept for old results
     content_sha256 = models.CharField(max_length=64)  # of everything synced, to skip unchanged rows
@@ -60,6 +61,13 @@ class Task(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+    def starter(self, language: str) -> str:
+        """The task's starter in that language, "" when it has none."""
+        return self.starters.get(language, "")
+
+    def signature(self, language: str) -> str:
+        return self.signatures.get(language, "")
 
     @property
     def inputs(self) -> list[dict]:

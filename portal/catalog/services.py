@@ -11,7 +11,8 @@ from django.db import transaction
 
 from evaluator.arches import ARCHES
 from evaluator.flashinfer_import import ImportedDefinition
-from evaluator.kernel_abi import run_signature
+from evaluator.languages import LANGUAGES
+from evaluator.taskdata import Definition
 from evaluator.taskdata import Task as TaskData
 from portal.catalog.models import ArchitectureTarget, KnowledgePack, Task, Workload
 
@@ -41,6 +42,17 @@ def _task_file(task: TaskData, name: str) -> str:
     return path.read_text(encoding="utf-8") if path.is_file() else ""
 
 
+def _signatures(definition: Definition) -> dict[str, str]:
+    """The `run` each registered language provides for this definition."""
+    return {lang.name: lang.signature(definition) for lang in LANGUAGES.values() if lang.signature}
+
+
+def _starters(task: TaskData) -> dict[str, str]:
+    """The task folder's starter file of each registered language that has one."""
+    files = {lang.name: _task_file(task, lang.starter_file) for lang in LANGUAGES.values() if lang.starter_file}
+    return {name: text for name, text in files.items() if text}
+
+
 def _task_fields(task: TaskData) -> dict:
     d = task.definition
     return {
@@ -54,9 +66,8 @@ def _task_fields(task: TaskData) -> dict:
         "baselines": [{"id": b.id, "name": b.name, "function": b.function, "source": b.source} for b in task.baselines],
         "atol": task.atol,
         "rtol": task.rtol,
-        "run_signature": run_signature(d),
-        "starter": _task_file(task, "starter.cu"),
-        "starter_triton": _task_file(task, "starter_triton.py"),
+        "signatures": _signatures(d),
+        "starters": _starters(task),
         "source": Task.Source.SUITE,
     }
 
@@ -74,9 +85,8 @@ def _imported_fields(item: ImportedDefinition) -> dict:
         "baselines": [],
         "atol": 1e-2,
         "rtol": 1e-2,
-        "run_signature": run_signature(d),
-        "starter": "",
-        "starter_triton": "",
+        "signatures": _signatures(d),
+        "starters": {},
         "source": Task.Source.IMPORT,
     }
 

@@ -1,8 +1,7 @@
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from evaluator.arches import ARCHES
-from evaluator.triton_policy import run_signature as triton_run_signature
 from portal.catalog import selectors
 from portal.catalog.task_panels import task_panels_context
 
@@ -35,24 +34,16 @@ def task_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "arches": ARCHES,
             "targets": targets,
             "first_arch": arches[0] if arches else "sm_90a",
-            "triton_signature": triton_run_signature(
-                [*(task.definition.get("inputs") or {}), *(task.definition.get("outputs") or {})]
-            ),
+            "languages": selectors.task_languages(task),
             **task_panels_context(task, arches),
         },
     )
 
 
-def task_starter(request: HttpRequest, slug: str) -> HttpResponse:
-    task = selectors.task_detail(slug)
-    return _attachment(task.starter, f"{task.slug}_starter.cu", "text/x-cuda; charset=utf-8")
-
-
-def task_starter_triton(request: HttpRequest, slug: str) -> HttpResponse:
-    task = selectors.task_detail(slug)
-    if not task.starter_triton:
-        raise Http404("this task has no Triton starter")
-    return _attachment(task.starter_triton, f"{task.slug}_starter_triton.py", "text/x-python; charset=utf-8")
+def task_starter(request: HttpRequest, slug: str, filename: str) -> HttpResponse:
+    """A starter file by its registry name (starter.cu, starter_triton.py ...), as text: the browser saves it."""
+    task, _, starter = selectors.task_starter(slug, filename)
+    return _attachment(starter, f"{task.slug}_{filename}", "text/plain; charset=utf-8")
 
 
 def pack_detail(request: HttpRequest, slug: str) -> HttpResponse:

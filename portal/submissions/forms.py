@@ -1,33 +1,45 @@
 from __future__ import annotations
 
-import re
 from pathlib import PurePath
 
 from django import forms
 from django.conf import settings
 
 from evaluator.arches import ARCHES
-from evaluator.languages import LANGUAGES
+from evaluator.languages import DEFAULT_LANGUAGE, LANGUAGES, Language
 from portal.catalog.models import Task
-from portal.submissions.models import Submission
 from portal.submissions.services import SubmissionRefused, decode_source
 
-# An upload's language from its file name; a language chosen in the form must agree with it.
-LANGUAGE_BY_SUFFIX = {suffix: Submission.Language(lang.name) for lang in LANGUAGES.values() for suffix in lang.suffixes}
-# Pasted source with Language left on "from the file": Triton when it imports triton, else CUDA.
-_IMPORTS_TRITON = re.compile(r"^\s*(import triton|from triton\b)", re.MULTILINE)
+# Everything about a language comes from the registry, read when a form is built or cleaned.
+
+
+def language_by_suffix() -> dict[str, Language]:
+    """An upload's language from its file name; a language chosen in the form must agree with it."""
+    return {suffix: lang for lang in LANGUAGES.values() for suffix in lang.suffixes}
+
+
+# The same by name, for the submission API (built at import, as the registry is).
+LANGUAGE_BY_SUFFIX = {suffix: lang.name for suffix, lang in language_by_suffix().items()}
+
+
+def _suffix_help() -> str:
+    return ", ".join(f"{'/'.join(lang.suffixes)}: {lang.display_name}" for lang in LANGUAGES.values())
+
+
+def _pasted_language(source: str) -> Language:
+    """Pasted source with Language left on "from the file": the first language whose marker it matches (Triton
+    when it imports triton), else the default language."""
+    return next(
+        (lang for lang in LANGUAGES.values() if lang.pasted_marker and lang.pasted_marker.search(source)),
+        DEFAULT_LANGUAGE,
+    )
 
 
 class SubmissionForm(forms.Form):
     task = forms.ModelChoiceField(queryset=Task.objects.none(), to_field_name="slug")
     arch = forms.ChoiceField(choices=[(a.name, a.label) for a in ARCHES.values()], label="Architecture")
-    language = forms.ChoiceField(
-        choices=[("", "From the file (.cu: CUDA, .py: Triton)"), *Submission.Language.choices],
-        initial="",
-        required=False,
-        label="Language",
-    )
-    file = forms.FileField(required=False, label="Kernel file (.cu for CUDA, .py for Triton)")
+    language = forms.ChoiceField(initial="", required=False, label="Language")  # choices: see __init__
+    file = forms.FileField(required=False, label="Kernel file")
     # Kept as pasted (no stripping), with the browser's line breaks undone: a form sends a textarea's text with
     # CRLF line breaks, and the same kernel uploaded as a file or through the API must be the same source (the
     # same digest: the duplicate check, the compile cache, the kernel auditors download).
@@ -41,6 +53,11 @@ class SubmissionForm(forms.Form):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["task"].queryset = Task.objects.filter(is_active=True).order_by("group", "slug")
+        self.fields["language"].choices = [
+            ("", f"From the file ({_suffix_help()})"),
+            *((lang.name, lang.display_name) for lang in LANGUAGES.values()),
+        ]
+        self.fields["file"].label = f"Kernel file ({_suffix_help()})"
 
     def clean(self):
         data = super().clean()
@@ -74,24 +91,21 @@ class SubmissionForm(forms.Form):
 
     @staticmethod
     def _language(data: dict, upload) -> str:
-        """The chosen language, else the upload's (by extension), else Triton for pasted source importing triton,
-        else CUDA. A chosen language that contradicts the file's extension is an error, not a silent guess."""
-        chosen = data.get("language") or ""
+        """The chosen language, else the upload's (by suffix), else the one pasted source's markers say, else the
+        default. A chosen language that contradicts the file's suffix is an error, not a silent guess."""
+        chosen = LANGUAGES.get(data.get("language") or "")
         if upload:
             suffix = PurePath(upload.name or "").suffix.lower()
-            by_name = LANGUAGE_BY_SUFFIX.get(suffix)
+            by_name = language_by_suffix().get(suffix)
             if by_name is None and not chosen:
                 raise forms.ValidationError(
-                    f"Cannot tell the language of “{upload.name}”: name the file .cu (CUDA) or .py (Triton), "
+                    f"Cannot tell the language of “{upload.name}”: name the file {_suffix_help()}, "
                     "or choose the language."
                 )
             if chosen and by_name and chosen != by_name:
                 raise forms.ValidationError(
-                    f"“{upload.name}” is a {suffix} file ({Submission.Language(by_name).label}) but Language says "
-                    f"{Submission.Language(chosen).label}: choose {Submission.Language(by_name).label} or leave "
-                    "Language on “From the file”."
+                    f"“{upload.name}” is a {suffix} file ({by_name.display_name}) but Language says "
+                    f"{chosen.display_name}: choose {by_name.display_name} or leave Language on “From the file”."
                 )
-            return chosen or by_name
-        if chosen:
-            return chosen
-        return Submission.Language.TRITON if _IMPORTS_TRITON.search(data["source"]) else Submission.Language.CUDA
+            return (chosen or by_name).name
+        return (chosen or _pasted_language(data["source"])).name

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from portal.agent.extract import extract_kernel
-from portal.agent.feedback import NO_KERNEL, compiler_excerpt, verdict_feedback
-from portal.agent.prompts import system_prompt, task_message
+from portal.agent.feedback import compiler_excerpt, verdict_feedback
+from portal.agent.prompts import no_kernel, system_prompt, task_message, truncated
+from portal.core.verdict_record import parse_verdict
 from tests.support.verdicts import complete
 
 KERNEL = "#include <tvm/ffi/function.h>\n__global__ void k() {}\nTVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run_impl);\n"
@@ -59,7 +60,7 @@ COMPILE_ERROR_VERDICT = complete({
 
 
 def test_compile_errors_come_with_the_compiler_lines_and_short_paths():
-    text = verdict_feedback(COMPILE_ERROR_VERDICT, speedup=None, target_speedup=1.2)
+    text = verdict_feedback(parse_verdict(COMPILE_ERROR_VERDICT), speedup=None, target_speedup=1.2)
     assert text.startswith("Evaluation result: COMPILE_ERROR.")
     assert 'kernel.cu(2): error: identifier "undefined_symbol_xyz" is undefined' in text
     assert "/tmp/ptxbench-eval" not in text and "ptxas info" not in text
@@ -105,7 +106,7 @@ def _passed_verdict(gmma_executed: int, tma_static: int, arch_status: str) -> di
 
 
 def test_instruction_report_names_dead_wgmma_and_missing_tma():
-    text = verdict_feedback(_passed_verdict(0, 0, "not_executed"), speedup=1.3, target_speedup=1.2)
+    text = verdict_feedback(parse_verdict(_passed_verdict(0, 0, "not_executed")), speedup=1.3, target_speedup=1.2)
     assert "wgmma present (64 in the SASS) but never executed" in text
     assert "no TMA found" in text
     assert "- M=128: PASSED, 1.30x vs cublas (1.000 ms vs 1.300 ms)" in text
@@ -114,11 +115,19 @@ def test_instruction_report_names_dead_wgmma_and_missing_tma():
 
 def test_closing_lines():
     verified = _passed_verdict(10, 4, "verified")
-    assert "Target reached: correct, 1.30x" in verdict_feedback(verified, speedup=1.3, target_speedup=1.2)
-    assert "keep optimizing" in verdict_feedback(verified, speedup=1.3, target_speedup=1.5)
+    assert "Target reached: correct, 1.30x" in verdict_feedback(
+        parse_verdict(verified), speedup=1.3, target_speedup=1.2
+    )
+    assert "keep optimizing" in verdict_feedback(parse_verdict(verified), speedup=1.3, target_speedup=1.5)
     static = {"status": "STATIC_ONLY", "arch": "sm_90a", "sass": {"families": {"gmma": 0}, "target_families": ["gmma"]}}
-    assert "not measured" in verdict_feedback(static, speedup=None, target_speedup=1.2)
-    assert "```cuda" in NO_KERNEL
+    assert "not measured" in verdict_feedback(parse_verdict(static), speedup=None, target_speedup=1.2)
+    assert "```cuda" in no_kernel() and "TVM_FFI_DLL_EXPORT_TYPED_FUNC" in no_kernel()
+
+
+def test_no_kernel_feedback_names_the_runs_own_language():
+    assert "```python" in no_kernel("triton") and "@triton.jit" in no_kernel("triton")
+    assert "```cuda" not in no_kernel("triton") and "```cuda" not in truncated("triton")
+    assert "```python" in truncated("triton") and "```cuda" in truncated("cuda")
 
 
 def test_prompts_carry_pack_starter_signature_and_workloads():

@@ -20,7 +20,8 @@ def test_sync_loads_every_task_and_pack():
     assert Task.objects.filter(is_active=True).count() == len(task_dirs)
     gemm = Task.objects.get(slug=GEMM)
     assert gemm.group == "gemm"
-    assert gemm.run_signature.startswith("void run(tvm::ffi::TensorView A, tvm::ffi::TensorView B")
+    assert gemm.signature("cuda").startswith("void run(tvm::ffi::TensorView A, tvm::ffi::TensorView B")
+    assert gemm.signature("triton") == "def run(A, B, C) -> None"
     assert gemm.workloads.filter(is_headline=True).get().axes == {"M": 8192}
     assert set(gemm.targets.values_list("arch", flat=True)) == {"sm_90a", "sm_100a"}
     hopper = gemm.targets.get(arch="sm_90a")

@@ -76,8 +76,14 @@ def test_starter_download(client, catalog):
     task = Task.objects.get(slug=GEMM)
     response = client.get(f"/tasks/{GEMM}/starter.cu")
     assert response.status_code == 200
-    assert response["Content-Disposition"].startswith("attachment;")
-    assert response.content.decode() == task.starter
+    assert response["Content-Disposition"] == f'attachment; filename="{GEMM}_starter.cu"'
+    assert response.content.decode() == task.starter("cuda") != ""
+
+
+def test_only_a_registered_starter_file_name_is_served(client, catalog):
+    assert client.get(f"/tasks/{GEMM}/definition.json").status_code == 404
+    assert client.get(f"/tasks/{GEMM}/kernel.cu").status_code == 404
+    assert client.get(f"/tasks/{GEMM}/..%2fstarter.cu").status_code == 404
 
 
 def test_healthz(client):
@@ -86,11 +92,15 @@ def test_healthz(client):
 
 def test_triton_starter_is_synced_shown_beside_the_cuda_one_and_downloadable(client, catalog):
     task = Task.objects.get(slug=GEMM)
-    assert task.starter_triton == (REPO / "tasks" / GEMM / "starter_triton.py").read_text(encoding="utf-8")
+    assert task.starters == {
+        "cuda": (REPO / "tasks" / GEMM / "starter.cu").read_text(encoding="utf-8"),
+        "triton": (REPO / "tasks" / GEMM / "starter_triton.py").read_text(encoding="utf-8"),
+    }
     html = client.get(f"/tasks/{GEMM}/").content.decode()
-    cuda, triton = html.index('id="starter"'), html.index('id="starter-triton"')
+    cuda, triton = html.index('id="starter-cuda"'), html.index('id="starter-triton"')
     assert cuda < triton < html.index("Reference (PyTorch)")
-    assert f'href="/tasks/{GEMM}/starter_triton.py"' in html
+    assert f'href="/tasks/{GEMM}/starter.cu"' in html[cuda:triton]
+    assert f'href="/tasks/{GEMM}/starter_triton.py"' in html[triton:]
     # Highlighted as Python by Pygments: the decorator and the keyword get their token classes.
     section = html[triton:]
     assert '<span class="nd">@triton</span><span class="o">.</span><span class="n">jit</span>' in section
@@ -98,20 +108,21 @@ def test_triton_starter_is_synced_shown_beside_the_cuda_one_and_downloadable(cli
     response = client.get(f"/tasks/{GEMM}/starter_triton.py")
     assert response.status_code == 200
     assert response["Content-Disposition"] == f'attachment; filename="{GEMM}_starter_triton.py"'
-    assert response["Content-Type"] == "text/x-python; charset=utf-8"
-    assert response.content.decode() == task.starter_triton
+    assert response["Content-Type"] == "text/plain; charset=utf-8"
+    assert response.content.decode() == task.starter("triton")
 
 
-def test_triton_starter_text_is_escaped_on_the_page(client, catalog):
-    Task.objects.filter(slug=GEMM).update(starter_triton='X = "</pre><script>alert(1)</script>"\n')
+def test_starter_text_is_escaped_on_the_page(client, catalog):
+    Task.objects.filter(slug=GEMM).update(starters={"triton": 'X = "</pre><script>alert(1)</script>"\n'})
     html = client.get(f"/tasks/{GEMM}/").content.decode()
     assert "<script>alert(1)</script>" not in html
     assert "&lt;/pre&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in html
 
 
 def test_a_task_without_a_triton_starter_has_no_section_and_no_download(client, catalog):
-    Task.objects.filter(slug=GEMM).update(starter_triton="")
+    task = Task.objects.get(slug=GEMM)
+    Task.objects.filter(slug=GEMM).update(starters={"cuda": task.starter("cuda")})
     html = client.get(f"/tasks/{GEMM}/").content.decode()
-    assert 'id="starter-triton"' not in html and 'id="starter"' in html
+    assert 'id="starter-triton"' not in html and 'id="starter-cuda"' in html
     assert client.get(f"/tasks/{GEMM}/starter_triton.py").status_code == 404
     assert client.get("/tasks/no_such_task/starter_triton.py").status_code == 404

@@ -27,7 +27,14 @@ def test_registry_lists_every_architecture_as_the_evaluator_holds_it(client):
 def test_registry_lists_every_language_with_its_file_suffix(client):
     body = client.get("/api/v1/registry").json()
     assert body["languages"] == [
-        {"name": lang.name, "suffix": lang.suffix, "suffixes": list(lang.suffixes)} for lang in LANGUAGES.values()
+        {
+            "name": lang.name,
+            "label": lang.display_name,
+            "suffix": lang.suffix,
+            "suffixes": list(lang.suffixes),
+            "starter_file": lang.starter_file,
+        }
+        for lang in LANGUAGES.values()
     ]
 
 

@@ -45,8 +45,8 @@ def test_a_cu_upload_with_language_left_alone_is_cuda(client, alice):
 @pytest.mark.parametrize(
     ("filename", "language", "said"),
     [
-        ("gemm.py", "cuda", "“gemm.py” is a .py file (Triton (.py)) but Language says CUDA (.cu)"),
-        ("gemm.cu", "triton", "“gemm.cu” is a .cu file (CUDA (.cu)) but Language says Triton (.py)"),
+        ("gemm.py", "cuda", "“gemm.py” is a .py file (Triton) but Language says CUDA"),
+        ("gemm.cu", "triton", "“gemm.cu” is a .cu file (CUDA) but Language says Triton"),
         ("gemm.txt", "", "Cannot tell the language of “gemm.txt”"),
     ],
 )
@@ -67,7 +67,8 @@ def test_pasted_triton_source_with_language_left_alone_is_triton(client, alice):
 
 def test_the_form_defaults_to_the_file_and_says_so(client, alice):
     html = client.get("/submit/").content.decode()
-    assert '<option value="" selected>From the file (.cu: CUDA, .py: Triton)</option>' in html
+    assert '<option value="" selected>From the file (.cu/.cuh: CUDA, .py: Triton)</option>' in html
+    assert '<option value="cuda">CUDA</option>' in html and '<option value="triton">Triton</option>' in html
 
 
 def test_an_api_upload_takes_its_language_from_the_file_name_too(client, alice):

@@ -80,8 +80,8 @@ def test_a_triton_model_run_submits_its_python_reply_as_triton(alice, replay):  
     assert "```python" in opening[0]["content"] and "@triton.jit" in opening[0]["content"]
     # The task's Triton starter, in the block the model must answer with; never the CUDA one.
     task = Task.objects.get(slug=GEMM)
-    assert task.starter_triton and f"```python\n{task.starter_triton.strip()}\n```" in opening[0]["content"]
-    assert task.starter.strip() not in opening[0]["content"]
+    assert task.starter("triton") and f"```python\n{task.starter('triton').strip()}\n```" in opening[0]["content"]
+    assert task.starter("cuda").strip() not in opening[0]["content"]
     assert "def run(A, B, C) -> None" in opening[1]["content"] and "```cuda" not in opening[1]["content"]
     drain()
     turn = Turn.objects.get(trajectory__run=run)
@@ -142,9 +142,9 @@ def test_each_language_gets_its_own_starter_in_the_opening_messages():
 
     system, user = opening("triton")
     assert "# ABI starter\n\nA minimal correct kernel file for this task" in system
-    assert f"```python\n{task.starter_triton.strip()}\n```" in system
+    assert f"```python\n{task.starter('triton').strip()}\n```" in system
     assert "CAUSAL = True" in system and "constexpr bool kCausal" not in system  # not the CUDA starter
     assert "def run(Q, K, V, O, dO, LSE, dQ, dK, dV) -> None" in user
     system, user = opening("cuda")
-    assert f"```cuda\n{task.starter.strip()}\n```" in system
-    assert task.starter_triton.strip() not in system and "TensorView" in user
+    assert f"```cuda\n{task.starter('cuda').strip()}\n```" in system
+    assert task.starter("triton").strip() not in system and "TensorView" in user

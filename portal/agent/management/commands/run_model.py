@@ -8,7 +8,9 @@ import time
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError
 
+from evaluator.languages import DEFAULT_LANGUAGE
 from portal.agent.models import ModelRun, Turn
+from portal.agent.prompts import prompted_languages
 from portal.agent.services import RunRefused, RunRequest, run_create
 
 
@@ -19,7 +21,12 @@ class Command(BaseCommand):
         parser.add_argument("--endpoint", required=True, help="base URL, e.g. http://10.0.0.5:8000/v1")
         parser.add_argument("--model", required=True, help="model id as the endpoint expects it")
         parser.add_argument("--arch", required=True, help="sm_90a or sm_100a")
-        parser.add_argument("--language", default="cuda", choices=("cuda", "triton"), help="the kernel language")
+        parser.add_argument(
+            "--language",
+            default=DEFAULT_LANGUAGE.name,
+            choices=[lang.name for lang in prompted_languages()],
+            help="the kernel language (from the languages registry)",
+        )
         parser.add_argument("--tasks", required=True, help="comma-separated task names")
         parser.add_argument("--turns", type=int, default=8)
         parser.add_argument("--trajectories", type=int, default=4)
