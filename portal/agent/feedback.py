@@ -8,10 +8,8 @@ report ("wgmma present but never executed", "no TMA found"); and a closing line 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from evaluator.verdict import ArchStatus, OverallStatus, Status, Verdict, WorkloadResult
-from portal.core.verdict_record import parse_verdict
 
 COMPILE_LINES = 60
 COMPILE_CHARS = 6000
@@ -23,6 +21,7 @@ FAMILY_NAMES = {
     "tcgen05": "tcgen05 (UTC*/LDTM/STTM in SASS)",
 }
 SHORT_NAMES = {"gmma": "wgmma", "tma": "TMA", "tcgen05": "tcgen05"}
+
 
 NO_KERNEL = (
     "Your reply contained no kernel: I look for the last fenced code block (```cuda ... ```) holding a complete "
@@ -145,9 +144,8 @@ def closing_line(status: str, arch_status: str, speedup: float | None, target: f
     return "Please fix the kernel and answer with the complete file."
 
 
-def verdict_feedback(verdict: Verdict | dict[str, Any] | None, *, speedup: float | None, target_speedup: float) -> str:
-    """The feedback for a verdict: the typed record, or a stored document (read through parse_verdict)."""
-    record = parse_verdict(verdict)
+def verdict_feedback(record: Verdict | None, *, speedup: float | None, target_speedup: float) -> str:
+    """The feedback for a verdict (the typed record, portal/core/verdict_record.py); None: no readable verdict."""
     if record is None:
         return "\n".join(["Evaluation result: ?.", closing_line("?", "", speedup, target_speedup)])
     status = record.status.value

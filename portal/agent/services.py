@@ -588,7 +588,7 @@ def turn_verdict_step(*, turn_id: int) -> StepOutcome:
                 "arch_status": evaluation.arch_status,
                 "speedup_factor": evaluation.speedup_factor,
                 "feedback": verdict_feedback(
-                    evaluation.verdict, speedup=evaluation.speedup_factor, target_speedup=run.target_speedup
+                    evaluation.verdict_record, speedup=evaluation.speedup_factor, target_speedup=run.target_speedup
                 ),
             }
             if evaluation.gpu_name and not run.gpu_name:
