@@ -167,7 +167,7 @@ def profile_workload(
 
     def profile(jail: Jail | None, log: str, kernel_names: list[str] | None = None) -> tuple[list[str], GroupResult]:
         result_path.unlink(missing_ok=True)
-        cmd = ncu_mod.ncu_profile_command(ncu, report, target, kernel_names=kernel_names)
+        cmd = ncu_mod.ncu_profile_command(ncu, report, target, kernel_names=kernel_names, arch=arch)
         run = run_group(
             cmd,
             timeout_s=timeout_s,
@@ -215,7 +215,7 @@ def profile_workload(
         hostile_files.copy_file(profile_dir, report.name, own_copy, max_bytes=REPORT_MAX_BYTES)
     except hostile_files.Refused as exc:
         return error(f"the Nsight Compute report was refused: {exc}", cmd)
-    source_csv, raw_csv = ncu_mod.read_report(ncu, own_copy)
+    source_csv, raw_csv = ncu_mod.read_report(ncu, own_copy, arch=arch)
     (logs / "ncu-source.csv").write_text(source_csv)
     try:
         kernels = ncu_mod.parse_source_page(source_csv)
@@ -227,7 +227,7 @@ def profile_workload(
     outcome.impostors = impostor_kernels(own, setup.static_sass or workdir / "build-trusted" / "kernel.sass")
     if not own:
         return error("no kernel of the submission ran in the profiled call", cmd)
-    check = ncu_mod.decide_arch(arch=arch, sass=sass, kernels=own, task_flops=flops)
+    check = ncu_mod.decide_arch(arch=arch, sass=sass, kernels=own, task_flops=flops, raw_page=raw_csv)
     (logs / "ncu-raw.csv").write_text(raw_csv)
     try:
         outcome.launches = ncu_mod.parse_launches(raw_csv)

@@ -1,9 +1,11 @@
 """Nsight Compute: did the target instructions really run, and how much of the work did they do?
 
 Pure parts (tested on captured CSVs in tests/fixtures/ncu/): `parse_source_page` reads the source page
-(`--page source --print-source sass --csv`), `parse_raw_metrics` reads the raw page, `family_execution`
-and `tensor_core_flops` sum per family, and `decide_arch` turns all of it into the verdict's ArchCheck.
-`ncu_profile_command` and `read_report` are the thin wrappers around the `ncu` binary.
+(`--page source --print-source sass --csv`), `parse_raw_metrics` and `parse_counters` read the raw page,
+`family_execution` sums per family, `tensor_core_flops` applies the architecture's share rule
+(evaluator/tensor_share.py), and `decide_arch` turns all of it into the verdict's ArchCheck.
+`ncu_profile_command` and `read_report` are the thin wrappers around the `ncu` binary; both collect what the
+architecture's share rule reads.
 """
 
 from __future__ import annotations
@@ -17,13 +19,12 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evaluator.arches import FAMILY_OPCODES, get_arch
+from evaluator import tensor_share
+from evaluator.arches import FAMILIES, CounterShareRule, MnemonicShareRule, get_arch
 from evaluator.launches import Dims, Launch, dims3
-from evaluator.sass import instruction_family, mma_flops_per_issue
+from evaluator.sass import instruction_family
 from evaluator.verdict import ArchCheck, ArchStatus, FamilyExecution, SassCounts
 
-# A warpgroup is four warps: one wgmma issue shows as four warp-level executions and 128 predicated-on threads.
-THREADS_PER_WARPGROUP = 128
 # Below this share of the task's FLOPs done by executed tensor-core instructions, "executed" is only a token.
 TOKEN_SHARE_THRESHOLD = 0.5
 # The ncu time of the profiled call and the CUPTI median may differ by this much before the verdict flags it
@@ -158,6 +159,34 @@ def parse_raw_metrics(csv_text: str, metric: str = "gpu__time_duration.sum") -> 
     return result
 
 
+def parse_counters(csv_text: str, metrics: tuple[str, ...]) -> list[tuple[str, dict[str, float]]]:
+    """(kernel name, {metric: value}) per profiled launch from `ncu --page raw --csv --metrics ...`.
+
+    A metric without a column, or whose cell is not a number ("n/a" where the chip lacks the counter), is left out
+    of that launch's map: the caller decides what a missing counter means, never a silent zero."""
+    rows = [r for r in _csv_rows(csv_text) if r]
+    start = next((i for i, r in enumerate(rows) if "Kernel Name" in r), None)
+    if start is None:
+        raise NcuParseError("no raw page with kernel names")
+    header = rows[start]
+    name_col = header.index("Kernel Name")
+    columns = {m: header.index(m) for m in metrics if m in header}
+    result = []
+    for row in rows[start + 1 :]:
+        if len(row) < len(header):
+            raise NcuParseError("truncated raw page row")
+        if not row[0].strip():  # the units row: empty ID
+            continue
+        values: dict[str, float] = {}
+        for metric, col in columns.items():
+            try:
+                values[metric] = float(row[col].strip().replace(",", ""))
+            except ValueError:
+                continue
+        result.append((row[name_col], values))
+    return result
+
+
 def parse_launches(csv_text: str) -> list[Launch]:
     """(kernel name, grid, block) of every profiled kernel, from the raw page's "Grid Size"/"Block Size"."""
     rows = [r for r in _csv_rows(csv_text) if r]
@@ -185,7 +214,7 @@ def _dims(text: str) -> Dims:
 
 def family_execution(kernels: list[SourceKernel]) -> dict[str, tuple[int, int]]:
     """Per family: (warp-level executed, predicated-on thread executions), summed over all kernels and rows."""
-    sums = {f: [0, 0] for f in FAMILY_OPCODES}
+    sums = {f: [0, 0] for f in FAMILIES}
     for k in kernels:
         for row in k.rows:
             fam = instruction_family(row.opcode)
@@ -195,21 +224,22 @@ def family_execution(kernels: list[SourceKernel]) -> dict[str, tuple[int, int]]:
     return {f: (v[0], v[1]) for f, v in sums.items()}
 
 
-def tensor_core_flops(kernels: list[SourceKernel]) -> float | None:
-    """FLOPs done by executed GMMA instructions: predicated-on threads / 128 = warpgroup issues, times the shape.
-
-    None when an executed MMA instruction's shape cannot be read from its mnemonic.
-    """
-    total = 0.0
-    for k in kernels:
-        for row in k.rows:
-            if instruction_family(row.opcode) != "gmma" or row.predicated_on == 0:
-                continue
-            per_issue = mma_flops_per_issue(row.opcode)
-            if per_issue is None:
-                return None
-            total += row.predicated_on / THREADS_PER_WARPGROUP * per_issue
-    return total
+def tensor_core_flops(arch: str, kernels: list[SourceKernel], raw_page: str | None = None) -> tensor_share.TensorFlops:
+    """The architecture's share rule applied to the submission's profiled kernels (the source page's blocks) and,
+    for a counter rule, to the raw page's rows of those same kernels (by name; another library's are not summed)."""
+    rule = get_arch(arch).tensor_share
+    if isinstance(rule, MnemonicShareRule):
+        return tensor_share.from_mnemonics(rule, ((r.opcode, r.predicated_on) for k in kernels for r in k.rows))
+    if isinstance(rule, CounterShareRule):
+        if raw_page is None:
+            return tensor_share.TensorFlops(None, "no raw page with the tensor counters was read")
+        try:
+            counters = parse_counters(raw_page, rule.metrics)
+        except NcuParseError as exc:
+            return tensor_share.TensorFlops(None, f"unreadable raw page: {exc}")
+        own = {k.name for k in kernels}
+        return tensor_share.from_counters(rule, [values for name, values in counters if name in own])
+    return tensor_share.TensorFlops(None, f"{arch} has no tensor-core share rule")
 
 
 def decide_arch(
@@ -220,14 +250,17 @@ def decide_arch(
     task_flops: float | None,
     error: str | None = None,
     threshold: float = TOKEN_SHARE_THRESHOLD,
+    raw_page: str | None = None,
 ) -> ArchCheck:
     """The architecture-verification status from static counts and (if profiled) the executed counts.
 
     - absent: no target family in the static SASS (decided without profiling);
-    - profile_error: `error` is set (ncu missing, no counter permission, empty or truncated report);
+    - profile_error: `error` is set (ncu missing, no counter permission, empty or truncated report), or a target
+      family executed but the architecture's share rule could not measure the tensor cores' FLOPs (`raw_page`:
+      the raw page, which a counter rule reads);
     - not_executed: present statically, zero predicated-on executions of every target family;
-    - verified: a target family executed (PTXBench's rule; `full` when GMMA and TMA both did on sm_90a) and,
-      where the tensor-core FLOP share can be computed, it is at least `threshold`;
+    - verified: a target family executed (PTXBench's rule; `full` when GMMA and TMA both did on sm_90a) and the
+      tensor cores did at least `threshold` of the task's FLOPs;
     - token: executed, but the share is below `threshold`.
     """
     targets = sass.target_families
@@ -253,16 +286,21 @@ def decide_arch(
     check.ptxbench_verified = bool(ran)
     target_arch = get_arch(arch)
     check.full = target_arch.is_full(ran)
-    if "gmma" in targets:
-        tc = tensor_core_flops(kernels)
-        check.tensor_core_flops = tc
-        if tc is not None and task_flops:
-            check.tensor_core_share = tc / task_flops
+    measured = tensor_core_flops(arch, kernels, raw_page)
+    check.tensor_core_flops = measured.flops
+    if measured.flops is not None and task_flops:
+        check.tensor_core_share = measured.flops / task_flops
     if not ran:
         check.status = ArchStatus.NOT_EXECUTED
         check.reason = f"{'/'.join(targets)} present in SASS but never executed with a true predicate"
         return check
-    if check.tensor_core_share is not None and check.tensor_core_share < threshold:
+    if check.tensor_core_share is None:
+        # Executed target instructions alone do not show the work was done on them: no share, no `verified`.
+        why = measured.why_not or "the task states no FLOP count"
+        check.status = ArchStatus.PROFILE_ERROR
+        check.reason = f"{'/'.join(ran)} executed, but the tensor cores' share of the task's FLOPs is unknown: {why}"
+        return check
+    if check.tensor_core_share < threshold:
         check.status = ArchStatus.TOKEN
         check.reason = (
             f"{'/'.join(ran)} executed, but tensor-core instructions did {check.tensor_core_share:.1%} of the "
@@ -272,8 +310,6 @@ def decide_arch(
     check.status = ArchStatus.VERIFIED
     full = " and ".join(f.upper() for f in sorted(target_arch.full_families))
     check.reason = f"{'/'.join(ran)} executed" + (f" (full: {full})" if check.full else "")
-    if "gmma" in targets and check.tensor_core_share is None and "gmma" in ran:
-        check.reason += "; tensor-core share unknown"
     return check
 
 
@@ -336,8 +372,10 @@ def find_ncu() -> str | None:
     return None
 
 
-def ncu_profile_command(ncu: str, report: Path, target: list[str], kernel_names: list[str] | None = None) -> list[str]:
-    """Profile only the candidate's kernels; clocks left alone.
+def ncu_profile_command(
+    ncu: str, report: Path, target: list[str], kernel_names: list[str] | None = None, *, arch: str | None = None
+) -> list[str]:
+    """Profile only the candidate's kernels; clocks left alone; with `arch`, the counters its share rule reads.
 
     By default the filter is the NVTX range the candidate process opens around its one call; with
     `kernel_names` (mangled names from the SASS) a kernel-name filter is used instead, the fallback for hosts
@@ -357,7 +395,7 @@ def ncu_profile_command(ncu: str, report: Path, target: list[str], kernel_names:
         "--section",
         "SourceCounters",
         "--metrics",
-        "gpu__time_duration.sum",
+        _metrics(arch),
         *filters,
         "--export",
         str(report),
@@ -366,18 +404,26 @@ def ncu_profile_command(ncu: str, report: Path, target: list[str], kernel_names:
     ]
 
 
+def _metrics(arch: str | None) -> str:
+    """The raw-page metrics: the kernel time, and the counters of the architecture's share rule (only its own: ncu
+    refuses a metric the chip lacks)."""
+    rule = get_arch(arch).tensor_share if arch else None
+    return ",".join(("gpu__time_duration.sum", *tensor_share.metrics_needed(rule)))
+
+
 # Kernel names as the SASS and CUPTI give them, so they can be compared with the submission's (evaluator/integrity.py).
 _MANGLED = ("--print-kernel-base", "mangled")
 
 
-def read_report(ncu: str, report: Path, timeout_s: float = 120.0) -> tuple[str, str]:
-    """(source page CSV, raw page CSV with gpu__time_duration) of an exported report.
+def read_report(ncu: str, report: Path, timeout_s: float = 120.0, *, arch: str | None = None) -> tuple[str, str]:
+    """(source page CSV, raw page CSV with gpu__time_duration and, with `arch`, its share rule's counters) of an
+    exported report.
 
     The two imports run side by side: each is a second of ncu starting up and reading the same report.
     """
     commands = [
         [ncu, "--import", str(report), "--page", "source", "--print-source", "sass", "--csv", *_MANGLED],
-        [ncu, "--import", str(report), "--page", "raw", "--csv", "--metrics", "gpu__time_duration.sum", *_MANGLED],
+        [ncu, "--import", str(report), "--page", "raw", "--csv", "--metrics", _metrics(arch), *_MANGLED],
     ]
     procs = [
         subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # noqa: S603

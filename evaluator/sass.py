@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evaluator.arches import FAMILY_OPCODES, PREFIX_FAMILIES, get_arch
+from evaluator.arches import FAMILIES, family_of, get_arch
 from evaluator.binary_tools import read_binary
 from evaluator.verdict import KernelFootprint, SassCounts
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 _INSTRUCTION = re.compile(r"^\s*/\*([0-9a-fA-F]{4,})\*/\s+(.*?)\s*;")
 _FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)")
 _GUARD = re.compile(r"^@!?U?P[T0-9]+\s+")
-_MMA_SHAPE = re.compile(r"^([A-Z]+GMMA)\.(\d+)x(\d+)x(\d+)")
+_MMA_SHAPE = re.compile(r"^([A-Z]+MMA)\.(\d+)x(\d+)x(\d+)")
 
 
 @dataclass(frozen=True)
@@ -62,19 +62,12 @@ def parse_sass(text: str) -> list[SassInstruction]:
 
 
 def instruction_family(opcode: str) -> str | None:
-    """The target family an opcode belongs to (by arches.FAMILY_OPCODES), or None."""
-    base = opcode.split(".", 1)[0]
-    for family, prefixes in FAMILY_OPCODES.items():
-        if family in PREFIX_FAMILIES:
-            if any(base.startswith(p) for p in prefixes):
-                return family
-        elif base in prefixes:
-            return family
-    return None
+    """The target family an opcode belongs to (by the registry's FAMILIES, evaluator/arches.py), or None."""
+    return family_of(opcode)
 
 
 def mma_flops_per_issue(opcode: str) -> float | None:
-    """FLOPs of one warpgroup issue of a Hopper GMMA instruction, from the shape in its mnemonic.
+    """FLOPs of one issue of an MMA instruction whose mnemonic carries its shape (Hopper's GMMA: per warpgroup).
 
     HGMMA.64x256x16 multiplies a 64x16 tile by a 16x256 tile: 2*64*256*16 FLOPs. The mnemonic's K is used as
     printed; the benchmark's tasks are dense, so sparse variants are not expected. Returns None for opcodes
@@ -92,7 +85,7 @@ def count_families(sass_text: str, arch: str, target_families: tuple[str, ...] |
     spec = get_arch(arch)
     targets = tuple(target_families) if target_families else spec.families
     instructions = parse_sass(sass_text)
-    families = {f: 0 for f in FAMILY_OPCODES}
+    families = {f: 0 for f in FAMILIES}
     opcodes: dict[str, int] = {}
     kernels: list[str] = []
     for ins in instructions:

@@ -20,8 +20,14 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from evaluator.arches import ARCHES  # noqa: E402
+
 TEMPLATES = Path(__file__).resolve().parent / "suite_templates"
-DEFAULT_ROOT = Path(__file__).resolve().parent.parent / "tasks"
+DEFAULT_ROOT = REPO / "tasks"
 
 # uuid5 namespace of the suite: workload ids are uuid5(NAMESPACE, "<task>/M=<m>") or "<task>/S=<s>".
 NAMESPACE = uuid.UUID("6f1f7a52-0d0e-4c55-9d1e-5054584245e4")
@@ -35,17 +41,6 @@ ATTN_HEAD_DIMS = (64, 96, 128)
 ATTN_S = (512, 1024, 2048, 4096, 8192, 16384)
 ATTN_HEADLINE_S = 4096
 
-TARGETS = {
-    "sm_90a": {
-        "families": ["gmma", "tma"],
-        "note": "wgmma (HGMMA in SASS) and/or TMA bulk tensor copies (UTMALDG/UTMASTG/UTMAREDG)",
-    },
-    "sm_100a": {
-        "families": ["tcgen05"],
-        "note": "tcgen05.mma / tcgen05.ld / tcgen05.st (UTC*, LDTM, STTM in SASS)",
-    },
-}
-KNOWLEDGE_PACKS = {"sm_90a": "hopper", "sm_100a": "blackwell"}
 TOLERANCE = {"atol": 0.01, "rtol": 0.01}
 # Causal attention backward: the first query rows attend few keys, so P and dS are O(1) there and the bf16
 # rounding of dS that every tensor-core kernel does (cuDNN and FlashAttention-2 alike) reaches up to 1.37x the 1e-2
@@ -69,6 +64,16 @@ class TaskFiles:
 
     name: str
     files: dict[str, str]
+
+
+def targets() -> dict[str, dict[str, object]]:
+    """Every architecture of the registry (evaluator/arches.py): the families that count and what they are."""
+    return {a.name: {"families": list(a.families), "note": a.target_note} for a in ARCHES.values()}
+
+
+def knowledge_packs() -> dict[str, str]:
+    """Architecture -> the id of its knowledge pack under tasks/packs/, as the registry names them."""
+    return {a.name: a.knowledge_pack for a in ARCHES.values() if a.knowledge_pack}
 
 
 def workload_uuid(task: str, axis: str, value: int) -> str:
@@ -124,13 +129,13 @@ def _ptxbench(
         "group": group,
         "flops": flops,
         "headline_workload": headline,
-        "targets": TARGETS,
+        "targets": targets(),
         "baselines": baselines,
     }
     data.update(extra)
     data["starter"] = "starter.cu"
     data["starter_triton"] = "starter_triton.py"
-    data["knowledge_packs"] = KNOWLEDGE_PACKS
+    data["knowledge_packs"] = knowledge_packs()
     data["tolerance"] = tolerance
     return _json(data)
 

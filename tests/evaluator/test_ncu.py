@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from evaluator.arches import gpu_models
 from evaluator.ncu import (
     NcuParseError,
     compare_timers,
@@ -50,7 +52,7 @@ def test_parse_real_sample():
     assert row.opcode == "HGMMA.64x8x16.F32.BF16"
     assert (row.executed, row.thread_executed, row.predicated_on) == (4, 128, 128)
     assert family_execution([kernel])["gmma"] == (4, 128)
-    assert tensor_core_flops([kernel]) == HGMMA_FLOPS  # one warpgroup issue
+    assert tensor_core_flops("sm_90a", [kernel]).flops == HGMMA_FLOPS  # one warpgroup issue
 
 
 def test_verified_when_executed_and_doing_the_work():
@@ -125,14 +127,114 @@ def test_profile_error_status_carries_the_reason():
     assert check.ptxbench_verified is False
 
 
-def test_blackwell_verified_without_share():
-    from evaluator.sass import count_families as cf
+# --------------------------------------------------------------------------- sm_100a: the tcgen05 share rule
+# UTCHMMA keeps its tile in a descriptor, so the rule sums Nsight Compute's UTC*MMA math-op counters over the
+# submission's kernels (evaluator/arches.py). No Blackwell capture exists here: the raw page below is SYNTHETIC,
+# written by hand in the format of the real H200 raw page (tests/fixtures/ncu/README.md).
 
-    sass = cf((FIXTURES / "sass" / "blackwell_sm100a.sass").read_text(), "sm_100a")
-    csv = SAMPLE.replace("HGMMA.64x8x16.F32.BF16 R24, gdesc[UR4], RZ, !UPT, gsb0", "UTCHMMA gdesc[UR4], tmem[UR8]")
-    check = decide_arch(arch="sm_100a", sass=sass, kernels=parse_source_page(csv), task_flops=1e12)
+BLACKWELL_SASS = count_families((FIXTURES / "sass" / "blackwell_sm100a.sass").read_text(), "sm_100a")
+UTCHMMA_SAMPLE = SAMPLE.replace(
+    "HGMMA.64x8x16.F32.BF16 R24, gdesc[UR4], RZ, !UPT, gsb0", "UTCHMMA gdesc[UR4], tmem[UR8]"
+)
+SYNTHETIC_B200_RAW = (FIXTURES / "ncu" / "synthetic-b200-tcgen05-raw.csv").read_text()
+PROBE_TCGEN05_OPS = 4_194_304 + 1_048_576  # the probe's two non-zero UTCHMMA counters in the synthetic page
+
+
+def _blackwell(raw_page, task_flops=PROBE_TCGEN05_OPS):
+    kernels = parse_source_page(UTCHMMA_SAMPLE)
+    return decide_arch(arch="sm_100a", sass=BLACKWELL_SASS, kernels=kernels, task_flops=task_flops, raw_page=raw_page)
+
+
+def test_blackwell_tcgen05_executed_is_never_verified_without_its_share():
+    for raw_page, why in (
+        (None, "no raw page"),
+        # a raw page of the probe without the UTC*MMA counters
+        (RAW.replace("gemm_kernel", "probe(float *, int)"), "lacks the counters"),
+        # the real H200 raw page: counters of other kernels only
+        ((FIXTURES / "ncu" / "h200-bf16-matmul-1024-raw.csv").read_text(), "name none of the submission's kernels"),
+        # the chip did not give a counter: "n/a" is no zero
+        (SYNTHETIC_B200_RAW.replace('"4,194,304"', '"n/a"'), "lacks the counters"),
+        ("", "unreadable raw page"),
+    ):
+        check = _blackwell(raw_page)
+        assert check.ptxbench_verified is True  # tcgen05 ran: PTXBench's own rule alone would say verified
+        assert check.status == ArchStatus.PROFILE_ERROR, why
+        assert check.tensor_core_share is None and why in check.reason
+
+
+def test_blackwell_share_is_the_sum_of_the_utcmma_counters_of_the_submissions_kernels():
+    check = _blackwell(SYNTHETIC_B200_RAW)
     assert check.status == ArchStatus.VERIFIED
-    assert check.tensor_core_share is None  # the shape of UTCHMMA is not in its mnemonic
+    assert check.tensor_core_flops == PROBE_TCGEN05_OPS and check.tensor_core_share == pytest.approx(1.0)
+    # The foreign library kernel's 1e12 ops in the same page are not the submission's work: a token share.
+    token = _blackwell(SYNTHETIC_B200_RAW, task_flops=1e12)
+    assert token.status == ArchStatus.TOKEN and token.tensor_core_share == pytest.approx(PROBE_TCGEN05_OPS / 1e12)
+
+
+def test_an_architecture_without_a_share_rule_is_never_verified(monkeypatch):
+    from evaluator import arches
+
+    monkeypatch.setitem(arches.ARCHES, "sm_100a", replace(arches.ARCHES["sm_100a"], tensor_share=None))
+    check = _blackwell(SYNTHETIC_B200_RAW)
+    assert check.status == ArchStatus.PROFILE_ERROR and "no tensor-core share rule" in check.reason
+
+
+def test_the_blackwell_rule_names_only_counters_ncu_lists_for_gb100():
+    """Each counter of the rule is in `ncu --query-metrics --chip gb100` (Nsight Compute 2025.3.1, captured)."""
+    from evaluator.arches import ARCHES
+
+    listed = {
+        line.split()[0]
+        for line in (FIXTURES / "ncu" / "gb100-query-metrics-utcmma.txt").read_text().splitlines()
+        if line.startswith("sm__")
+    }
+    rule = ARCHES["sm_100a"].tensor_share
+    assert rule.metrics and {m.removesuffix(".sum") for m in rule.metrics} <= listed
+    # every UTC*MMA op counter but the sparsity splits, which the plain counter already holds
+    assert {m for m in listed if "sparsity" not in m} == {m.removesuffix(".sum") for m in rule.metrics}
+
+
+def test_the_profile_collects_and_reads_the_counters_of_the_architectures_rule():
+    from evaluator.arches import ARCHES
+
+    wanted = ",".join(("gpu__time_duration.sum", *ARCHES["sm_100a"].tensor_share.metrics))
+    blackwell = ncu_profile_command("ncu", Path("r"), ["python"], arch="sm_100a")
+    assert blackwell[blackwell.index("--metrics") + 1] == wanted
+    # Hopper's rule reads the source page alone: no counter its chip could refuse
+    hopper = ncu_profile_command("ncu", Path("r"), ["python"], arch="sm_90a")
+    assert hopper[hopper.index("--metrics") + 1] == "gpu__time_duration.sum"
+
+
+def test_read_report_asks_the_raw_page_for_the_rules_counters(tmp_path):
+    from evaluator.arches import ARCHES
+    from evaluator.ncu import read_report
+
+    fake = tmp_path / "ncu"
+    fake.write_text('#!/bin/sh\nwhile [ "$1" != --page ]; do shift; done\necho "$2 $5"\n')
+    fake.chmod(0o755)
+    _, raw = read_report(str(fake), tmp_path / "r.ncu-rep", arch="sm_100a")
+    assert raw.split()[1].split(",")[1:] == list(ARCHES["sm_100a"].tensor_share.metrics)
+
+
+# --------------------------------------------------------------------------- one real capture, both rules
+# A 1024^3 bf16 torch.matmul on an H200 (cuBLAS's nvjet HGMMA kernel), 2026-12-04: the source-page rule and the
+# tensor-op counter agree to the FLOP, which is what the counter rule rests on (a multiply-add counts as two).
+
+
+def test_the_mnemonic_rule_and_the_tensor_op_counter_agree_on_a_real_h200_capture():
+    from evaluator import tensor_share
+    from evaluator.arches import CounterShareRule
+    from evaluator.ncu import parse_counters
+
+    kernels = parse_source_page((FIXTURES / "ncu" / "h200-bf16-matmul-1024-source-hgmma.csv").read_text())
+    assert [k.name for k in kernels] == ["nvjet_sm90_tst_128x64_64x8_1x2_h_bz_NNT"]
+    assert tensor_core_flops("sm_90a", kernels).flops == 2 * 1024**3
+
+    metric = "sm__ops_path_tensor_src_bf16_dst_fp32.sum"
+    raw = parse_counters((FIXTURES / "ncu" / "h200-bf16-matmul-1024-raw.csv").read_text(), (metric,))
+    assert len(raw) == 6  # randn twice, the product, the copy, abs, the sum
+    own = [values for name, values in raw if name == kernels[0].name]
+    assert tensor_share.from_counters(CounterShareRule((metric,)), own).flops == 2 * 1024**3
 
 
 def test_multiple_kernel_blocks():
@@ -323,6 +425,6 @@ def test_non_tensor_peaks_name_whole_gpus_and_stay_below_tensor_peaks():
     assert peaks.non_tensor_peak_tflops("NVIDIA H100 PCIe") == 102.4
     assert peaks.non_tensor_peak_tflops("NVIDIA GH200 480GB") is None  # whole words: GH200 is not an H200
     assert peaks.non_tensor_peak_tflops("NVIDIA B200") is None  # not stated: no claim
-    for words, rate in peaks.NON_TENSOR_TFLOPS:
-        tensor = peaks.peak_tflops(" ".join(words))
-        assert tensor is not None and rate < tensor / 5
+    for model in gpu_models():
+        if model.non_tensor_tflops is not None:
+            assert model.non_tensor_tflops < model.dense_tensor_tflops["bfloat16"] / 5
