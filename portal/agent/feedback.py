@@ -23,17 +23,6 @@ FAMILY_NAMES = {
 SHORT_NAMES = {"gmma": "wgmma", "tma": "TMA", "tcgen05": "tcgen05"}
 
 
-NO_KERNEL = (
-    "Your reply contained no kernel: I look for the last fenced code block (```cuda ... ```) holding a complete "
-    ".cu file that exports `run` with TVM_FFI_DLL_EXPORT_TYPED_FUNC. Nothing was evaluated this turn. "
-    "Please answer with the complete kernel file in one ```cuda block."
-)
-TRUNCATED = (
-    "Your reply ended inside a code block (it was probably cut off at the output token limit), so no kernel "
-    "was evaluated this turn. Please answer with a shorter, complete kernel file in one ```cuda block."
-)
-
-
 def _fmt(value: float | None, spec: str = ".3f") -> str:
     return "?" if value is None else format(value, spec)
 
