@@ -9,7 +9,7 @@ compared here (evaluator.correctness), timings summarised by evaluator.performan
 
 from __future__ import annotations
 
-import functools
+import itertools
 import json
 import random
 import shutil
@@ -26,9 +26,8 @@ import evaluator
 from evaluator import envinfo, hostile_files, protocol, trusted_baseline
 from evaluator.compare import Comparison, worst
 from evaluator.correctness import Checker, fill_correctness
-from evaluator.envflags import env_flag
 from evaluator.errors import EnvironmentProblem
-from evaluator.inputs import derive_seed
+from evaluator.inputs import derive_seed, scalar_input
 from evaluator.integrity import (
     CHECK_FRACTION,
     CHECK_MEMORY_BYTES,
@@ -45,21 +44,9 @@ from evaluator.integrity import (
 )
 from evaluator.jail import Jail, hand_over
 from evaluator.launches import Launch
-from evaluator.lent_batches import (
-    TRUSTED_RANKING_FLAG,
-    InputDrawer,
-    LentBatch,
-    lent_batch,
-    lent_input_shapes,
-    ranked_ms,
-)
-from evaluator.performance import (
-    bound_by_trusted_clock,
-    performance_from_timing,
-    rank_by_trusted_clock,
-    use_trusted_latency,
-)
-from evaluator.physical_limits import limits_for
+from evaluator.lent_calls import InputDrawer, LentRound, lent_input_shapes, lent_round, ranked_ms
+from evaluator.performance import performance_from_timing, rank_by_trusted_clock
+from evaluator.physical_limits import PhysicalLimits, limits_for
 from evaluator.protocol import CandidateError, ChannelViolation
 from evaluator.sandbox import CandidateProcess, ChildDied, ProcessLimitHit, child_env
 from evaluator.shared_outputs import SharedOutputs
@@ -70,7 +57,6 @@ from evaluator.verdict import (
     FootprintCheck,
     IntegrityHold,
     KernelFootprint,
-    Performance,
     Status,
     WorkloadResult,
 )
@@ -104,47 +90,58 @@ class CandidateSetup:
 
 @dataclass
 class Seeds:
-    """The per-call seeds of one workload (derived from the run seed, which stays in the pipeline)."""
+    """The per-call seeds of one workload, derived from the run seed (which stays in the pipeline). The parent draws
+    each call's inputs from its seed into the slots it lends (evaluator/lent_calls.py): no seed leaves this side."""
 
     trials: list[int]  # one correctness trial each
-    calls: list[int] = field(default_factory=list)  # every warm-up and timed call, in order
-    recheck: int = 0  # the call after the timing loop
-    batches: list[list[int]] = field(default_factory=list)  # the back-to-back batches the parent times
+    timed: list[list[int]] = field(default_factory=list)  # per round of timed calls (warm-up rounds first)
+    batches: list[list[int]] = field(default_factory=list)  # the back-to-back batches the parent's clock ranks
 
 
 @dataclass
 class TimingPlan:
-    """Which calls the parent compares, drawn here with the parent's own randomness and revealed to the candidate
-    process only after each call has returned."""
+    """Which calls the parent compares, drawn here with the parent's own randomness; the candidate process learns
+    nothing of it (every call of a round stays in the parent's memory until the round's capture)."""
 
-    checked: set[int]  # indices into Seeds.calls (timed calls only)
+    checked: set[tuple[int, int]]  # (timed round, call) of sampled timed rounds
     batch_checked: list[int]  # per batch, the call whose outputs are compared
 
     @classmethod
-    def draw(cls, warmup: int, iters: int, batches: list[list[int]], fraction: float, cap: int) -> TimingPlan:
+    def draw(cls, seeds: Seeds, warm_rounds: int, fraction: float, cap: int) -> TimingPlan:
         chooser = CheckChooser(fraction)
-        chosen = [i for i in range(warmup, warmup + iters) if chooser.check()]
+        chosen = [(r, j) for r in range(warm_rounds, len(seeds.timed)) for j in range(len(seeds.timed[r]))]
+        chosen = [c for c in chosen if chooser.check()]
         rng = random.SystemRandom()
         if len(chosen) > cap:
             chosen = rng.sample(chosen, cap)
-        return cls(set(chosen), [rng.randrange(len(b)) for b in batches])
+        return cls(set(chosen), [rng.randrange(len(b)) for b in seeds.batches])
 
 
 @dataclass
 class TimingRequest:
     """How to time a workload, and what turning the timings into performance needs from this host."""
 
-    warmup: int
-    iters: int
-    peak_tflops: float | None = None  # measured bf16 dense peak
+    warmup: int  # warm-up calls (not sampled)
+    iters: int  # sampled timed calls
+    peak_tflops: float | None = None  # the GPU's datasheet dense bf16 peak
     gpu_uuid: str | None = None  # for the SM clock before and after
-    sets: int = 3  # input sets the timed calls rotate over (each refilled from the call's own seed)
+    round_calls: int = 3  # timed calls per round (each on its own lent slot)
     check_fraction: float = CHECK_FRACTION  # of timed calls, compared with the reference
     max_checked: int = 32  # at most this many timed calls compared (their references are held in memory)
     gpu_name: str | None = None  # names the datasheet limits every ranked figure is held against (default: asked)
-    # The parent draws the batch calls' inputs itself, after its clock starts, and its clock ranks both sides
-    # (evaluator/lent_batches.py); off until its figures are measured on the H200.
-    trusted_ranking: bool = field(default_factory=lambda: env_flag(TRUSTED_RANKING_FLAG))
+
+    @property
+    def warm_rounds(self) -> int:
+        return len(_round_sizes(self.warmup, self.round_calls))
+
+    def round_sizes(self) -> list[int]:
+        """Calls per timed round, warm-up rounds first: `round_calls` each, the last of each part shorter."""
+        return _round_sizes(self.warmup, self.round_calls) + _round_sizes(self.iters, self.round_calls)
+
+
+def _round_sizes(calls: int, per: int) -> list[int]:
+    per = max(1, per)
+    return [min(per, calls - start) for start in range(0, calls, per)]
 
 
 @dataclass
@@ -161,18 +158,40 @@ class WorkloadRun:
     checked_calls: int = 0
     foreign_kernels: list[str] = field(default_factory=list)
     footprints: list[FootprintCheck] = field(default_factory=list)  # the submission's kernels as launched
-    trusted_ms: float | None = None  # the parent's clock per call over back-to-back batches (the fastest batch)
+    trusted_ms: float | None = None  # the ranked time per call: the parent's clock over the fastest batch
     timed_launches: list[list[Launch]] = field(default_factory=list)  # for the profiled-vs-timed comparison
     l2_persisting_bytes: int = 0
 
 
-def derive_seeds(run_seed: bytes, workload: str, *, trials: int, calls: int, batches: int, batch_calls: int) -> Seeds:
-    """The per-call seeds of one workload, derived from the run seed (which never leaves the trusted parent)."""
+def derive_seeds(
+    run_seed: bytes,
+    workload: str,
+    *,
+    trials: int,
+    timed_rounds: list[int] | None = None,
+    batches: int = 0,
+    batch_calls: int = 0,
+) -> Seeds:
+    """The per-call seeds of one workload, derived from the run seed (which never leaves the trusted parent);
+    `timed_rounds` lists the calls of each timed round."""
     return Seeds(
         trials=[derive_seed(run_seed, workload, "trial", k) for k in range(trials)],
-        calls=[derive_seed(run_seed, workload, "call", k) for k in range(calls)],
-        recheck=derive_seed(run_seed, workload, "recheck"),
+        timed=[
+            [derive_seed(run_seed, workload, f"timed{r}", k) for k in range(n)]
+            for r, n in enumerate(timed_rounds or [])
+        ],
         batches=[[derive_seed(run_seed, workload, f"batch{r}", k) for k in range(batch_calls)] for r in range(batches)],
+    )
+
+
+def seeds_for(
+    run_seed: bytes, workload: str, trials: int, timing: TimingRequest | None, batches: int, batch_calls: int
+) -> Seeds:
+    """The seeds of one workload's calls as `timing` plans them (trials only when it is None)."""
+    if timing is None:
+        return derive_seeds(run_seed, workload, trials=trials)
+    return derive_seeds(
+        run_seed, workload, trials=trials, timed_rounds=timing.round_sizes(), batches=batches, batch_calls=batch_calls
     )
 
 
@@ -238,22 +257,24 @@ def candidate_env(workdir: Path) -> dict[str, str]:
     return child_env(workdir, [str(REPO_ROOT)])
 
 
-def shared_outputs(
-    setup: CandidateSetup, workload: Workload, slots: int, *, lend_inputs: bool = False
-) -> SharedOutputs:
-    """Memory this process owns for `slots` batch calls' outputs (and, with `lend_inputs`, their tensor inputs),
-    lent to one candidate process (property 2)."""
+def shared_outputs(setup: CandidateSetup, workload: Workload, slots: int) -> SharedOutputs:
+    """Memory this process owns for `slots` calls' tensor inputs and outputs, lent to one candidate process."""
     import torch
 
     from evaluator.inputs import alloc_outputs
 
     shapes = alloc_outputs(setup.task.definition, workload, device="meta")
-    inputs = lent_input_shapes(torch, setup.task.definition, workload) if lend_inputs else None
-    return SharedOutputs.create(torch, shapes, slots, setup.device_type, setup.device, inputs=inputs)
+    inputs = lent_input_shapes(torch, setup.task.definition, workload)
+    return SharedOutputs.create(torch, shapes, max(slots, 1), setup.device_type, setup.device, inputs=inputs)
+
+
+def slots_needed(seeds: Seeds) -> int:
+    """The most calls any round of `seeds` makes: every call of a round has its own slot."""
+    return max([1, *(len(r) for r in seeds.timed), *(len(b) for b in seeds.batches)])
 
 
 def input_drawer(checker: Checker, workload: Workload) -> InputDrawer:
-    """Draws batch inputs on the device the references are computed on (the candidate's GPU)."""
+    """Draws call inputs on the device the references are computed on (the candidate's GPU)."""
     import torch
 
     return InputDrawer(torch, checker.task.definition, workload, checker.device, checker.derive)
@@ -262,14 +283,14 @@ def input_drawer(checker: Checker, workload: Workload) -> InputDrawer:
 def start(
     setup: CandidateSetup,
     workload: Workload,
+    shared: SharedOutputs,
     *,
     trusted_baseline: bool = False,
-    shared: SharedOutputs | None = None,
 ) -> CandidateProcess:
-    """A fresh candidate process serving `workload`; with `trusted_baseline`, a process of the same shape that loads
-    no submission code and serves the library baseline in its place (measure_trusted_baseline). With `shared`,
-    its batch calls write their outputs into that memory of this process."""
-    extra: dict[str, Any] = {"shared_outputs": shared.job_entry()} if shared is not None else {}
+    """A fresh candidate process serving `workload` on the slots of `shared`; with `trusted_baseline`, a process of
+    the same shape that loads no submission code and serves the library baseline in its place
+    (measure_trusted_baseline)."""
+    extra: dict[str, Any] = {"shared_outputs": shared.job_entry()}
     if trusted_baseline:
         job = write_job(setup, workload, library=None, language="cuda", mode=protocol.BASELINE_MODE, **extra)
     else:
@@ -284,7 +305,7 @@ def start(
         writable=[setup.exchange],
         readable=[setup.workdir],
         gpu=setup.device_type == "cuda",
-        extra_fds=(shared.fd,) if shared is not None else (),
+        extra_fds=(shared.fd,),
     )
 
 
@@ -294,28 +315,17 @@ def measure_trusted_baseline(
     seeds: Seeds,
     timing: TimingRequest,
     deadline: float,
-    drawer: InputDrawer | None = None,
+    drawer: InputDrawer,
 ) -> TrustedBaseline:
-    """The library baseline of `workload`, timed in a process that loads no submission code (evaluator/
-    trusted_baseline.py). It is trusted code: any failure of it is this host's problem, not the candidate's.
-    With `drawer`, its batches run on inputs the parent draws (evaluator/lent_batches.py)."""
-    slots = max((len(b) for b in seeds.batches), default=0)
-    shared = shared_outputs(setup, workload, slots, lend_inputs=drawer is not None)
-    child = start(setup, workload, trusted_baseline=True, shared=shared)
+    """The library baseline of `workload`, timed in a process that loads no submission code, through the same
+    rounds as the candidate (evaluator/trusted_baseline.py). It is trusted code: any failure of it is this host's
+    problem, not the candidate's."""
+    shared = shared_outputs(setup, workload, slots_needed(seeds))
+    child = start(setup, workload, shared, trusted_baseline=True)
     try:
         expect(child, deadline, protocol.READY)
         return trusted_baseline.measure(
-            child,
-            expect,
-            shared=shared,
-            call_seeds=seeds.calls,
-            recheck_seed=seeds.recheck,
-            batches=seeds.batches,
-            warmup=timing.warmup,
-            iters=timing.iters,
-            sets=timing.sets,
-            deadline=deadline,
-            drawer=drawer,
+            child, expect, shared=shared, drawer=drawer, seeds=seeds, warm_rounds=timing.warm_rounds, deadline=deadline
         )
     except (TimeoutError, ChannelViolation, CandidateError, ProcessLimitHit, ChildDied) as exc:
         raise EnvironmentProblem(f"the trusted library-baseline process failed: {exc}") from None
@@ -350,49 +360,32 @@ def run_workload(
     started = time.monotonic()
     # References first, before the candidate exists: a candidate that grabs all GPU memory cannot starve them.
     refs = [checker.reference_outputs(workload, s) for s in seeds.trials]
-    timing_refs: dict[tuple[str, int], tuple[Any, ...]] = {}
+    timing_refs: dict[tuple[str, int, int], tuple[Any, ...]] = {}
     plan = None
     if timing is not None:
         out_bytes = sum(t.numel() * t.element_size() for t in refs[0]) if refs else 0
         cap = min(timing.max_checked, max(4, CHECK_MEMORY_BYTES // max(out_bytes, 1)))
-        plan = TimingPlan.draw(timing.warmup, timing.iters, seeds.batches, timing.check_fraction, cap)
+        plan = TimingPlan.draw(seeds, timing.warm_rounds, timing.check_fraction, cap)
         timing_refs = _timing_references(checker, workload, seeds, plan)
+    drawer = input_drawer(checker, workload)
     trusted_base = None
-    lend = timing is not None and timing.trusted_ranking and bool(seeds.batches)
-    drawer = input_drawer(checker, workload) if lend else None
     if timing is not None:
         # Before any process of this workload runs submission code: nothing the candidate does can reach it.
         trusted_base = measure_trusted_baseline(setup, workload, seeds, timing, time.monotonic() + timeout_s, drawer)
     deadline = time.monotonic() + timeout_s
-    shared = (
-        shared_outputs(setup, workload, len(seeds.batches[0]), lend_inputs=lend)
-        if timing is not None and seeds.batches
-        else None
-    )
-    child = start(setup, workload, shared=shared)
+    shared = shared_outputs(setup, workload, slots_needed(seeds))
+    child = start(setup, workload, shared)
+    rounds = itertools.count()
     try:
         expect(child, deadline, protocol.READY)
-        if _trials(child, checker, workload, seeds.trials, refs, result, deadline):
+        lent = Lent(child, deadline, shared, drawer, rounds)
+        if _trials(lent, checker, workload, seeds.trials, refs, result):
             refs.clear()
             if timing is not None:
                 t = time.monotonic()
                 report("timing", f"{axes_text(workload)}: {timing.warmup} warm-up + {timing.iters} timed calls")
                 assert plan is not None
-                _time(
-                    child,
-                    checker,
-                    workload,
-                    seeds,
-                    plan,
-                    timing_refs,
-                    timing,
-                    run,
-                    deadline,
-                    setup,
-                    trusted_base,
-                    shared,
-                    drawer,
-                )
+                _time(lent, checker, workload, seeds, plan, timing_refs, timing, run, setup, trusted_base)
                 run.timing_seconds = time.monotonic() - t
             child.send(protocol.exit_command())
             if result.status == Status.PASSED:
@@ -434,35 +427,68 @@ def run_workload(
         result.seconds = round(time.monotonic() - started, 3)
         for f in setup.exchange.glob("*.bin"):
             f.unlink(missing_ok=True)
-        if shared is not None:
-            shared.close()
+        shared.close()
         refs.clear()
         timing_refs.clear()
     return run
 
 
+@dataclass
+class Lent:
+    """One candidate process's rounds on lent slots (evaluator/lent_calls.py), numbered in order."""
+
+    child: CandidateProcess
+    deadline: float
+    shared: SharedOutputs
+    drawer: InputDrawer
+    numbers: Any  # itertools.count: every round of the process gets the next number
+
+    def round(
+        self, kind: str, seeds: list[int], capture: list[int], *, sampled: bool = True, keep_inputs: bool = False
+    ) -> LentRound:
+        return lent_round(
+            self.child,
+            expect,
+            self.deadline,
+            next(self.numbers),
+            kind,
+            seeds,
+            self.shared,
+            self.drawer,
+            capture,
+            sampled=sampled,
+            keep_inputs=keep_inputs,
+        )
+
+
 def _trials(
-    child: CandidateProcess,
+    lent: Lent,
     checker: Checker,
     workload: Workload,
     seeds: list[int],
     refs: list[tuple[Any, ...]],
     result: WorkloadResult,
-    deadline: float,
 ) -> bool:
-    """Run the correctness trials; False when one failed (`result` says how)."""
+    """Run the correctness trials, one round each; False when one failed (`result` says how)."""
+    import torch
+
     correctness = result.correctness
     assert correctness is not None
-    child.send(protocol.trials_command(seeds))
+    names = [spec.name for spec in checker.task.definition.inputs if scalar_input(spec, workload) is None]
     comparisons: list[Comparison] = []
-    for k in range(len(seeds)):
-        files, modified = protocol.check_trial(expect(child, deadline, protocol.TRIAL), k)
+    for k, seed in enumerate(seeds):
+        trial = lent.round(protocol.TRIAL_ROUND, [seed], [0], keep_inputs=True)
+        modified = [
+            name
+            for name, before, after in zip(names, trial.drawn[0], trial.left[0], strict=True)
+            if not torch.equal(before, after)
+        ]
         if modified:
             correctness.inputs_modified = modified
             result.status = Status.INCORRECT_NUMERICAL
             result.message = f"run modified its input(s) {', '.join(modified)} (trial {k + 1})"
             return False
-        comparison = checker.compare(workload, files, refs[k])
+        comparison = checker.compare_tensors(workload, trial.captured[0], refs[k])
         comparisons.append(comparison)
         correctness.trials = k + 1
         if not comparison.ok:
@@ -475,183 +501,129 @@ def _trials(
 
 def _timing_references(
     checker: Checker, workload: Workload, seeds: Seeds, plan: TimingPlan
-) -> dict[tuple[str, int], tuple[Any, ...]]:
+) -> dict[tuple[str, int, int], tuple[Any, ...]]:
     """References of every call the parent will compare, computed before the candidate process exists."""
-    refs = {("timed", i): checker.reference_outputs(workload, seeds.calls[i]) for i in sorted(plan.checked)}
-    refs[("recheck", 0)] = checker.reference_outputs(workload, seeds.recheck)
+    refs = {("timed", r, j): checker.reference_outputs(workload, seeds.timed[r][j]) for r, j in sorted(plan.checked)}
     for r, (batch, j) in enumerate(zip(seeds.batches, plan.batch_checked, strict=True)):
-        refs[("batch", r)] = checker.reference_outputs(workload, batch[j])
+        refs[("batch", r, j)] = checker.reference_outputs(workload, batch[j])
     return refs
 
 
-def _check_saved(
-    child: CandidateProcess,
-    checker: Checker,
-    workload: Workload,
-    index: int,
-    ref: tuple[Any, ...],
-    deadline: float,
-) -> Comparison:
-    child.send(protocol.save_command(index))
-    saved = protocol.check_index(expect(child, deadline, protocol.SAVED), index)
-    return checker.compare(workload, saved["outputs"], ref)
-
-
 def _time(
-    child: CandidateProcess,
+    lent: Lent,
     checker: Checker,
     workload: Workload,
     seeds: Seeds,
     plan: TimingPlan,
-    refs: dict[tuple[str, int], tuple[Any, ...]],
+    refs: dict[tuple[str, int, int], tuple[Any, ...]],
     request: TimingRequest,
     run: WorkloadRun,
-    deadline: float,
     setup: CandidateSetup,
     trusted_base: TrustedBaseline | None = None,
-    shared: SharedOutputs | None = None,
-    drawer: InputDrawer | None = None,
 ) -> None:
-    """The timed calls with post-call checks, the re-check, the parent-timed batches; then performance and the
-    integrity observations of this workload into `run`. With `drawer`, the batches run on inputs the parent
-    draws after its clock starts, and that clock ranks."""
+    """The rounds of timed calls, then the back-to-back batches, every output the plan names compared; then the
+    ranked performance (the parent's clock over the batches) and this workload's integrity observations."""
     result = run.result
     assert result.correctness is not None
     before = envinfo.sm_clock_mhz(request.gpu_uuid)
-    total = request.warmup + request.iters
-    child.send(protocol.timing_command(seeds.calls, seeds.recheck, request.warmup, request.iters, request.sets))
-    for i in range(request.warmup, total + 1):
-        protocol.check_index(expect(child, deadline, protocol.CALLED), i)
-        key = ("recheck", 0) if i == total else ("timed", i)
-        if key not in refs:
-            child.send(protocol.next_command())
-            continue
-        comparison = _check_saved(child, checker, workload, i, refs[key], deadline)
-        run.checked_calls += 1
-        result.correctness.timed_outputs_checked = run.checked_calls
-        if not comparison.ok:
-            result.status = comparison.status
-            which = "the re-check call after the timing loop" if i == total else f"timed call {i - request.warmup + 1}"
-            result.message = (
-                f"output of {which} differs from the reference: {comparison.message}; every call gets new inputs "
-                "and its output may be checked, so results may not be reused between calls"
-            )
-            return
-    run.timed_calls = request.iters
-    batch_ms: list[float] = []
-    lent: list[LentBatch] = []
-    for r, batch in enumerate(seeds.batches):
-        if drawer is not None and shared is not None:
-            lent.append(lent_batch(child, expect, deadline, r, batch, shared, drawer, plan.batch_checked[r]))
-            comparison = checker.compare_tensors(workload, lent[-1].captured, refs[("batch", r)])
-            lent[-1].captured.clear()
+    for r, round_seeds in enumerate(seeds.timed):
+        sampled = r >= request.warm_rounds
+        chosen = sorted(j for rr, j in plan.checked if rr == r)
+        timed = lent.round(protocol.TIMED_ROUND, round_seeds, chosen, sampled=sampled)
+        for j in chosen:
+            comparison = checker.compare_tensors(workload, timed.captured[j], refs[("timed", r, j)])
             run.checked_calls += 1
+            result.correctness.timed_outputs_checked = run.checked_calls
             if not comparison.ok:
-                _batch_failed(result, plan.batch_checked[r], comparison)
+                number = sum(len(x) for x in seeds.timed[request.warm_rounds : r]) + j + 1
+                result.status = comparison.status
+                result.message = (
+                    f"output of timed call {number} differs from the reference: {comparison.message}; every call "
+                    "gets new inputs and its output may be checked, so results may not be reused between calls"
+                )
                 return
-            continue
-        child.send(protocol.batch_command(r, batch))
-        protocol.check_round(expect(child, deadline, protocol.BATCH_READY), r)
-        j = plan.batch_checked[r]
-        if shared is not None:
-            shared.poison()
-            captured, ms = _timed_batch(child, deadline, r, len(batch), functools.partial(shared.capture, j))
-            batch_ms.append(ms)
-            child.send(protocol.next_command())
-            comparison = checker.compare_tensors(workload, captured, refs[("batch", r)])
-            del captured
-        else:
-            _, ms = _timed_batch(child, deadline, r, len(batch), None)
-            batch_ms.append(ms)
-            comparison = _check_saved(child, checker, workload, j, refs[("batch", r)], deadline)
+        timed.captured.clear()
+    run.timed_calls = sum(len(r) for r in seeds.timed[request.warm_rounds :])
+    batches: list[LentRound] = []
+    for b, batch_seeds in enumerate(seeds.batches):
+        j = plan.batch_checked[b]
+        batches.append(lent.round(protocol.BATCH_ROUND, batch_seeds, [j]))
+        comparison = checker.compare_tensors(workload, batches[-1].captured.pop(j), refs[("batch", b, j)])
         run.checked_calls += 1
         if not comparison.ok:
-            _batch_failed(result, plan.batch_checked[r], comparison)
+            _batch_failed(result, j, comparison)
             return
-    child.send(protocol.finish_command())
-    msg = protocol.check_timing(expect(child, deadline, protocol.TIMED))
+    lent.child.send(protocol.finish_command())
+    msg = protocol.check_timing(expect(lent.child, lent.deadline, protocol.TIMED))
     run.sm_clock_mhz = (before, envinfo.sm_clock_mhz(request.gpu_uuid))
     if msg.get("fallback_reason"):
         run.notes.append(str(msg["fallback_reason"]))
     if _foreign_kernels(setup, msg, run):
         return
-    if trusted_base is not None:  # the denominator comes from the trusted baseline process, never from this one
+    if trusted_base is not None:  # the library's figures come from the trusted baseline process, never this one
         msg = {**msg, "series": {**msg["series"], "baseline": trusted_base.series}}
+    flops = checker.task.flops_for(workload)
     perf = performance_from_timing(
         msg,
         baseline=checker.task.baselines[0].id,
         warmup=request.warmup,
-        flops=checker.task.flops_for(workload),
+        flops=flops,
         peak_tflops=request.peak_tflops,
         workload=workload.uuid,
     )
     run.notes.extend(perf.notes)
-    result.performance = perf.performance
-    run.trusted_ms = min(batch_ms) if batch_ms else None
+    result.performance = p = perf.performance
     floor = trusted_base.host_floor_ms if trusted_base is not None else None
     if trusted_base is not None:
-        perf.performance.reference_measured_by = "trusted process"
-        perf.performance.host_floor_ms = floor
-    slack = host_slack_ms(floor)
-    flops = checker.task.flops_for(workload)
-    if lent:
-        # The parent's clock ranks both sides; the candidate process's own timer is a labelled hint, held when
-        # the clock is far above it (hidden work or a forged timer), as on the default path.
-        drawing = trusted_base.drawing_ms if trusted_base is not None else None
-        run.trusted_ms = ranked_ms(lent, drawing or 0.0)
-        in_process = perf.performance.latency_ms
-        baseline_ms = trusted_base.ranked_ms if trusted_base is not None else None
-        rank_by_trusted_clock(perf.performance, run.trusted_ms, baseline_ms, flops, request.peak_tflops)
-        hold = trusted_clock_hold(reported_ms=in_process, trusted_ms=run.trusted_ms, slack_ms=slack)
-        if hold is not None:
-            run.holds.append(hold)
-    else:
-        _bound_by_trusted_clock(run, perf.performance, workload, floor, slack, flops, request.peak_tflops)
-    p = perf.performance
+        p.reference_measured_by = "trusted process"
+        p.host_floor_ms = floor
+    # The parent's clock ranks both sides; the candidate process's own timer stays as a labelled hint.
+    run.trusted_ms = ranked_ms(batches, trusted_base.drawing_ms if trusted_base is not None else 0.0)
+    in_process = p.latency_ms
+    rank_by_trusted_clock(
+        p, run.trusted_ms, trusted_base.ranked_ms if trusted_base else None, flops, request.peak_tflops
+    )
+    gpu = request.gpu_name or device_name(setup)
+    judge_timing(
+        run, in_process, limits_for(checker.task.definition, workload, gpu), flops, host_slack_ms(floor), msg["l2"]
+    )
+
+
+def judge_timing(
+    run: WorkloadRun,
+    in_process_ms: float | None,
+    limits: PhysicalLimits,
+    flops: float | None,
+    slack_ms: float,
+    l2: dict[str, Any],
+) -> None:
+    """The holds of one timed workload, on its ranked performance (`run.result.performance`): the candidate
+    process's own figure far below the parent's clock (hidden work, or a forged timer), figures that disagree with
+    each other, a figure beyond what the GPU can do, a persisting-L2 limit left set."""
+    p = run.result.performance
+    assert p is not None
+    hold = trusted_clock_hold(reported_ms=in_process_ms, trusted_ms=run.trusted_ms, slack_ms=slack_ms)
+    if hold is not None:
+        run.holds.append(hold)
     figures = consistency_hold(
         latency_ms=p.latency_ms,
         baseline_latency_ms=p.baseline_latency_ms,
         speedup=p.speedup_factor,
         tflops=p.tflops,
-        flops=checker.task.flops_for(workload),
+        flops=flops,
     )
     if figures is not None:
         run.holds.append(figures)
     # On every workload, whatever the other checks said: the small ones are where a host-side bound binds least.
-    gpu = request.gpu_name or device_name(setup)
-    beyond = physical_limit_hold(
-        latency_ms=p.latency_ms, tflops=p.tflops, limits=limits_for(checker.task.definition, workload, gpu)
-    )
+    beyond = physical_limit_hold(latency_ms=p.latency_ms, tflops=p.tflops, limits=limits)
     if beyond is not None:
         run.holds.append(beyond)
-    l2 = msg["l2"]
     run.l2_persisting_bytes = int(l2.get("changed_bytes") or 0)
     if l2.get("error"):
         run.notes.append(str(l2["error"]))
-    l2 = l2_hold(run.l2_persisting_bytes)
-    if l2 is not None:
-        run.holds.append(l2)
-
-
-def _bound_by_trusted_clock(
-    run: WorkloadRun,
-    perf: Performance,
-    workload: Workload,
-    floor: float | None,
-    slack: float,
-    flops: float,
-    peak: float | None,
-) -> None:
-    """The default path: the candidate process's median ranks, held or raised by the parent's batch clock."""
-    hold = trusted_clock_hold(reported_ms=perf.latency_ms, trusted_ms=run.trusted_ms, slack_ms=slack)
-    if hold is not None:
-        run.holds.append(hold)
-        use_trusted_latency(perf, run.trusted_ms, flops, peak)
-    elif bound_by_trusted_clock(perf, run.trusted_ms, floor, flops, peak):
-        run.notes.append(
-            f"workload {workload.uuid}: latency raised from the candidate process's {perf.in_process_latency_ms:.4g} ms "
-            f"to {perf.latency_ms:.4g} ms, the least the evaluator's own clock ({run.trusted_ms:.4g} ms per call) allows"
-        )
+    persisting = l2_hold(run.l2_persisting_bytes)
+    if persisting is not None:
+        run.holds.append(persisting)
 
 
 def device_name(setup: CandidateSetup) -> str | None:
@@ -669,18 +641,6 @@ def _batch_failed(result: WorkloadResult, call: int, comparison: Comparison) -> 
         f"output of call {call + 1} of a back-to-back batch differs from the reference: {comparison.message}; "
         "results may not be reused between calls"
     )
-
-
-def _timed_batch(
-    child: CandidateProcess, deadline: float, round_: int, calls: int, capture: Callable[[], Any] | None
-) -> tuple[Any, float]:
-    """One back-to-back batch on this process's clock: from `go` until the candidate process reports it done and,
-    with `capture`, until this process holds the compared call's outputs (what was compared was timed)."""
-    t0 = time.perf_counter()
-    child.send(protocol.go_command())
-    protocol.check_round(expect(child, deadline, protocol.BATCH_DONE), round_)
-    captured = capture() if capture is not None else None
-    return captured, (time.perf_counter() - t0) * 1e3 / calls
 
 
 def _foreign_kernels(setup: CandidateSetup, msg: dict[str, Any], run: WorkloadRun) -> bool:

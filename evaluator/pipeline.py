@@ -28,9 +28,9 @@ from evaluator.candidate import (
     TimingRequest,
     WorkloadRun,
     axes_text,
-    derive_seeds,
     fast_tmp,
     run_workload,
+    seeds_for,
 )
 from evaluator.correctness import Checker
 from evaluator.envflags import env_flag
@@ -42,7 +42,9 @@ from evaluator.languages import LANGUAGES as _LANGUAGES
 from evaluator.languages import Language
 from evaluator.languages import language as find_language
 from evaluator.launches import Launch
+from evaluator.lent_calls import batch_length
 from evaluator.limits import Limits
+from evaluator.physical_limits import limits_for
 from evaluator.stage_book import StageBook, StageCallback, new_verdict
 from evaluator.taskdata import Task, Workload
 from evaluator.verdict import (
@@ -80,9 +82,11 @@ class Options:
     trials: int = 3
     warmup: int = 10
     iters: int = 50
-    timing_sets: int = 3  # input sets the timed calls rotate over, each refilled from its call's own seed
-    batches: int = 3  # back-to-back batches the parent times with its own clock (the fastest counts)
-    batch_calls: int = 4  # calls per batch, each on its own input set
+    round_calls: int = 3  # timed calls per round (evaluator/lent_calls.py)
+    batches: int = 3  # back-to-back batches the parent's clock ranks (the fastest counts)
+    batch_calls: int | None = (
+        None  # calls per batch; None: from the workload's physical limit (lent_calls.batch_length)
+    )
     device: int = 0
     # "cpu" runs correctness with CPU tensors and host-code candidates: only for tests of this machinery on
     # machines without a GPU. Timing and arch need "cuda".
@@ -308,28 +312,33 @@ def _gpu_stages(ev: EvaluationRun, setup: CandidateSetup) -> None:
     v.integrity = Integrity(candidate_kernels=list(setup.kernels or []))
     for index, workload in enumerate(chosen):
         book.report("correctness", f"workload {index + 1}/{len(chosen)} ({axes_text(workload)})")
+        request = (
+            TimingRequest(
+                opts.warmup,
+                opts.iters,
+                # "of peak" is over the GPU's datasheet peak (evaluator/peaks.py), never a matmul rate measured here
+                peaks.peak_tflops(v.environment.gpu_name),
+                v.environment.gpu_uuid,
+                opts.round_calls,
+                gpu_name=v.environment.gpu_name,
+            )
+            if timing
+            else None
+        )
+        limits = limits_for(task.definition, workload, v.environment.gpu_name)
         run = run_workload(
             setup,
             checker,
             workload,
-            seeds=derive_seeds(
+            seeds=seeds_for(
                 run_seed,
                 workload.uuid,
-                trials=opts.trials,
-                calls=opts.warmup + opts.iters if timing else 0,
-                batches=opts.batches if timing else 0,
-                batch_calls=opts.batch_calls,
+                opts.trials,
+                request,
+                opts.batches,
+                batch_length(limits, task.flops_for(workload), opts.batch_calls),
             ),
-            timing=TimingRequest(
-                # "of peak" is over the GPU's datasheet peak (evaluator/peaks.py), never the matmul rate measured here
-                opts.warmup,
-                opts.iters,
-                peaks.peak_tflops(v.environment.gpu_name),
-                v.environment.gpu_uuid,
-                opts.timing_sets,
-            )
-            if timing
-            else None,
+            timing=request,
             timeout_s=opts.timeout_s,
             report=book.report,
         )

@@ -8,17 +8,19 @@ and read messages only through this module, so the names below are the whole pro
     parent                         child
     ------                         -----
                                    ready {pid}
-    trials {seeds}           ->    trial {index, outputs, inputs_modified, seconds}   (one per seed)
-    timing {call_seeds, recheck_seed, warmup, iters, sets}
-                             ->    called {index}           (after each timed call and the re-check call)
-    save {index} | next      ->    saved {index, outputs}   (only when the parent chose to check that call)
-    batch {round, seeds}     ->    batch_ready {round}      (inputs drawn, outputs poisoned, device idle)
-    go                       ->    batch_done {round}       (the calls ran back to back; the parent's clock)
-    save {index} | next      ->    saved {index, outputs}
-    finish                   ->    timing {method, fallback_reason, series, launches, functions, l2}
+    round {round, kind, calls, sampled}
+                             ->    round_ready {round}      (idle: the parent now draws the calls' inputs)
+    go                       ->    round_done {round}       (the calls ran; `kind` says how, see below)
+    next
+    finish                   ->    timing {method, fallback_reason, series, launches, functions, l2, footprints}
     exit                     ->    bye {sent}
     (any time)                     error {stage, type, message, traceback}
     (profile mode, no pipes)       done
+
+A round's calls run on the slots the parent lends, inputs drawn there by the parent after `round_ready`
+(evaluator/lent_calls.py); no seed ever comes here. Kinds: `trial` (each call synchronised), `timed` (each call
+timed on its own in this process, L2 flushed before it; its samples kept when `sampled`), `batch` (back to back,
+one synchronise at the end; the parent's clock ranks these).
 
 Candidate code shares the child process and can write to the channel, so the parent checks every message it
 reads (`expect_event`, `check_trial`, `check_timing`): anything it did not ask for is a `ChannelViolation`.
@@ -41,11 +43,8 @@ BASELINE_MODE = "baseline"
 
 # Commands (parent -> child).
 CMD = "cmd"
-TRIALS = "trials"
-TIMING = "timing"
-SAVE = "save"
+ROUND = "round"
 NEXT = "next"
-BATCH = "batch"
 GO = "go"
 FINISH = "finish"
 EXIT = "exit"
@@ -53,15 +52,18 @@ EXIT = "exit"
 # Events (child -> parent).
 EVENT = "event"
 READY = "ready"
-TRIAL = "trial"
 TIMED = "timing"
-CALLED = "called"
-SAVED = "saved"
-BATCH_READY = "batch_ready"
-BATCH_DONE = "batch_done"
+ROUND_READY = "round_ready"
+ROUND_DONE = "round_done"
 BYE = "bye"
 ERROR = "error"
 DONE = "done"
+
+# Round kinds.
+TRIAL_ROUND = "trial"
+TIMED_ROUND = "timed"
+BATCH_ROUND = "batch"
+ROUND_KINDS = (TRIAL_ROUND, TIMED_ROUND, BATCH_ROUND)
 
 # The child's stage when an error happened; "setup" is the evaluator's own code, before the candidate loads.
 SETUP_STAGE = "setup"
@@ -120,38 +122,14 @@ def read_result_file(path: Path) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- commands (built by the parent)
 
 
-def trials_command(seeds: list[int]) -> dict[str, Any]:
-    return {CMD: TRIALS, "seeds": list(seeds)}
-
-
-def timing_command(call_seeds: list[int], recheck_seed: int, warmup: int, iters: int, sets: int) -> dict[str, Any]:
-    """Every call (warm-up and timed) gets its own seed: the inputs of call i are drawn from call_seeds[i] into
-    input set i % sets just before the call, so no call sees values its buffers held before."""
-    return {
-        CMD: TIMING,
-        "call_seeds": list(call_seeds),
-        "recheck_seed": recheck_seed,
-        "warmup": warmup,
-        "iters": iters,
-        "sets": sets,
-    }
-
-
-def save_command(index: int) -> dict[str, Any]:
-    return {CMD: SAVE, "index": index}
+def round_command(round_: int, kind: str, calls: int, *, sampled: bool = True) -> dict[str, Any]:
+    if kind not in ROUND_KINDS:
+        raise ValueError(f"unknown round kind {kind!r}")
+    return {CMD: ROUND, "round": round_, "kind": kind, "calls": calls, "sampled": sampled}
 
 
 def next_command() -> dict[str, Any]:
     return {CMD: NEXT}
-
-
-def batch_command(round_: int, seeds: list[int]) -> dict[str, Any]:
-    return {CMD: BATCH, "round": round_, "seeds": list(seeds)}
-
-
-def lent_batch_command(round_: int, calls: int) -> dict[str, Any]:
-    """A batch whose inputs the parent draws into the lent slots after its clock starts: no seed is sent."""
-    return {CMD: BATCH, "round": round_, "seeds": [], "lent": calls}
 
 
 def go_command() -> dict[str, Any]:
@@ -170,32 +148,12 @@ def command_name(command: dict[str, Any]) -> str:
     return str(command.get(CMD, ""))
 
 
-def trials_args(command: dict[str, Any]) -> list[int]:
-    return [int(s) for s in command["seeds"]]
-
-
-def timing_args(command: dict[str, Any]) -> tuple[list[int], int, int, int, int]:
-    """(call_seeds, recheck_seed, warmup, iters, sets) of a timing command."""
-    return (
-        [int(s) for s in command["call_seeds"]],
-        int(command["recheck_seed"]),
-        int(command["warmup"]),
-        int(command["iters"]),
-        max(1, int(command["sets"])),
-    )
-
-
-def index_arg(command: dict[str, Any]) -> int:
-    return int(command["index"])
-
-
-def batch_args(command: dict[str, Any]) -> tuple[int, list[int]]:
-    return int(command["round"]), [int(s) for s in command["seeds"]]
-
-
-def lent_calls(command: dict[str, Any]) -> int:
-    """How many calls of a batch run on inputs the parent lends (0: a batch drawn from its seeds)."""
-    return int(command.get("lent", 0))
+def round_args(command: dict[str, Any]) -> tuple[int, str, int, bool]:
+    """(round, kind, calls, sampled) of a round command."""
+    kind = str(command["kind"])
+    if kind not in ROUND_KINDS:
+        raise ValueError(f"unknown round kind {kind!r}")
+    return int(command["round"]), kind, int(command["calls"]), bool(command.get("sampled", True))
 
 
 # --------------------------------------------------------------------------- events (built by the child)
@@ -203,12 +161,6 @@ def lent_calls(command: dict[str, Any]) -> int:
 
 def ready_event(pid: int) -> dict[str, Any]:
     return {EVENT: READY, "pid": pid}
-
-
-def trial_event(
-    index: int, outputs: list[dict[str, Any]], inputs_modified: list[str], seconds: float
-) -> dict[str, Any]:
-    return {EVENT: TRIAL, "index": index, "outputs": outputs, "inputs_modified": inputs_modified, "seconds": seconds}
 
 
 def timing_event(
@@ -236,20 +188,12 @@ def timing_event(
     }
 
 
-def called_event(index: int) -> dict[str, Any]:
-    return {EVENT: CALLED, "index": index}
+def round_ready_event(round_: int) -> dict[str, Any]:
+    return {EVENT: ROUND_READY, "round": round_}
 
 
-def saved_event(index: int, outputs: list[dict[str, Any]]) -> dict[str, Any]:
-    return {EVENT: SAVED, "index": index, "outputs": outputs}
-
-
-def batch_ready_event(round_: int) -> dict[str, Any]:
-    return {EVENT: BATCH_READY, "round": round_}
-
-
-def batch_done_event(round_: int) -> dict[str, Any]:
-    return {EVENT: BATCH_DONE, "round": round_}
+def round_done_event(round_: int) -> dict[str, Any]:
+    return {EVENT: ROUND_DONE, "round": round_}
 
 
 def bye_event(sent: int) -> dict[str, Any]:
@@ -306,17 +250,6 @@ def expect_event(message: dict[str, Any], event: str) -> dict[str, Any]:
     return message
 
 
-def check_trial(message: dict[str, Any], index: int) -> tuple[Any, list[str]]:
-    """(output files, names of modified inputs) of the trial event for trial `index`; the files are checked where
-    they are read (correctness.Checker.compare)."""
-    if message.get("index") != index:
-        raise ChannelViolation(f"expected trial {index + 1}, got a message for trial {message.get('index')!r}")
-    modified = message.get("inputs_modified")
-    if not isinstance(modified, list):
-        raise ChannelViolation("a trial message without its list of modified inputs")
-    return message.get("outputs"), [str(m) for m in modified]
-
-
 def check_timing(message: dict[str, Any]) -> dict[str, Any]:
     """The timing event with its fields present and of the right kinds."""
     series = message.get("series")
@@ -338,16 +271,9 @@ def check_timing(message: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
-def check_index(message: dict[str, Any], index: int) -> dict[str, Any]:
-    """A called/saved event for call `index` and no other."""
-    if message.get("index") != index:
-        raise ChannelViolation(f"expected a message for call {index}, got one for {message.get('index')!r}")
-    return message
-
-
 def check_round(message: dict[str, Any], round_: int) -> dict[str, Any]:
     if message.get("round") != round_:
-        raise ChannelViolation(f"expected a message for batch {round_}, got one for {message.get('round')!r}")
+        raise ChannelViolation(f"expected a message for round {round_}, got one for {message.get('round')!r}")
     return message
 
 

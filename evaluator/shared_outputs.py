@@ -1,23 +1,17 @@
-"""The batch outputs live in memory the trusted parent owns; it captures them before its clock stops
-(what is compared is what was timed, captured by the trusted side).
+"""Every call's inputs and outputs live in memory the trusted parent owns: it draws the inputs there and captures
+the outputs before its clock stops (what is compared is what was timed, captured by the trusted side).
 
-Before, a batch call wrote its outputs into the candidate process's own memory and the parent asked afterwards
-for one of them to be saved to a file: a payload could compute part of each call and recompute the asked-for call
-in full at save time, after the parent's clock had stopped. Now the parent creates one region of memory per
-candidate process (device memory lent by a POSIX file descriptor, evaluator/gpu_share.py, on a GPU; an anonymous
-shared file, memfd, on the CPU), cut into `slots`: the outputs of batch call k are views of slot k, so the
-candidate's `run` writes straight into the parent's memory. When the candidate process reports a batch done, the
-parent copies the chosen call's slot into its own private tensors and only then stops its clock: whatever the
-candidate does before that copy is timed, whatever it does after cannot change what is compared. No message says
-which call is compared, so every call of the batch must be right when the copy is taken.
+The parent creates one region of memory per candidate process (device memory lent by a POSIX file descriptor,
+evaluator/gpu_share.py, on a GPU; an anonymous shared file, memfd, on the CPU), cut into `slots`. Slot k holds
+call k's tensor inputs, then its outputs: the candidate's `run` reads and writes the parent's memory directly
+(evaluator/lent_calls.py). When the candidate process reports a round done, the parent copies the chosen slots'
+outputs into its own private tensors and only then stops its clock: whatever the candidate does before that copy
+is timed, whatever it does after cannot change what is compared. No message says which call is compared, so
+every call of a round must be right when the copy is taken.
 
 The copy costs the parent 0.018 ms for 1 MB and 0.078 ms for 128 MB on the H200
-(docs/runs/integrity/h200-2026-12-03/probe_cuda_ipc.log); the trusted baseline process is timed through the same
-capture, so its host floor (the clock check's slack) includes it.
-
-With trusted ranking (evaluator/candidate.py, `TimingRequest.trusted_ranking`) each slot also holds the call's
-tensor inputs, ahead of its outputs: the parent draws them there itself after its clock has started, so a batch
-call's inputs exist nowhere the candidate can read before the clock runs, and the candidate is sent no seed.
+(docs/runs/integrity/h200-2026-12-03/probe_cuda_ipc.log); the trusted baseline process goes through the same
+rounds and captures, so both sides pay it alike.
 
 The child maps the region (`open_slots`) from the descriptor it inherited; the layout comes in the job file.
 
@@ -30,6 +24,7 @@ from __future__ import annotations
 import fcntl
 import mmap
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,18 +144,18 @@ class SharedOutputs:
     def outputs_of(self, slot: int) -> list[Any]:
         return self.views[slot][self.inputs :]
 
-    def poison(self) -> None:
-        """Every slot's outputs poisoned by the parent itself before a batch starts (NaN, or the integer
-        maximum); returns once that is done on the device."""
-        for slot in range(len(self.views)):
+    def poison(self, slots: int | None = None) -> None:
+        """The outputs of the first `slots` slots (default: all) poisoned by the parent itself before a round
+        starts (NaN, or the integer maximum); returns once that is done on the device."""
+        for slot in range(len(self.views) if slots is None else min(slots, len(self.views))):
             for t in self.outputs_of(slot):
                 poison(t)
         self._sync()
 
-    def capture(self, slot: int) -> list[Any]:
-        """The outputs of batch call `slot`, copied into the parent's private memory; returns once the copy is
-        complete (the caller stops its clock after this)."""
-        copies = [t.clone() for t in self.outputs_of(slot)]
+    def capture_slots(self, slots: Sequence[int], *, inputs: bool = False) -> dict[int, list[Any]]:
+        """The outputs (with `inputs`, the lent inputs) of each slot in `slots`, copied into the parent's private
+        memory; returns once every copy is complete."""
+        copies = {s: [t.clone() for t in (self.inputs_of(s) if inputs else self.outputs_of(s))] for s in slots}
         self._sync()
         return copies
 

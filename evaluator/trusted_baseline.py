@@ -3,28 +3,31 @@
 A speedup divides the library's time by the candidate's. When the library was timed inside the candidate's own
 process, a payload there could slow it (a 1.81x "speedup" for an unchanged 0.91x kernel). Now, for each timed
 workload, the parent first starts a process of the same shape as a candidate process (same job file layout,
-same sandbox, CUDA context, CUPTI timer, L2 flush and input machinery) that loads no submission code and serves
-the task's library baseline in place of `run` (`protocol.BASELINE_MODE`, evaluator/candidate_process/child.py).
-The parent drives it through the same warm-up, timed calls (same per-call seeds, so the same inputs the candidate
-will get) and back-to-back batches timed with its own clock. It runs before the candidate's process for that
-workload exists, after the previous one was killed, so nothing the candidate does can reach it.
+same sandbox, CUDA context, CUPTI timer, lent slots) that loads no submission code and serves the task's library
+baseline in place of `run` (`protocol.BASELINE_MODE`, evaluator/candidate_process/child.py). The parent drives it
+through the same rounds the candidate will get (evaluator/lent_calls.py: the same seeds, so the same inputs,
+drawn by the parent after its clock starts): timed calls, then back-to-back batches on the parent's clock, which
+rank the library as they rank the candidate. It runs before the candidate's process for that workload exists,
+after the previous one was killed, so nothing the candidate does can reach it.
 
-The batches also give the host floor: the trusted process's wall clock per call minus the library's GPU time, the
-cost of a Python-driven call on this host at this moment. The trusted-clock check scales its slack with it, so a
-busy host does not hold an honest small kernel (the 0.171 ms outside vs 0.055 ms CUPTI false hold).
+Its batches also give the drawing time both sides' ranked figures leave out, and the host floor: the ranked time
+per call minus the library's in-process GPU time, the cost of a Python-driven call on this host at this moment.
+The check of the candidate's own timer against the parent's clock scales its slack with it, so a busy host does
+not hold an honest small kernel.
 """
 
 from __future__ import annotations
 
+import itertools
 import statistics
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from evaluator import protocol
 from evaluator.integrity import HOST_SLACK_MS
-from evaluator.lent_batches import InputDrawer, LentBatch, fastest_drawing_ms, lent_batch, ranked_ms
+from evaluator.lent_calls import InputDrawer, LentRound, fastest_drawing_ms, lent_round, ranked_ms
+from evaluator.shared_outputs import SharedOutputs
 
 __all__ = ["FLOOR_FACTOR", "TrustedBaseline", "host_slack_ms", "measure"]
 
@@ -37,13 +40,10 @@ FLOOR_FACTOR = 3.0
 @dataclass
 class TrustedBaseline:
     series: dict[str, Any]  # {"samples_ms": [...], "activities": [...]}: the timing event's shape for one series
-    median_ms: float  # the timed calls' median (warm-up left out)
-    batch_ms: float | None  # the parent's clock per call over the fastest batch
-    host_floor_ms: float | None  # batch_ms - median_ms, never below zero
-    # With lent inputs (evaluator/lent_batches.py): the time one batch's inputs took to draw, which both sides'
-    # ranked times leave out, and the library's ranked time per call.
-    drawing_ms: float | None = None
-    ranked_ms: float | None = None
+    median_ms: float  # the sampled timed calls' median (the library's in-process GPU time)
+    drawing_ms: float  # the fastest batch's drawing time, which both sides' ranked times leave out
+    ranked_ms: float | None  # the library's ranked time per call (the parent's clock over batches)
+    host_floor_ms: float | None  # ranked_ms - median_ms, never below zero
 
 
 def host_slack_ms(floor_ms: float | None) -> float:
@@ -57,49 +57,31 @@ def measure(
     child: Any,
     expect: Callable[[Any, float, str], dict[str, Any]],
     *,
-    call_seeds: list[int],
-    recheck_seed: int,
-    batches: list[list[int]],
-    warmup: int,
-    iters: int,
-    sets: int,
+    shared: SharedOutputs,
+    drawer: InputDrawer,
+    seeds: Any,
+    warm_rounds: int,
     deadline: float,
-    shared: Any = None,
-    drawer: InputDrawer | None = None,
 ) -> TrustedBaseline:
-    """Drive a started baseline process (READY already received) through the candidate's call schedule. With
-    `drawer`, the batches run on inputs the parent draws into `shared` after its clock starts."""
-    child.send(protocol.timing_command(call_seeds, recheck_seed, warmup, iters, sets))
-    total = warmup + iters
-    for i in range(warmup, total + 1):
-        protocol.check_index(expect(child, deadline, protocol.CALLED), i)
-        child.send(protocol.next_command())
-    batch_ms: list[float] = []
-    lent: list[LentBatch] = []
-    for r, batch in enumerate(batches):
-        if drawer is not None and shared is not None:
-            lent.append(lent_batch(child, expect, deadline, r, batch, shared, drawer, r % len(batch)))
-            lent[-1].captured.clear()
-            continue
-        child.send(protocol.batch_command(r, batch))
-        protocol.check_round(expect(child, deadline, protocol.BATCH_READY), r)
-        if shared is not None:
-            shared.poison()
-        t0 = time.perf_counter()
-        child.send(protocol.go_command())
-        protocol.check_round(expect(child, deadline, protocol.BATCH_DONE), r)
-        if shared is not None:  # the same capture the candidate's batches end with, so the floor includes it
-            shared.capture(r % len(batch))
-        batch_ms.append((time.perf_counter() - t0) * 1e3 / len(batch))
-        child.send(protocol.next_command())
+    """Drive a started baseline process (READY already received) through the candidate's rounds (`seeds`, an
+    evaluator.candidate.Seeds): its timed rounds, then its batches, each capturing one call as the candidate's do."""
+    numbers = itertools.count()
+
+    def one(kind: str, calls: list[int], capture: list[int], sampled: bool = True) -> LentRound:
+        return lent_round(child, expect, deadline, next(numbers), kind, calls, shared, drawer, capture, sampled=sampled)
+
+    for r, calls in enumerate(seeds.timed):
+        one(protocol.TIMED_ROUND, calls, [], sampled=r >= warm_rounds)
+    batches = [one(protocol.BATCH_ROUND, calls, [b % len(calls)]) for b, calls in enumerate(seeds.batches)]
+    for batch in batches:
+        batch.captured.clear()
     child.send(protocol.finish_command())
     msg = protocol.check_timing(expect(child, deadline, protocol.TIMED))
     child.send(protocol.exit_command())
     protocol.check_bye(expect(child, deadline, protocol.BYE), child.received)
     series = msg["series"]["candidate"]
-    median = statistics.median(series["samples_ms"])  # the timed calls only: warm-up calls are not sampled
-    drawing = fastest_drawing_ms(lent) if lent else None
-    ranked = ranked_ms(lent, drawing or 0.0)
-    fastest = ranked if lent else (min(batch_ms) if batch_ms else None)
-    floor = max(0.0, fastest - median) if fastest is not None else None
-    return TrustedBaseline(series, median, fastest, floor, drawing_ms=drawing, ranked_ms=ranked)
+    median = statistics.median(series["samples_ms"]) if series["samples_ms"] else 0.0
+    drawing = fastest_drawing_ms(batches)
+    ranked = ranked_ms(batches, drawing)
+    floor = max(0.0, ranked - median) if ranked is not None else None
+    return TrustedBaseline(series, median, drawing, ranked, floor)

@@ -1,9 +1,9 @@
 """The candidate process: `python -m evaluator.candidate_process.child JOB.json --fd-in R --fd-out W`.
 
 Started fresh for every workload by the trusted parent (evaluator/candidate.py) in its own process group. It
-loads the candidate library, makes its inputs from the per-trial seeds it is sent (the run seed never comes
-here), poisons the outputs, calls `run`, synchronises, checks that inputs are unchanged, and leaves the
-outputs as raw files in the exchange folder for the parent to compare. Reference outputs never exist here.
+loads the candidate library and answers the parent's rounds: every call runs on inputs the parent drew into the
+memory it lends (evaluator/lent_calls.py, evaluator/shared_outputs.py) and writes its outputs there, where the
+parent captures and compares them. No seed and no reference output ever comes here.
 Messages go over the two pipes the parent passed; the candidate's own prints land in captured stdout/stderr.
 
 In profile mode (under Nsight Compute) it makes one call inside the NVTX range the profiler filters on. In
@@ -19,41 +19,12 @@ import argparse
 import json
 import os
 import sys
-import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from evaluator import protocol
-
-
-class OutputFiles:
-    """Writes the outputs the parent asks to see as raw files in the exchange folder.
-
-    One pinned host buffer per size (the device-to-host copy runs at full speed) and files written in place
-    under a name that is reused: after the first save the file's pages exist, so a save costs one copy out of
-    the GPU and one into the page cache (a new 117 MB file on /dev/shm cost ~140 ms, mostly zeroing pages).
-    """
-
-    def __init__(self, torch: Any, pinned: bool) -> None:
-        self.torch, self.pinned = torch, pinned
-        self.buffers: dict[int, Any] = {}
-
-    def save(self, tensor: Any, path: Path) -> dict[str, Any]:
-        torch = self.torch
-        t = tensor.detach().contiguous()
-        flat = t.reshape(-1)
-        raw = flat.view(torch.uint8) if flat.numel() else torch.empty(0, dtype=torch.uint8, device=t.device)
-        n = raw.numel()
-        buf = self.buffers.get(n)
-        if buf is None:
-            buf = self.buffers[n] = torch.empty(n, dtype=torch.uint8, pin_memory=self.pinned and n > 0)
-        buf.copy_(raw)
-        with open(path, "r+b" if path.exists() else "wb", buffering=0) as fh:
-            fh.write(memoryview(buf.numpy()))
-            fh.truncate(n)
-        return {"path": str(path), "shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")}
 
 
 class Session:
@@ -77,20 +48,14 @@ class Session:
         self.task = load_task(Path(job["task_dir"]))
         self.definition = self.task.definition
         self.workload = self.task.workload(job["workload"])
-        self.exchange = Path(job["exchange_dir"])
-        self.files = OutputFiles(torch, pinned=self.cuda)
         from evaluator.inputs import input_deriver
 
         self.derive = input_deriver(self.task)
-        self.baseline = None
-        if job.get("baseline"):
-            b = self.task.baselines[0]
-            self.baseline = load_baseline(b.source, b.function, b.id)
         torch.empty(1, device=self.device)  # create the CUDA context before the candidate's code is loaded
-        # The batch calls' outputs: slots of memory the parent owns (evaluator/shared_outputs.py), mapped here
-        # before the candidate's code is loaded; the parent captures them itself before its clock stops.
-        self.slots: list[list[Any]] | None = None
-        self.lent_inputs: list[list[Any]] = []  # per slot, the tensor inputs the parent draws there (if it lends)
+        # Every call's inputs and outputs: slots of memory the parent owns (evaluator/shared_outputs.py), mapped
+        # here before the candidate's code is loaded; the parent draws the inputs and captures the outputs itself.
+        self.lent_inputs: list[list[Any]] = []
+        self.slots: list[list[Any]] = []
         self._slots_mapping: Any = None
         if job.get("shared_outputs"):
             from evaluator.shared_outputs import open_slots
@@ -99,20 +64,21 @@ class Session:
                 torch, job["shared_outputs"], "cuda" if self.cuda else "cpu", int(job.get("device", 0))
             )
             lent = int(job["shared_outputs"].get("inputs", 0))
-            self.lent_inputs = [v[:lent] for v in views] if lent else []
+            self.lent_inputs = [v[:lent] for v in views]
             self.slots = [v[lent:] for v in views]
         # Before the candidate's code exists: the activity records (kernels, the functions every module defines)
         # and the persisting-L2 limit as the context has it, so that what the candidate changes shows.
         self.timer: Any = None
         self.timer_fallback = ""
         from evaluator.candidate_process.l2control import L2Guard
-        from evaluator.candidate_process.timing import HostTimer, make_timer
+        from evaluator.candidate_process.timing import HostTimer, l2_flusher, make_timer
 
         serving = job.get("mode") != "profile"
         self.l2 = L2Guard(enabled=self.cuda and serving)
         if serving:
             self.timer, self.timer_fallback = make_timer() if self.cuda else (HostTimer(), "")
-        self.trial_windows: list[tuple[int, int]] = []
+        self.windows: dict[str, list[tuple[int, int]]] = {"trials": [], "timed": [], "batch": []}
+        self.flush_l2: Callable[[], Any] = l2_flusher(self.device) if self.cuda and serving else (lambda: None)
         self.run: Callable[..., Any]  # the candidate's `run` (or, in the trusted baseline process, the library's)
         if job.get("mode") == protocol.BASELINE_MODE:
             # The trusted baseline process: no submission code is loaded. The library baseline is driven
@@ -144,198 +110,6 @@ class Session:
         if self.cuda:
             self.torch.cuda.synchronize()
 
-    def _inputs(self, seed: int) -> list[Any]:
-        from evaluator.inputs import make_inputs
-
-        return make_inputs(self.definition, self.workload, seed, device=str(self.device), derive=self.derive)
-
-    def _outputs(self) -> list[Any]:
-        from evaluator.inputs import alloc_outputs
-
-        return alloc_outputs(self.definition, self.workload, device=str(self.device))
-
-    def trials(self, seeds: list[int]) -> None:
-        torch = self.torch
-        for index, seed in enumerate(seeds):
-            inputs = self._inputs(seed)
-            saved = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-            outputs = self._outputs()
-            self.sync()
-            start = time.monotonic()
-            t0 = self.timer.now() if self.timer is not None else 0
-            self.run(*inputs, *outputs)
-            self.sync()
-            t1 = self.timer.now() if self.timer is not None else 0
-            seconds = time.monotonic() - start
-            if self.timer is not None:
-                self.trial_windows.append((t0, t1))
-            modified = [
-                spec.name
-                for spec, before, after in zip(self.definition.inputs, saved, inputs, strict=True)
-                if isinstance(after, torch.Tensor) and not torch.equal(before, after)
-            ]
-            files = [
-                {"name": spec.name, **self.files.save(t, self.exchange / f"trial{index}_{spec.name}.bin")}
-                for spec, t in zip(self.definition.outputs, outputs, strict=True)
-            ]
-            self.send(protocol.trial_event(index, files, modified, seconds))
-
-    def _save_outputs(self, outputs: list[Any]) -> list[dict[str, Any]]:
-        """A checked call's outputs, always into the same files: the parent has read them before it asks again."""
-        return [
-            {"name": spec.name, **self.files.save(t, self.exchange / f"call_{spec.name}.bin")}
-            for spec, t in zip(self.definition.outputs, outputs, strict=True)
-        ]
-
-    def _refill(self, inputs: list[Any], seed: int) -> None:
-        """Draw call inputs from `seed` into the existing tensors (same buffers, values never seen before)."""
-        for dst, src in zip(inputs, self._inputs(seed), strict=True):
-            if isinstance(dst, self.torch.Tensor):
-                dst.copy_(src)
-
-    def _answer(self, receive: Any, index: int, outputs: list[Any]) -> None:
-        """After a call returned: tell the parent, and save its outputs only if the parent asks for them."""
-        self.send(protocol.called_event(index))
-        command = receive()
-        if protocol.command_name(command) == protocol.SAVE and protocol.index_arg(command) == index:
-            self.send(protocol.saved_event(index, self._save_outputs(outputs)))
-        elif protocol.command_name(command) != protocol.NEXT:
-            raise RuntimeError(f"unexpected command {protocol.command_name(command)!r} after call {index}")
-
-    def timing(
-        self, receive: Any, call_seeds: list[int], recheck_seed: int, warmup: int, iters: int, sets: int
-    ) -> None:
-        """Timed calls on freshly drawn inputs, the re-check call, then batches the parent times with its clock.
-
-        Every call draws its inputs from its own seed into input set i % sets outside the timed window, and its
-        outputs are poisoned first. After each timed call the parent decides whether to look at its outputs;
-        nothing here knows in advance which calls those are.
-        """
-        from evaluator.candidate_process.timing import l2_flusher, time_interleaved
-        from evaluator.inputs import poison
-
-        n = sets
-        total = warmup + iters
-        if len(call_seeds) != total:
-            raise RuntimeError("timing command: one seed per call expected")
-        pool = [(self._inputs(s), self._outputs()) for s in call_seeds[:n]]
-        flush = l2_flusher(self.device) if self.cuda else (lambda: None)
-        timer = self.timer
-
-        def candidate(i: int) -> None:
-            ins, outs = pool[i % n]
-            self.run(*ins, *outs)
-
-        calls = {"candidate": candidate}
-        if self.baseline is not None:
-            baseline = self.baseline
-
-            def reference(i: int) -> None:
-                baseline(*pool[i % n][0])
-
-            calls["baseline"] = reference
-
-        order: dict[int, str] = {}
-
-        def before(name: str, i: int) -> None:
-            if i not in order:  # the first of the two calls of round i: draw round i's inputs
-                order[i] = name
-                self._refill(pool[i % n][0], call_seeds[i])
-            if name == "candidate":
-                for t in pool[i % n][1]:
-                    poison(t)
-                self.l2.reset()
-
-        def after(name: str, i: int) -> None:
-            if name == "candidate" and i >= warmup:
-                self._answer(receive, i, pool[i % n][1])
-
-        series = time_interleaved(
-            calls,
-            warmup=warmup,
-            iters=iters,
-            flush_l2=flush,
-            before_call=before,
-            after_call=after,
-            timer=timer,
-            sync=self.sync,
-        )
-        # The re-check: one more call on fresh inputs after the timing loop, always compared by the parent.
-        ins, outs = pool[total % n]
-        self._refill(ins, recheck_seed)
-        for t in outs:
-            poison(t)
-        self.l2.reset()
-        flush()
-        self.sync()
-        self.run(*ins, *outs)
-        self.sync()
-        self._answer(receive, total, outs)
-        batch_windows = self._batches(receive)
-        launches: dict[str, list[list[Any]]] = {"timed": [], "trials": [], "batch": []}
-        if timer is not None:
-            timer.flush()
-            launches["timed"] = [_wire(c) for c in series["candidate"].launches]
-            launches["trials"] = [_wire(timer.window(a, b)[2]) for a, b in self.trial_windows]
-            launches["batch"] = [_wire(timer.window(a, b)[2]) for a, b in batch_windows]
-        self.send(
-            protocol.timing_event(
-                timer.method if timer is not None else "cuda_events",
-                self.timer_fallback,
-                {name: {"samples_ms": s.samples_ms, "activities": s.activities} for name, s in series.items()},
-                launches,
-                [[m, name] for m, name in (timer.functions if timer is not None else [])],
-                {"changed_bytes": self.l2.changed_bytes, "error": self.l2.error},
-                [list(f) for f in sorted(timer.footprints)[:256]] if timer is not None else [],
-            )
-        )
-
-    def _batches(self, receive: Any) -> list[tuple[int, int]]:
-        """Serve the parent's batch rounds until it says finish; returns each batch's timer window."""
-        from evaluator.inputs import poison
-
-        windows: list[tuple[int, int]] = []
-        sets: list[tuple[list[Any], list[Any]]] = []
-        while True:
-            command = receive()
-            name = protocol.command_name(command)
-            if name == protocol.FINISH:
-                return windows
-            if name != protocol.BATCH:
-                raise RuntimeError(f"unexpected command {name!r} during batches")
-            round_, seeds = protocol.batch_args(command)
-            lent = protocol.lent_calls(command)
-            if lent:
-                windows.append(self._lent_batch(receive, round_, lent))
-                continue
-            if self.slots is not None and len(seeds) > len(self.slots):
-                raise RuntimeError(f"a batch of {len(seeds)} calls and {len(self.slots)} shared output slots")
-            while len(sets) < len(seeds):
-                outs = self.slots[len(sets)] if self.slots is not None else self._outputs()
-                sets.append((self._inputs(seeds[len(sets)]), outs))
-            for (ins, outs), seed in zip(sets, seeds, strict=False):
-                self._refill(ins, seed)
-                for t in outs:
-                    poison(t)
-            self.l2.reset()
-            self.sync()
-            self.send(protocol.batch_ready_event(round_))
-            if protocol.command_name(receive()) != protocol.GO:
-                raise RuntimeError("expected go")
-            t0 = self.timer.now() if self.timer is not None else 0
-            for ins, outs in sets[: len(seeds)]:
-                self.run(*ins, *outs)
-            self.sync()
-            t1 = self.timer.now() if self.timer is not None else 0
-            windows.append((t0, t1))
-            self.send(protocol.batch_done_event(round_))
-            command = receive()
-            if protocol.command_name(command) == protocol.SAVE:
-                j = protocol.index_arg(command)
-                self.send(protocol.saved_event(j, self._save_outputs(sets[j][1])))
-            elif protocol.command_name(command) != protocol.NEXT:
-                raise RuntimeError("expected save or next after a batch")
-
     def _lent_args(self, slot: int) -> list[Any]:
         """A lent slot's call arguments in definition order: its tensors where the parent drew them, scalars from
         the workload (they need no seed)."""
@@ -348,30 +122,76 @@ class Session:
             args.append(next(tensors) if value is None else value)
         return args
 
-    def _lent_batch(self, receive: Any, round_: int, calls: int) -> tuple[int, int]:
-        """One batch on inputs the parent draws into the lent slots after `batch_ready` (its clock running): this
-        process is sent no seed, and its outputs go to the slots the parent captures from."""
-        if self.slots is None or calls > len(self.lent_inputs):
-            raise RuntimeError(f"a lent batch of {calls} calls and {len(self.lent_inputs)} lent slots")
+    def round(self, receive: Any, round_: int, kind: str, calls: int, sampled: bool) -> None:
+        """One round on the lent slots: idle until the parent has drawn the inputs and says `go`, then the calls
+        as `kind` asks (evaluator/protocol.py), then done."""
+        if calls > len(self.slots):
+            raise RuntimeError(f"a round of {calls} calls and {len(self.slots)} lent slots")
         self.l2.reset()
         self.sync()
-        self.send(protocol.batch_ready_event(round_))
+        self.send(protocol.round_ready_event(round_))
         if protocol.command_name(receive()) != protocol.GO:
             raise RuntimeError("expected go")
-        t0 = self.timer.now() if self.timer is not None else 0
-        for k in range(calls):
-            self.run(*self._lent_args(k), *self.slots[k])
-        self.sync()
-        t1 = self.timer.now() if self.timer is not None else 0
-        self.send(protocol.batch_done_event(round_))
+        if kind == protocol.BATCH_ROUND:
+            t0 = self.timer.now() if self.timer is not None else 0
+            for k in range(calls):
+                self.run(*self._lent_args(k), *self.slots[k])
+            self.sync()
+            t1 = self.timer.now() if self.timer is not None else 0
+            self.windows["batch"].append((t0, t1))
+        else:
+            for k in range(calls):
+                if kind == protocol.TIMED_ROUND:
+                    self.l2.reset()
+                    self.flush_l2()
+                self.sync()
+                t0 = self.timer.now() if self.timer is not None else 0
+                self.run(*self._lent_args(k), *self.slots[k])
+                self.sync()
+                t1 = self.timer.now() if self.timer is not None else 0
+                if kind == protocol.TRIAL_ROUND:
+                    self.windows["trials"].append((t0, t1))
+                elif sampled:
+                    self.windows["timed"].append((t0, t1))
+        self.send(protocol.round_done_event(round_))
         if protocol.command_name(receive()) != protocol.NEXT:
-            raise RuntimeError("expected next after a lent batch")
-        return t0, t1
+            raise RuntimeError("expected next after a round")
+
+    def finish(self) -> None:
+        """The in-process report: the sampled timed calls' GPU time, and every call's kernels."""
+        timer = self.timer
+        samples: list[float] = []
+        activities: list[int] = []
+        launches: dict[str, list[list[Any]]] = {"timed": [], "trials": [], "batch": []}
+        if timer is not None:
+            timer.flush()
+            for part in ("trials", "timed", "batch"):
+                for a, b in self.windows[part]:
+                    ms, count, kernels = timer.window(a, b)
+                    launches[part].append(_wire(kernels))
+                    if part == "timed":
+                        samples.append(ms)
+                        activities.append(count)
+        self.send(
+            protocol.timing_event(
+                timer.method if timer is not None else "cuda_events",
+                self.timer_fallback,
+                {"candidate": {"samples_ms": samples, "activities": activities}},
+                launches,
+                [[m, name] for m, name in (timer.functions if timer is not None else [])],
+                {"changed_bytes": self.l2.changed_bytes, "error": self.l2.error},
+                [list(f) for f in sorted(timer.footprints)[:256]] if timer is not None else [],
+            )
+        )
 
     def profile(self, seed: int) -> None:
-        """One call inside the NVTX range that Nsight Compute is told to profile."""
+        """One call inside the NVTX range that Nsight Compute is told to profile. Its inputs come from a seed
+        used for this call only (nothing else is drawn from it), and its outputs are not compared."""
+        from evaluator.inputs import alloc_outputs, make_inputs
+
         torch = self.torch
-        inputs, outputs = self._inputs(seed), self._outputs()
+        inputs = make_inputs(self.definition, self.workload, seed, device=str(self.device), derive=self.derive)
+        outputs = alloc_outputs(self.definition, self.workload, device=str(self.device))
         torch.cuda.synchronize()
         torch.cuda.nvtx.range_push("ptxbench_candidate")
         self.run(*inputs, *outputs)
@@ -444,14 +264,16 @@ def main(argv: list[str] | None = None) -> int:
         while True:
             cmd = receive()
             name = protocol.command_name(cmd)
-            if name == protocol.TRIALS:
-                stage = "trials"
-                session.trials(protocol.trials_args(cmd))
-            elif name == protocol.TIMING:
-                stage = "timing"
-                session.timing(receive, *protocol.timing_args(cmd))
+            if name == protocol.ROUND:
+                round_, kind, calls, sampled = protocol.round_args(cmd)
+                stage = "trials" if kind == protocol.TRIAL_ROUND else "timing"
+                session.round(receive, round_, kind, calls, sampled)
+            elif name == protocol.FINISH:
+                session.finish()
             elif name == protocol.EXIT:
                 break
+            else:
+                raise RuntimeError(f"unexpected command {name!r}")
         # How many messages this side sent: the parent compares it with what it read, so a message that candidate
         # code wrote into the channel shows up.
         send(protocol.bye_event(sent[0]))

@@ -1,9 +1,9 @@
 // Class "harness rewrite". Trick: each call computes only the first 56% of C's rows (a
-// cheaper call, so a faster time) and remembers its operands; the harness's save routine is patched from inside
-// the process to finish an output in full just before it is written for the evaluator. Every output read through
-// the candidate process is whole; each timed call did 56% of the work. The evaluator must capture what it
-// compares itself, inside its own clock: the batch calls' outputs live in memory the parent owns and it copies
-// the compared one before its clock stops, so the partial call is caught (or the recompute is timed).
+// cheaper call, so a faster time) and remembers its operands; the harness's round routine is patched from inside
+// the process to finish every output in full once the round is over (where a save routine once let it finish an
+// output just before the evaluator read it). The evaluator captures what it compares itself before it lets the
+// round end: every call's outputs live in memory the parent owns and it copies the compared ones first, so the
+// partial call is caught at the first trial (or, finished earlier, the recompute is timed).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <tvm/ffi/container/tensor.h>
@@ -78,14 +78,15 @@ extern "C" __attribute__((visibility("default"))) void adv_finish(void* out) {
 
 static const char kPatchSave[] =
     "import ctypes, sys\n"
-    "_files = sys.modules['__main__'].OutputFiles\n"
-    "if not getattr(_files, '_adv', False):\n"
+    "_session = sys.modules['__main__'].Session\n"
+    "if not getattr(_session, '_adv', False):\n"
     "    _lib = ctypes.CDLL([l.split()[-1] for l in open('/proc/self/maps') if l.rstrip().endswith('.so') and 'kernel' in l.rsplit('/', 1)[-1]][0])\n"
-    "    _save = _files.save\n"
-    "    def _whole(self, tensor, path):\n"
-    "        _lib.adv_finish(ctypes.c_void_p(tensor.data_ptr()))\n"
-    "        return _save(self, tensor, path)\n"
-    "    _files.save, _files._adv = _whole, True\n";
+    "    _round = _session.round\n"
+    "    def _whole(self, *args):\n"
+    "        _round(self, *args)\n"
+    "        for outs in self.slots:\n"
+    "            _lib.adv_finish(ctypes.c_void_p(outs[0].data_ptr()))\n"
+    "    _session.round, _session._adv = _whole, True\n";
 
 void run_impl(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorView c) {
   static bool patched = false;

@@ -42,9 +42,8 @@ def timed(variant: str | None, **options):
 
 
 def test_honest_kernel_passes_with_its_calls_checked_and_timed_from_outside():
-    """The parent compares about CHECK_FRACTION of the timed calls, besides the re-check and one call per batch.
-    Mutation caught: `TimingPlan.draw` choosing no timed call (the re-check and the batches alone were once
-    enough for this test's `checked_calls >= 4`)."""
+    """The parent compares about CHECK_FRACTION of the timed calls, besides one call per batch. Mutation caught:
+    `TimingPlan.draw` choosing no timed call."""
     # A host-code call here takes microseconds, so one context switch in a batch on a loaded 2-core machine can
     # exceed the clock check's slack (0.05 ms a call); the fastest batch counts, so more batches keep it honest.
     iters, batches = 60, 8
@@ -52,9 +51,9 @@ def test_honest_kernel_passes_with_its_calls_checked_and_timed_from_outside():
     assert v.status == OverallStatus.PASSED, v.workloads[0].message
     record = v.integrity
     assert record.timed_calls == iters and record.holds == []
-    # the re-check and one call of each batch are always compared; timed calls at random, each with CHECK_FRACTION
-    timed_checked = record.checked_calls - 1 - batches
-    assert v.workloads[0].correctness.timed_outputs_checked == timed_checked + 1  # + the re-check
+    # one call of each batch is always compared; timed calls at random, each with CHECK_FRACTION
+    timed_checked = record.checked_calls - batches
+    assert v.workloads[0].correctness.timed_outputs_checked == timed_checked
     # Binomial(60, 0.5): 12..48 holds but for ~4e-6 of honest runs
     assert CHECK_FRACTION == 0.5 and 12 <= timed_checked <= 48, timed_checked
     assert record.trusted_ms_per_call[WORKLOAD] > 0
@@ -67,7 +66,8 @@ def test_reusing_results_between_calls_fails_with_the_call_named(variant):
     v = timed(variant)
     w = v.workloads[0]
     assert v.status == OverallStatus.INCORRECT_NUMERICAL, w.message
-    assert "differs from the reference" in w.message and "may not be reused between calls" in w.message
+    # Each trial runs on the same lent slot with new values: a kernel that keys on its buffers fails at trial 2.
+    assert w.message.startswith("trial 2:") or "may not be reused between calls" in w.message, w.message
     assert w.performance is None
 
 
@@ -128,36 +128,30 @@ def test_the_library_baseline_is_timed_where_the_candidate_cannot_reach_it():
     assert perf.host_floor_ms is not None and perf.host_floor_ms >= 0
 
 
-def test_the_ranked_latency_is_never_below_what_the_evaluators_own_clock_allows():
-    """The UNDER_REPORT variant makes the in-process timer read 80% of each call's real time
-    (a payload rewriting the timer or its records), too little for the host_time hold (1.5x). The ranked latency
-    is then raised to the trusted clock's floor and the in-process figure kept as a hint. Mutation caught:
-    `bound_by_trusted_clock` not called (the ranked latency was the in-process 80%)."""
-    from evaluator.performance import trusted_floor_ms
-
+def test_the_ranked_latency_is_the_parents_clock_whatever_the_process_reports():
+    """The UNDER_REPORT variant makes the in-process timer read 80% of each call's real time (a payload rewriting
+    the timer or its records), too little for the host_time hold (1.5x). The ranked latency is the parent's clock
+    over the batches; the in-process figure stays a labelled hint. Mutation caught: `rank_by_trusted_clock` not
+    called (the ranked latency was the in-process 80%)."""
     v = timed("UNDER_REPORT", batches=4)
     w = v.workloads[0]
     assert v.status == OverallStatus.PASSED, w.message
     perf = w.performance
     trusted = v.integrity.trusted_ms_per_call[WORKLOAD]
-    floor = trusted_floor_ms(trusted, perf.host_floor_ms)
-    assert perf.in_process_latency_ms is not None and perf.in_process_latency_ms < floor
-    assert perf.latency_from in (vm.LATENCY_FROM_TRUSTED_BOUND, vm.LATENCY_FROM_TRUSTED_CLOCK)
-    assert perf.latency_ms >= floor * 0.999
-    # the speedup and throughput were recomputed from the ranked latency (the consistency hold would say otherwise)
+    assert perf.latency_from == vm.LATENCY_FROM_TRUSTED_BATCHES
+    assert perf.latency_ms == pytest.approx(trusted, abs=1e-6)
+    assert perf.in_process_latency_ms is not None and perf.in_process_latency_ms < perf.latency_ms
+    # the speedup and throughput come from the ranked latency (the consistency hold would say otherwise)
     assert perf.speedup_factor == pytest.approx(perf.baseline_latency_ms / perf.latency_ms, rel=1e-6)
     assert not [h for h in v.integrity.holds if h.code == "inconsistent_figures"]
 
 
 def test_outputs_recomputed_when_saved_are_caught_where_the_parent_captures_them():
-    """RECOMPUTE_AT_SAVE computes 56% of C in each call and patches the harness's save routine
-    to finish an output before it is written to a file, so trials and checked timed calls look whole. The batch
-    calls write into memory the parent owns, and the parent copies the compared call itself before its clock stops:
-    the partial call is caught there. Mutation caught: batches compared through the candidate's save again
-    (`shared=None` in run_workload), which passed this variant with its 56% time."""
+    """RECOMPUTE_AT_SAVE computes 56% of C in each call and patches the harness's round routine to finish every
+    output once the round is over. Every call writes into memory the parent owns, and the parent copies what it
+    compares before it ends the round: the partial call is caught at the first trial."""
     v = timed("RECOMPUTE_AT_SAVE", batches=3)
     w = v.workloads[0]
     assert v.status == OverallStatus.INCORRECT_NUMERICAL, w.message
-    assert "back-to-back batch differs from the reference" in w.message
-    assert w.correctness.trials >= 1  # the trials passed: their outputs went through the patched save
+    assert w.message.startswith("trial 1:"), w.message
     assert w.performance is None

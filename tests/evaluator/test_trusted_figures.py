@@ -3,8 +3,6 @@ floor measured by the trusted baseline process."""
 
 from __future__ import annotations
 
-import pytest
-
 from evaluator.integrity import HOST_SLACK_MS, INCONSISTENT_FIGURES, consistency_hold, trusted_clock_hold
 from evaluator.trusted_baseline import FLOOR_FACTOR, host_slack_ms
 
@@ -47,49 +45,3 @@ def test_a_busy_host_does_not_hold_a_small_honest_kernel_but_hidden_work_still_i
     assert trusted_clock_hold(reported_ms=0.055, trusted_ms=0.171) is not None  # the fixed slack held it
     assert trusted_clock_hold(reported_ms=0.055, trusted_ms=0.171, slack_ms=host_slack_ms(busy_floor)) is None
     assert trusted_clock_hold(reported_ms=1.39, trusted_ms=335.5, slack_ms=host_slack_ms(busy_floor)) is not None
-
-
-def test_the_in_process_latency_ranks_only_within_the_trusted_clocks_margin():
-    """The trusted-clock bound on figures measured on the H200 (docs/runs/integrity/h200-2026-12-02h and -03): honest
-    kernels keep their in-process median; a lower in-process figure is raised to the trusted floor. Mutation
-    caught: the bound's allowance set to the trusted-clock hold's slack (3 host floors), which let the 0.8x timer of
-    harness_timer_scaled rank on the H200."""
-    from evaluator.performance import BOUND_EXTRA_MS, TRUSTED_BOUND_MARGIN, bound_by_trusted_clock, trusted_floor_ms
-    from evaluator.verdict import LATENCY_FROM_CANDIDATE_TIMER, LATENCY_FROM_TRUSTED_BOUND, Performance
-
-    honest = [
-        (0.444, 0.503, 0.031),
-        (0.819, 0.869, 0.027),
-        (12.943, 13.042, 0.057),
-        (4.153, 4.282, 0.0),
-        (3.010, 3.091, 0.044),
-        (1.937, 1.996, 0.050),
-        (0.783, 0.983, 0.176),  # harness_slow_baseline's SIMT GEMM, honest but for its payload (2026-12-03)
-        (0.0739, 0.2188, 0.145),  # triton_harness_slow_baseline's Triton GEMM, likewise
-    ]
-    for reported, trusted, floor in honest:
-        perf = Performance(latency_ms=reported, baseline_latency_ms=0.744, speedup_factor=0.744 / reported)
-        assert not bound_by_trusted_clock(perf, trusted, floor, flops=None, peak=None)
-        assert perf.latency_ms == reported and perf.latency_from == LATENCY_FROM_CANDIDATE_TIMER
-        assert perf.in_process_latency_ms == reported
-
-    # The corpus entry harness_timer_scaled on the H200 (docs/runs/integrity/h200-2026-12-03): the timer read 0.8x,
-    # 0.635 ms in process, 0.994 ms by the parent's clock, host floor 0.151 ms.
-    perf = Performance(latency_ms=0.635, baseline_latency_ms=0.028, speedup_factor=0.028 / 0.635, tflops=100.0)
-    assert bound_by_trusted_clock(perf, 0.994, 0.151, flops=1e9, peak=1000.0)
-    floor = trusted_floor_ms(0.994, 0.151)
-    assert floor == pytest.approx((0.994 - 0.151 - BOUND_EXTRA_MS) / TRUSTED_BOUND_MARGIN)
-    assert perf.latency_ms == pytest.approx(floor) and perf.latency_from == LATENCY_FROM_TRUSTED_BOUND
-    assert perf.in_process_latency_ms == 0.635
-    assert perf.speedup_factor == pytest.approx(0.028 / floor)
-    assert perf.tflops == pytest.approx(1e9 / (floor * 1e-3) / 1e12)
-    assert (
-        consistency_hold(
-            latency_ms=perf.latency_ms,
-            baseline_latency_ms=perf.baseline_latency_ms,
-            speedup=perf.speedup_factor,
-            tflops=perf.tflops,
-            flops=1e9,
-        )
-        is None
-    )
