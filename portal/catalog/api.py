@@ -23,6 +23,7 @@ def registry_document() -> dict:
                 "gpus": list(arch.gpus),
                 "queue": arch.queue,
                 "families": list(arch.families),
+                "knowledge_pack": arch.knowledge_pack,
             }
             for arch in ARCHES.values()
         ],

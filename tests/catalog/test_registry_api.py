@@ -21,6 +21,7 @@ def test_registry_lists_every_architecture_as_the_evaluator_holds_it(client):
             "gpus": list(arch.gpus),
             "queue": arch.queue,
             "families": list(arch.families),
+            "knowledge_pack": arch.knowledge_pack,
         }
 
 
