@@ -35,6 +35,8 @@ class Migration(migrations.Migration):
         migrations.AddField(model_name="task", name="signatures", field=models.JSONField(default=dict)),
         migrations.AddField(model_name="task", name="starters", field=models.JSONField(blank=True, default=dict)),
         migrations.RunPython(_to_objects, _to_columns),
+        # A default first, so that going back can add the column again to a table that has rows.
+        migrations.AlterField(model_name="task", name="run_signature", field=models.TextField(default="")),
         migrations.RemoveField(model_name="task", name="run_signature"),
         migrations.RemoveField(model_name="task", name="starter"),
         migrations.RemoveField(model_name="task", name="starter_triton"),
