@@ -10,8 +10,10 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.db import models
 
-from portal.catalog.models import ARCH_CHOICES, Task
-from portal.submissions.models import Evaluation, Submission
+from evaluator.languages import DEFAULT_LANGUAGE
+from portal.catalog.models import Task
+from portal.core.registry_fields import ArchField, LanguageField
+from portal.submissions.models import Evaluation
 
 # The turn limits the published protocol reports metrics for (the leaderboard's k).
 METRIC_KS = (1, 4, 8)
@@ -53,9 +55,9 @@ class ModelRun(models.Model):
     max_output_tokens = models.PositiveIntegerField(default=16384)
     request_timeout = models.FloatField(default=600.0)  # seconds for one HTTP request to the endpoint
     max_retries = models.PositiveSmallIntegerField(default=3)  # extra attempts after 429/5xx/timeouts
-    arch = models.CharField(max_length=16, choices=ARCH_CHOICES)
+    arch = ArchField()
     # The kernel language the model writes: CUDA replies in a ```cuda block, Triton in a ```python block.
-    language = models.CharField(max_length=16, choices=Submission.Language.choices, default=Submission.Language.CUDA)
+    language = LanguageField(default=DEFAULT_LANGUAGE.name)
     tasks = models.ManyToManyField(Task, related_name="model_runs")
     pack_variant = models.CharField(max_length=8, choices=PackVariant.choices, default=PackVariant.ARCH)
     turns = models.PositiveSmallIntegerField(default=8)
@@ -231,7 +233,7 @@ class RunTaskMetrics(models.Model):
 
     run = models.ForeignKey(ModelRun, on_delete=models.CASCADE, related_name="metrics")
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="+")
-    arch = models.CharField(max_length=16, choices=ARCH_CHOICES)
+    arch = ArchField()
     k = models.PositiveSmallIntegerField()
     trajectories = models.PositiveSmallIntegerField()  # n
     correct = models.PositiveSmallIntegerField()  # trajectories with a correct turn among the first k

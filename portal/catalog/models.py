@@ -7,15 +7,13 @@ from __future__ import annotations
 
 from django.db import models
 
-from evaluator.arches import ARCHES
-
-ARCH_CHOICES = [(a.name, a.label) for a in ARCHES.values()]
+from portal.core.registry_fields import ArchField
 
 
 class KnowledgePack(models.Model):
     slug = models.SlugField(max_length=64, unique=True)  # pack id from its manifest, e.g. "hopper"
     title = models.CharField(max_length=200)
-    arch = models.CharField(max_length=16, choices=ARCH_CHOICES, blank=True)  # blank: the no-knowledge variant
+    arch = ArchField(blank=True)  # blank: the no-knowledge variant
     description = models.TextField(blank=True)
     text = models.TextField()  # the rendered pack, exactly what a model receives
     token_count = models.PositiveIntegerField()
@@ -84,7 +82,7 @@ class Task(models.Model):
 
 class ArchitectureTarget(models.Model):
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="targets")
-    arch = models.CharField(max_length=16, choices=ARCH_CHOICES)
+    arch = ArchField()
     families = models.JSONField(default=list)  # SASS families that count as using the architecture
     note = models.TextField(blank=True)
     pack = models.ForeignKey(KnowledgePack, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")

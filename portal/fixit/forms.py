@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from evaluator.arches import ARCHES
+from portal.core.registry_fields import arch_choices
 
 
 def _names(text: str) -> list[str]:
@@ -14,7 +14,7 @@ def _names(text: str) -> list[str]:
 class DatasetBuildForm(forms.Form):
     name = forms.SlugField(max_length=64, help_text="a-z, 0-9, '-' and '_'; an existing name gets its next version")
     arches = forms.MultipleChoiceField(
-        choices=[(a.name, a.label) for a in ARCHES.values()],
+        choices=arch_choices,  # the registry, read per form
         required=False,
         widget=forms.CheckboxSelectMultiple,
         label="Architectures",

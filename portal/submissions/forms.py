@@ -5,9 +5,9 @@ from pathlib import PurePath
 from django import forms
 from django.conf import settings
 
-from evaluator.arches import ARCHES
 from evaluator.languages import DEFAULT_LANGUAGE, LANGUAGES, Language
 from portal.catalog.models import Task
+from portal.core.registry_fields import arch_choices
 from portal.submissions.services import SubmissionRefused, decode_source
 
 # Everything about a language comes from the registry, read when a form is built or cleaned.
@@ -37,7 +37,7 @@ def _pasted_language(source: str) -> Language:
 
 class SubmissionForm(forms.Form):
     task = forms.ModelChoiceField(queryset=Task.objects.none(), to_field_name="slug")
-    arch = forms.ChoiceField(choices=[(a.name, a.label) for a in ARCHES.values()], label="Architecture")
+    arch = forms.ChoiceField(choices=arch_choices, label="Architecture")  # the registry, read per form
     language = forms.ChoiceField(initial="", required=False, label="Language")  # choices: see __init__
     file = forms.FileField(required=False, label="Kernel file")
     # Kept as pasted (no stripping), with the browser's line breaks undone: a form sends a textarea's text with

@@ -9,9 +9,11 @@ from functools import cached_property
 from django.conf import settings
 from django.db import models
 
+from evaluator.languages import DEFAULT_LANGUAGE
 from evaluator.solutions import LANGUAGE_FILES
 from evaluator.verdict import Verdict
-from portal.catalog.models import ARCH_CHOICES, Task
+from portal.catalog.models import Task
+from portal.core.registry_fields import ArchField, LanguageField
 from portal.core.verdict_record import parse_verdict
 
 
@@ -21,10 +23,6 @@ def kernel_file_name(language: str) -> str:
 
 
 class Submission(models.Model):
-    class Language(models.TextChoices):
-        CUDA = "cuda", "CUDA (.cu)"
-        TRITON = "triton", "Triton (.py)"
-
     class Kind(models.TextChoices):
         KERNEL = "kernel", "Kernel upload"
         REFERENCE = "reference", "Expert reference"
@@ -34,10 +32,10 @@ class Submission(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="submissions"
     )
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="submissions")
-    arch = models.CharField(max_length=16, choices=ARCH_CHOICES)
+    arch = ArchField()
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.KERNEL)
     # The kernel language: a .cu file through nvcc, or a Python file of @triton.jit kernels (docs/kernel-abi.md).
-    language = models.CharField(max_length=16, choices=Language.choices, default=Language.CUDA)
+    language = LanguageField(default=DEFAULT_LANGUAGE.name)
     name = models.CharField(max_length=200, blank=True)  # label shown in tables (file name, solution name)
     source = models.TextField()
     source_sha256 = models.CharField(max_length=64)

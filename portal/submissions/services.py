@@ -18,6 +18,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from evaluator.arches import get_arch
+from evaluator.languages import DEFAULT_LANGUAGE, LANGUAGES
 from evaluator.verdict import OverallStatus, Verdict
 from portal.accounts.services import user_is_banned
 from portal.catalog.models import Task
@@ -100,14 +101,14 @@ def submission_create(
     kind: str = Submission.Kind.KERNEL,
     force: bool = False,
     stages: str | None = None,
-    language: str = Submission.Language.CUDA,
+    language: str = DEFAULT_LANGUAGE.name,
 ) -> SubmitResult:
     """Store a kernel and queue its evaluation on the architecture's GPU queue.
     Identical source for the same task and arch is not re-run unless `force`."""
     if user is not None and (not user.is_active or user_is_banned(user)):
         raise SubmissionRefused("this account may not submit", 403)
-    if language not in Submission.Language.values:
-        raise SubmissionRefused(f"unknown language {language!r} (known: {', '.join(Submission.Language.values)})")
+    if language not in LANGUAGES:
+        raise SubmissionRefused(f"unknown language {language!r} (known: {', '.join(LANGUAGES)})")
     if not task.is_active:
         raise SubmissionRefused(f"task {task.slug} is retired")
     if not task.targets.filter(arch=arch).exists():

@@ -9,6 +9,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from evaluator.languages import DEFAULT_LANGUAGE
 from portal.accounts.api_auth import api_endpoint
 from portal.catalog.models import Task
 from portal.core import schema
@@ -40,7 +41,7 @@ def submit(request: HttpRequest) -> HttpResponse:
                 name=data.get("name") or "",
                 note=data.get("note") or "",
                 force=data.get("force", False),
-                language=data.get("language") or Submission.Language.CUDA,
+                language=data.get("language") or DEFAULT_LANGUAGE.name,
             )
         except SubmissionRefused as exc:
             form.add_error(None, exc.message[0].upper() + exc.message[1:] + ".")
@@ -173,7 +174,7 @@ def api_submit(request: HttpRequest) -> JsonResponse:
             name=str(data.get("name") or ""),
             note=str(data.get("note") or ""),
             force=bool(data.get("force")),
-            language=str(data.get("language") or Submission.Language.CUDA),
+            language=str(data.get("language") or DEFAULT_LANGUAGE.name),
         )
     except SubmissionRefused as exc:
         return json_refusal(exc.body(), exc.status, exc.retry_after)

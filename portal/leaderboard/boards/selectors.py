@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db.models import Exists, OuterRef, Q
 
 from evaluator.arches import ARCHES
+from evaluator.languages import LANGUAGES
 from evaluator.verdict import OverallStatus
 from portal.catalog.models import Task
 from portal.leaderboard.boards import ranking
@@ -55,8 +56,8 @@ def parse_query(params, gen: Generation, *, task_required: bool = False) -> Boar
     if gpu and gpu not in ARCHES[arch].gpus:
         raise BadQuery(f"unknown GPU {gpu!r} for {arch}; use one of: {', '.join(ARCHES[arch].gpus)}")
     language = params.get("language") or ""
-    if language and language not in Submission.Language.values:
-        raise BadQuery(f"unknown language {language!r}; use one of: {', '.join(Submission.Language.values)}")
+    if language and language not in LANGUAGES:
+        raise BadQuery(f"unknown language {language!r}; use one of: {', '.join(LANGUAGES)}")
     sort = params.get("sort") or ranking.DEFAULT_SORT
     try:
         ranking.parse_sort(sort)

@@ -10,12 +10,12 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from evaluator.arches import ARCHES
+from portal.core.registry_fields import language_choices
 from portal.leaderboard.boards import ranking, selectors
 from portal.leaderboard.boards.selectors import BadQuery, BoardQuery
 from portal.leaderboard.cache import STALE_RENDER_SECONDS, Generation
 from portal.leaderboard.charts import figures as chart_figures
 from portal.leaderboard.charts import selectors as charts
-from portal.submissions.models import Submission
 
 MODEL_CHARTS = ("correctness", "speedup-by-turn", "fast-p", "reasoning", "best-speedup", "arch-comparison")
 # Charts the board leaves out, message and all, when they have nothing to show (the JSON still says why).
@@ -32,7 +32,7 @@ def _filters(gen: Generation, query: BoardQuery) -> dict:
         "gpus": ARCHES[query.arch].gpus,
         "tasks": selectors.tasks_for_arch(gen, query.arch),
         "turn_limits": ranking.TURN_LIMITS,
-        "languages": Submission.Language.choices,
+        "languages": language_choices(),
         "query": query,
     }
 

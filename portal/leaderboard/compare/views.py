@@ -8,13 +8,13 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from evaluator.arches import ARCHES
+from portal.core.registry_fields import language_choices
 from portal.core.serializers import DEFAULT_API_VERSION, api_version
 from portal.leaderboard.boards import ranking, selectors
 from portal.leaderboard.boards.selectors import BadQuery
 from portal.leaderboard.cache import Generation
 from portal.leaderboard.compare import selectors as compare
 from portal.leaderboard.compare.serializers import kernels_as_version
-from portal.submissions.models import Submission
 
 
 def _model_choices(gen: Generation, arch: str) -> list[str]:
@@ -55,7 +55,7 @@ def compare_page(request: HttpRequest) -> HttpResponse:
     context: dict = {
         "arches": list(ARCHES.values()),
         "turn_limits": ranking.TURN_LIMITS,
-        "languages": Submission.Language.choices,
+        "languages": language_choices(),
         "a": params.get("a", ""),
         "b": params.get("b", ""),
         "kind": params.get("kind", ""),
