@@ -25,6 +25,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from evaluator.arches import ARCHES  # noqa: E402
+from evaluator.languages import LANGUAGES  # noqa: E402
 
 TEMPLATES = Path(__file__).resolve().parent / "suite_templates"
 DEFAULT_ROOT = REPO / "tasks"
@@ -96,6 +97,15 @@ def _template(name: str, causal: bool | None = None) -> str:
     if text.count(marker) != 1:
         raise RuntimeError(f"{name}: expected the causal-flag line exactly once")
     return text.replace(marker, replacement) if causal else text
+
+
+def _starters(family: str, causal: bool | None = None) -> dict[str, str]:
+    """The family's starter in each registered language that has starters: the template `<family>_<starter file>`."""
+    return {
+        lang.starter_file: _template(f"{family}_{lang.starter_file}", causal)
+        for lang in LANGUAGES.values()
+        if lang.starter_file
+    }
 
 
 def _workloads(task: str, axis: str, values: tuple[int, ...], inputs: tuple[str, ...]) -> str:
@@ -181,8 +191,7 @@ def gemm_task(n: int, k: int) -> TaskFiles:
             "workloads.jsonl": _workloads(name, "M", GEMM_M, ("A", "B")),
             "ptxbench.json": _ptxbench(name, "gemm", "2*M*N*K", headline, baselines),
             "baseline.py": _template("gemm_baseline.py"),
-            "starter.cu": _template("gemm_starter.cu"),
-            "starter_triton.py": _template("gemm_starter_triton.py"),
+            **_starters("gemm"),
         },
     )
 
@@ -247,8 +256,7 @@ def mha_fwd_task(d: int, causal: bool) -> TaskFiles:
             "ptxbench.json": _ptxbench(name, "mha_fwd", flops, headline, baselines),
             "baseline_cudnn.py": _template("mha_fwd_cudnn.py", causal),
             "baseline_flash.py": _template("mha_fwd_flash.py", causal),
-            "starter.cu": _template("mha_fwd_starter.cu", causal),
-            "starter_triton.py": _template("mha_fwd_starter_triton.py", causal),
+            **_starters("mha_fwd", causal),
         },
     )
 
@@ -321,8 +329,7 @@ def mha_bwd_task(d: int, causal: bool) -> TaskFiles:
             "baseline_cudnn.py": _template("mha_bwd_cudnn.py", causal),
             "baseline_flash.py": _template("mha_bwd_flash.py", causal),
             "inputs.py": _template("mha_bwd_inputs.py", causal),
-            "starter.cu": _template("mha_bwd_starter.cu", causal),
-            "starter_triton.py": _template("mha_bwd_starter_triton.py", causal),
+            **_starters("mha_bwd", causal),
         },
     )
 
