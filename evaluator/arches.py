@@ -5,8 +5,8 @@ the SASS instruction families that count as target use (`FAMILIES`), the rule th
 task's work its tensor cores did (`MnemonicShareRule`, `CounterShareRule`), the note and knowledge pack the task
 suite gives it. Every layer reads it here and keeps no list of its own: the SASS parser and the Nsight Compute
 decision (evaluator/sass.py, ncu.py), the peaks (peaks.py), the task suite generator (scripts/make_suite.py), the
-portal, and through the portal's GET /api/v1/registry the command-line client. Adding an architecture is adding an
-entry here and its knowledge pack folder (docs/architecture.md, "The architecture registry").
+portal, and through the portal's registry endpoint (docs/api.md) the command-line client. Adding an architecture
+is adding an entry here and its knowledge pack folder (docs/architecture.md, "The architecture registry").
 
 Used on both sides of the trust boundary, as a dependency only: the candidate process loads it through
 evaluator/taskdata.py; every decision made from it is the parent's. Data only: it imports nothing of the evaluator.

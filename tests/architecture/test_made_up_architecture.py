@@ -1,6 +1,7 @@
 """An architecture added to the registry (evaluator/arches.py) and nowhere else reaches every layer: SASS family
 detection, the Nsight Compute decision with its share rule, the datasheet peaks, the task suite generator and the
-task loader, the portal's GET /api/v1/registry, and the command-line client, which reads that answer."""
+task loader, the portal's model fields, submit form and board queries, the registry endpoint, and the command-line
+client, which reads that answer."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.urls import reverse
 
 from evaluator import arches, ncu, peaks, sass, taskdata
 from evaluator.verdict import ArchStatus
@@ -107,9 +109,10 @@ class _Portal(FakePortal):
     registry: dict = {}
 
     def do_GET(self):  # noqa: N802 - http.server's name
-        if self.path.startswith("/api/v1/registry"):
+        path = self.path.split("?", 1)[0]
+        if path.endswith("/registry"):  # whichever API version the client asks
             body = self.registry
-        elif self.path.startswith("/api/v1/leaderboard/kernels"):
+        elif path.endswith("/leaderboard/kernels"):
             body = {"query": {}, "rows": []}
         else:
             self._send(404, b'{"error": "not found"}', "application/json")
@@ -117,10 +120,20 @@ class _Portal(FakePortal):
         self._send(200, json.dumps(body).encode(), "application/json")
 
 
+def test_the_portal_picks_up_an_architecture_added_only_to_the_registry(made_up, client):
+    from portal.core.registry_fields import validate_arch
+    from portal.submissions.forms import SubmissionForm
+
+    validate_arch("sm_999x")  # model fields: no migration, no list of their own
+    assert ("sm_999x", "Made up (sm_999x)") in SubmissionForm().fields["arch"].choices
+    assert client.get("/api/v2/leaderboard/summary", {"arch": "sm_999x", "gpu": "X1"}).status_code == 200
+    assert client.get("/api/v2/leaderboard/summary", {"arch": "sm_000z"}).status_code == 400
+
+
 def test_the_registry_endpoint_and_the_client_pick_up_an_architecture_added_only_to_the_registry(
     made_up, client, tmp_path
 ):
-    answer = client.get("/api/v1/registry").json()
+    answer = client.get(reverse("catalog:api_registry")).json()
     listed = {a["name"]: a for a in answer["arches"]}
     assert list(listed) == list(arches.ARCHES) and listed["sm_999x"]["families"] == ["xmma"]
     assert listed["sm_999x"]["gpus"] == ["X1"] and listed["sm_999x"]["queue"] == "gpu-sm999"
