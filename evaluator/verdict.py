@@ -221,7 +221,7 @@ class ArchCheck:
     families: dict[str, FamilyExecution] = field(default_factory=dict)
     ptxbench_verified: bool = False  # PTXBench's rule alone: a target family executed (comparable with the paper)
     full: bool = False  # sm_90a: both GMMA and TMA executed
-    tensor_core_flops: float | None = None  # from executed MMA instruction shapes
+    tensor_core_flops: float | None = None  # by the architecture's share rule (evaluator/arches.py)
     task_flops: float | None = None
     tensor_core_share: float | None = None  # tensor_core_flops / task_flops
     share_threshold: float | None = None
