@@ -174,8 +174,9 @@ TRITON = Language(
     fence="python",
     signature_fence="python",
     entry_point=(
-        "One Python file of `@triton.jit` kernels defining `run` in the same order, with PyTorch tensors; host code "
-        "may only look at shapes, strides and dtypes, allocate workspace with `torch.empty` and launch."
+        "One Python file of `@triton.jit` kernels defining `run`: inputs in order, then the preallocated outputs, as "
+        "PyTorch tensors; host code may only look at shapes, strides and dtypes, allocate workspace with "
+        "`torch.empty` and launch."
     ),
     prompting=Prompting(
         rules=_TRITON_RULES,
