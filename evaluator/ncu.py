@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import functools
 import io
+import math
 import re
 import shutil
 import subprocess
@@ -162,7 +163,7 @@ def parse_raw_metrics(csv_text: str, metric: str = "gpu__time_duration.sum") -> 
 def parse_counters(csv_text: str, metrics: tuple[str, ...]) -> list[tuple[str, dict[str, float]]]:
     """(kernel name, {metric: value}) per profiled launch from `ncu --page raw --csv --metrics ...`.
 
-    A metric without a column, or whose cell is not a number ("n/a" where the chip lacks the counter), is left out
+    A metric without a column, or whose cell is not a count ("n/a" where the chip lacks the counter), is left out
     of that launch's map: the caller decides what a missing counter means, never a silent zero."""
     rows = [r for r in _csv_rows(csv_text) if r]
     start = next((i for i, r in enumerate(rows) if "Kernel Name" in r), None)
@@ -180,9 +181,11 @@ def parse_counters(csv_text: str, metrics: tuple[str, ...]) -> list[tuple[str, d
         values: dict[str, float] = {}
         for metric, col in columns.items():
             try:
-                values[metric] = float(row[col].strip().replace(",", ""))
+                value = float(row[col].strip().replace(",", ""))
             except ValueError:
                 continue
+            if math.isfinite(value) and value >= 0:  # a count: "nan", "inf" or a negative one is no reading
+                values[metric] = value
         result.append((row[name_col], values))
     return result
 

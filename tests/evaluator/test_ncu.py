@@ -154,6 +154,8 @@ def test_blackwell_tcgen05_executed_is_never_verified_without_its_share():
         ((FIXTURES / "ncu" / "h200-bf16-matmul-1024-raw.csv").read_text(), "name none of the submission's kernels"),
         # the chip did not give a counter: "n/a" is no zero
         (SYNTHETIC_B200_RAW.replace('"4,194,304"', '"n/a"'), "lacks the counters"),
+        (SYNTHETIC_B200_RAW.replace('"4,194,304"', '"inf"'), "lacks the counters"),
+        (SYNTHETIC_B200_RAW.replace('"4,194,304"', '"-4,194,304"'), "lacks the counters"),
         ("", "unreadable raw page"),
     ):
         check = _blackwell(raw_page)
