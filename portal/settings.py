@@ -58,6 +58,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "portal.core.middleware.ApiDeprecationMiddleware",
     "portal.core.middleware.RequestSizeLimitMiddleware",
     "portal.core.middleware.ApiErrorsMiddleware",
     "django.middleware.security.SecurityMiddleware",

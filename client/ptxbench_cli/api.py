@@ -21,8 +21,9 @@ from ptxbench_cli.text import one_line
 RETRY_STATUSES = {502, 503, 504}
 DEFAULT_ATTEMPTS = 4  # 0.5 + 1 + 2 s of backoff between them
 TIMEOUT_S = 60.0
-# The version of the API's field names this client reads (`?v=`, docs/api.md): 2, the canonical names.
+# The version of the API this client speaks (docs/api.md, "Versions"): 2, the verdict's names. The path names it.
 API_VERSION = 2
+API = f"/api/v{API_VERSION}"  # every endpoint's path starts here
 
 
 class CliError(Exception):
@@ -142,8 +143,6 @@ class Client:
         non-2xx raises ApiError with the API's message. The token goes only to /api/ routes (the evidence routes
         do not read it)."""
         params = dict(params or {})
-        if path.startswith("/api/"):
-            params.setdefault("v", API_VERSION)  # the canonical field names (docs/api.md)
         query = urllib.parse.urlencode({k: v for k, v in params.items() if v not in (None, "")})
         url = f"{self.url}{path}" + (f"?{query}" if query else "")
         headers = {"User-Agent": f"ptxbench-cli/{__version__}", "Accept": "application/json"}

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ptxbench_cli import __version__, config, download, progress, registry
-from ptxbench_cli.api import ApiError, Client, CliError
+from ptxbench_cli.api import API, ApiError, Client, CliError
 from ptxbench_cli.text import clean, number, one_line, table
 
 EXIT_KERNEL_FAILED = 3
@@ -59,7 +59,7 @@ def cmd_login(args: argparse.Namespace) -> int:
     if not token:
         raise CliError("no token given (paste it at the prompt, or pipe it on standard input)")
     # Any API read checks a token sent with it: a wrong, revoked or expired one is refused in the API's words.
-    Client(url, token).get_json("/api/v1/leaderboard/summary")
+    Client(url, token).get_json(f"{API}/leaderboard/summary")
     path = config.save_token(url, token)
     out(f"logged in to {url}; token stored in {path} (mode 600)")
     return 0
@@ -88,7 +88,7 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     arches: list[str | None] = [args.arch] if args.arch else list(known.arches or (None,))
     by_task: dict[str, list[str]] = {}
     for arch in arches:
-        answer = client.get_json("/api/v1/leaderboard/summary", arch=arch)
+        answer = client.get_json(f"{API}/leaderboard/summary", arch=arch)
         for slug in answer.get("tasks") or []:
             by_task.setdefault(slug, []).append(arch or one_line((answer.get("query") or {}).get("arch"), 40))
     if args.format == "json":
@@ -112,11 +112,11 @@ def cmd_board(args: argparse.Namespace) -> int:
     }
     if args.format == "csv":
         sys.stdout.buffer.write(
-            client.request("GET", "/api/v1/leaderboard/kernels", params={**params, "format": "csv"}).body
+            client.request("GET", f"{API}/leaderboard/kernels", params={**params, "format": "csv"}).body
         )
         sys.stdout.flush()
         return 0
-    board = client.get_json("/api/v1/leaderboard/kernels", **params)
+    board = client.get_json(f"{API}/leaderboard/kernels", **params)
     if args.format == "json":
         out(json.dumps(board, indent=2))
         return 0
@@ -208,7 +208,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         fields["note"] = args.note
     if args.force:
         fields["force"] = "true"
-    response = client.post_multipart("/api/v1/submissions", fields, "file", path.name, data)
+    response = client.post_multipart(f"{API}/submissions", fields, "file", path.name, data)
     submission = response.json()
     sid = submission.get("id")
     page = f"{client.url}/submissions/{sid}/"
@@ -225,7 +225,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     evaluation_id = evaluations[0]["id"]
     watcher = progress.Watcher()
     final = progress.wait_for(
-        lambda: client.get_json(f"/api/v1/evaluations/{evaluation_id}"), timeout_s=args.timeout, watcher=watcher
+        lambda: client.get_json(f"{API}/evaluations/{evaluation_id}"), timeout_s=args.timeout, watcher=watcher
     )
     _print_evaluation(client, final)
     if (final.get("result") or {}).get("status") == "PASSED" and submission.get("kind") == "kernel":
@@ -237,13 +237,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     client = _client(args)
     kind, ident = _parse_id(args.id)
     if kind == "evaluation":
-        evaluation = client.get_json(f"/api/v1/evaluations/{ident}")
+        evaluation = client.get_json(f"{API}/evaluations/{ident}")
         if args.format == "json":
             out(json.dumps(evaluation, indent=2))
         else:
             _print_evaluation(client, evaluation)
         return 0
-    submission = client.get_json(f"/api/v1/submissions/{ident}")
+    submission = client.get_json(f"{API}/submissions/{ident}")
     if args.format == "json":
         out(json.dumps(submission, indent=2))
         return 0
@@ -290,8 +290,8 @@ def cmd_download(args: argparse.Namespace) -> int:
         evaluation_id = ident
         # The answer names the folder written below: only a positive integer may (a portal, or anyone on plain
         # http, could answer "../.." and have the files land outside --output).
-        ident = _submission_id(client.get_json(f"/api/v1/evaluations/{ident}").get("submission"))
-    submission = client.get_json(f"/api/v1/submissions/{ident}")
+        ident = _submission_id(client.get_json(f"{API}/evaluations/{ident}").get("submission"))
+    submission = client.get_json(f"{API}/submissions/{ident}")
     bundle = client.request("GET", f"/evidence/submissions/{ident}/bundle.zip")
     files = download.check_bundle(bundle.body, bundle.headers.get("x-content-sha256", ""), submission["source_sha256"])
     picked, missing = download.pick(files, wanted, evaluation_id)
@@ -316,7 +316,7 @@ def cmd_download(args: argparse.Namespace) -> int:
 def cmd_dataset(args: argparse.Namespace) -> int:
     """A public result snapshot's files, each checked against the sha256 the API lists, written only when all are."""
     client = _client(args)
-    versions = client.get_json("/api/v1/results-datasets").get("versions") or []
+    versions = client.get_json(f"{API}/results-datasets").get("versions") or []
     if args.version is not None:
         versions = [v for v in versions if v.get("version") == args.version]
     if not versions:
@@ -370,7 +370,7 @@ def cmd_run_model(args: argparse.Namespace) -> int:
     known = registry.fetch(client)
     known.check_arch(args.arch)
     known.check_language(args.language)
-    run = client.post_json("/api/v1/runs", body).json()
+    run = client.post_json(f"{API}/runs", body).json()
     out(f"model run {run.get('id')}: {client.url}/runs/{run.get('id')}/ ({one_line(run.get('state'))})")
     return 0
 
@@ -447,7 +447,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--version", type=int, help="a version number (default: the newest)")
     sub.add_argument("-o", "--output", default=".", metavar="DIR", help="written under DIR/v<N>/")
 
-    sub = command("run-model", "start a model-endpoint run (POST /api/v1/runs; docs/agent.md)", cmd_run_model)
+    sub = command("run-model", "start a model-endpoint run (POST /api/v2/runs; docs/agent.md)", cmd_run_model)
     sub.add_argument("--endpoint", required=True, help="OpenAI-compatible base URL")
     sub.add_argument("--model", required=True)
     sub.add_argument("--arch", required=True)

@@ -1,4 +1,4 @@
-"""What the portal evaluates (GET /api/v1/registry): its architectures and kernel languages. The client keeps no
+"""What the portal evaluates (GET /api/v2/registry): its architectures and kernel languages. The client keeps no
 list of its own, so a portal that adds an architecture or a language needs no new client. A portal from before
 the endpoint answers 404: then nothing is checked here and the portal's own answer says what it refuses."""
 
@@ -8,10 +8,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ptxbench_cli.api import ApiError, Client, CliError
+from ptxbench_cli.api import API, ApiError, Client, CliError
 from ptxbench_cli.text import one_line
 
-PATH = "/api/v1/registry"
+PATH = f"{API}/registry"
 
 
 @dataclass(frozen=True)

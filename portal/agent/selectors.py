@@ -10,7 +10,8 @@ from django.db.models.functions import Coalesce, Greatest
 
 from portal.agent import visibility
 from portal.agent.models import ModelRun, RunTaskMetrics, Trajectory, Turn
-from portal.core.serializers import DEFAULT_API_VERSION, to_version
+from portal.core.api_versions import CURRENT_API_VERSION
+from portal.core.serializers import to_version
 
 
 def _count_of(queryset, field: str, run: str = "run"):
@@ -61,7 +62,7 @@ def _iso(value) -> str | None:
     return value.isoformat() if value else None
 
 
-def turn_document(turn: Turn, *, v: int = DEFAULT_API_VERSION) -> dict[str, Any]:
+def turn_document(turn: Turn, *, v: int = CURRENT_API_VERSION) -> dict[str, Any]:
     """A turn as the API's version `v` names it (its measured `speedup_factor` is `speedup` in version 1)."""
     record = {
         "index": turn.index,
@@ -81,7 +82,7 @@ def turn_document(turn: Turn, *, v: int = DEFAULT_API_VERSION) -> dict[str, Any]
     return to_version(record, v, "turn")
 
 
-def run_document(run: ModelRun, *, v: int = DEFAULT_API_VERSION) -> dict[str, Any]:
+def run_document(run: ModelRun, *, v: int = CURRENT_API_VERSION) -> dict[str, Any]:
     """The public JSON view of a run (from a `run_detail` queryset), named as the API's version `v` names it."""
     trajectories = []
     for t in run.trajectories.all():

@@ -16,6 +16,6 @@ urlpatterns = [
         views.trajectory_download,
         name="trajectory_export",
     ),
-    path("api/v1/runs", views.api_runs, name="api_runs"),
-    path("api/v1/runs/<int:run_id>", views.api_run, name="api_run"),
+    path("api/v2/runs", views.api_runs, name="api_runs"),
+    path("api/v2/runs/<int:run_id>", views.api_run, name="api_run"),
 ]

@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from evaluator.languages import DEFAULT_LANGUAGE
@@ -18,7 +19,7 @@ from portal.agent.states import TURN
 from portal.agent.trajectories import trajectory_export
 from portal.core import schema
 from portal.core.api import json_error, json_refusal, read_json
-from portal.core.serializers import api_version
+from portal.core.api_versions import api_version, same_version_path
 
 
 def run_list(request: HttpRequest) -> HttpResponse:
@@ -132,7 +133,7 @@ def trajectory_download(request: HttpRequest, run_id: int, trajectory_id: int) -
 
 # --------------------------------------------------------------------------- JSON API
 
-# The JSON body of POST /api/v1/runs (docs/agent.md), declared once and checked by portal/core/schema.py.
+# The JSON body of POST /api/v2/runs (docs/agent.md), declared once and checked by portal/core/schema.py.
 RUN_INPUT = (
     schema.Field("base_url", (str,), required=True, max_length=2000),
     schema.Field("model", (str,), required=True, max_length=200),
@@ -185,7 +186,7 @@ def _run_request(data: dict) -> RunRequest:
 @api_endpoint(methods=("POST",), auth=True)
 def api_runs(request: HttpRequest) -> JsonResponse:
     try:
-        v = api_version(request.GET)
+        v = api_version(request)
         run = services.run_create(user=request.api_user, request=_run_request(read_json(request)))
     except ValueError as exc:
         return json_error(str(exc), 400)
@@ -193,7 +194,7 @@ def api_runs(request: HttpRequest) -> JsonResponse:
         return json_refusal(exc.body(), exc.status, exc.retry_after)
     document = selectors.run_document(selectors.run_detail(run.id, user=request.api_user), v=v)
     response = JsonResponse(document, status=201)
-    response["Location"] = f"/api/v1/runs/{run.id}"
+    response["Location"] = same_version_path(request, reverse("agent:api_run", args=[run.id]))
     return response
 
 
@@ -205,7 +206,7 @@ def api_run(request: HttpRequest, run_id: int) -> JsonResponse:
     except Http404:
         return json_error("no such run", 404)
     try:
-        v = api_version(request.GET)
+        v = api_version(request)
     except ValueError as exc:
         return json_error(str(exc), 400)
     document = selectors.run_document(run, v=v)

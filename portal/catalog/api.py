@@ -1,4 +1,4 @@
-"""GET /api/v1/registry: the architectures and kernel languages this portal evaluates, read from the evaluator's
+"""GET /api/v2/registry: the architectures and kernel languages this portal evaluates, read from the evaluator's
 registries (evaluator/arches.py, evaluator/languages.py) so that clients ask here instead of keeping a copy.
 Public and read-only; the answer is built once per process, since it changes only with the code."""
 

@@ -1,4 +1,4 @@
-"""Request-size limit, JSON errors under /api/, and the CSP header."""
+"""Request-size limit, JSON errors under /api/, the deprecation headers of version 1, and the CSP header."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOpera
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.shortcuts import render
+
+from portal.core import api_versions
 
 log = logging.getLogger(__name__)
 
@@ -117,3 +119,18 @@ class ApiErrorsMiddleware:
             return JsonResponse({"error": MULTIPART_ERROR}, status=400)
         log.error("unhandled exception in %s %s", request.method, request.path, exc_info=exception)
         return JsonResponse({"error": "internal server error (logged for the operators)"}, status=500)
+
+
+class ApiDeprecationMiddleware:
+    """Every answer in version 1 of the API (an `/api/v1/` path, or `?v=1` where that is read) says it is
+    deprecated and where the change is explained (portal/core/api_versions.py), errors included."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if api_versions.answers_version_1(request):
+            for name, value in api_versions.deprecation_headers(request).items():
+                response[name] = value
+        return response

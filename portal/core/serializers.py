@@ -1,10 +1,10 @@
 """The JSON shapes every API resource shares, so every endpoint calls a thing by the same name: an evaluation's
-measurement (`measurement`), the same fields in `/api/v1/evaluations/<id>` (`result`), `/api/v1/submissions/<id>`
-(`evaluations[].result`), the kernel board (`/api/v1/leaderboard/kernels` rows, CSV columns), bundle manifests and
+measurement (`measurement`), the same fields in `/api/v2/evaluations/<id>` (`result`), `/api/v2/submissions/<id>`
+(`evaluations[].result`), the kernel board (`/api/v2/leaderboard/kernels` rows, CSV columns), bundle manifests and
 the datasets; timestamps (`iso`); the field names' versions. Each app serializes its own resources with these,
 always with the canonical names: an evaluation's result in `portal/submissions/serializers.py`, board entries in
 `portal/leaderboard/boards/serializers.py`. The old names are answered only by version 1 of the API (`to_version`, the
-one table V1_NAMES / V1_ALIASES, listed in docs/api.md)."""
+one table V1_NAMES / V1_ALIASES, listed in docs/api.md). Which version a request gets: portal/core/api_versions.py."""
 
 from __future__ import annotations
 
@@ -12,11 +12,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from portal.core import verdicts
-
-# The field names' versions (`?v=` on every /api/v1/ read, `api_version`): 1, the default for now, answers the
-# version 1 names exactly; 2 answers only the canonical names. docs/api.md says which is which and why.
-API_VERSIONS = (1, 2)
-DEFAULT_API_VERSION = 1
 
 # What an evaluation measured, by canonical name: the verdict's own (evaluator/verdict.py `Performance`), so a
 # measurement is called the same from the evaluator to the API. The interval `speedup_ci95` is given as its two
@@ -51,20 +46,10 @@ V1_ALIASES: dict[str, dict[str, str | tuple[str, ...]]] = {
     },
     "run_on_task": {"best_speedup": "speedup"},  # a run's row on one task (`per=run`, `runs`)
     "run_across_tasks": {"geomean_speedup": "speedup"},  # a run's row across tasks
-    "run_metrics": {"best_speedup": "speedup"},  # `/api/v1/runs/<id>` `metrics`
+    "run_metrics": {"best_speedup": "speedup"},  # `/api/v2/runs/<id>` `metrics`
 }
 # Every name version 1 answers that version 2 does not (docs/api.md lists each).
 DEPRECATED_ALIASES = sorted({*V1_NAMES.values(), *(a for aliases in V1_ALIASES.values() for a in aliases)})
-
-
-def api_version(params: Any) -> int:
-    """The field names' version a request asks for (`v`); raises ValueError for any other value."""
-    raw = params.get("v")
-    if raw in (None, ""):
-        return DEFAULT_API_VERSION
-    if raw not in [str(v) for v in API_VERSIONS]:
-        raise ValueError(f"unknown API version v={raw!r}; use one of: {', '.join(map(str, API_VERSIONS))}")
-    return int(raw)
 
 
 def field_name(name: str, v: int) -> str:

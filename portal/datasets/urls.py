@@ -8,5 +8,5 @@ app_name = "datasets"
 urlpatterns = [
     path("datasets/", views.snapshot_list, name="list"),
     path("datasets/<slug:label>/<path:path>", views.snapshot_file, name="file"),
-    path("api/v1/results-datasets", views.api_snapshots, name="api_list"),
+    path("api/v2/results-datasets", views.api_snapshots, name="api_list"),
 ]

@@ -1,5 +1,5 @@
 """The public result snapshots on the site: a page listing the versions, each file (checked against its sha256
-before it is served), and the list as JSON at /api/v1/results-datasets."""
+before it is served), and the list as JSON at /api/v2/results-datasets."""
 
 from __future__ import annotations
 

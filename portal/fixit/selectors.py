@@ -188,7 +188,7 @@ def dataset_sample(dataset: Dataset) -> dict | None:
 
 def dataset_document(dataset: Dataset) -> dict:
     """The public JSON view of a dataset version (the API's list and detail)."""
-    base = f"/api/v1/datasets/{dataset.name}/{dataset.version}"
+    base = f"/api/v2/datasets/{dataset.name}/{dataset.version}"
     return {
         "name": dataset.name,
         "version": dataset.version,

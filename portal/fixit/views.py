@@ -5,6 +5,7 @@ import logging
 from django.contrib import messages
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from portal.accounts.api_auth import api_endpoint
@@ -12,6 +13,7 @@ from portal.agent import selectors as agent_selectors
 from portal.agent import visibility
 from portal.agent.services import RunRefused, RunRequest
 from portal.core.api import json_error, json_refusal, read_json
+from portal.core.api_versions import api_version, same_version_path
 from portal.fixit import reasoning, repairs, selectors, services
 from portal.fixit.forms import DatasetBuildForm
 from portal.fixit.services import DatasetRefused
@@ -120,7 +122,9 @@ def api_datasets(request: HttpRequest) -> JsonResponse:
     response = JsonResponse(
         selectors.dataset_document(selectors.dataset_detail(dataset.name, dataset.version)), status=201
     )
-    response["Location"] = f"/api/v1/datasets/{dataset.name}/{dataset.version}"
+    response["Location"] = same_version_path(
+        request, reverse("fixit:api_dataset", args=[dataset.name, dataset.version])
+    )
     return response
 
 
@@ -183,8 +187,9 @@ def _repair_body(data: dict) -> tuple[RunRequest, list, int]:
 
 @api_endpoint(methods=("POST",), auth=True)
 def api_repair_runs(request: HttpRequest) -> JsonResponse:
-    """Start a repair run (docs/fixit.md); answers with the run's document like POST /api/v1/runs."""
+    """Start a repair run (docs/fixit.md); answers with the run's document like POST /api/v2/runs."""
     try:
+        v = api_version(request)
         run_request, turn_ids, attempts = _repair_body(read_json(request))
         run = repairs.repair_run_create(
             user=request.api_user, request=run_request, turn_ids=turn_ids, attempts=attempts
@@ -193,9 +198,9 @@ def api_repair_runs(request: HttpRequest) -> JsonResponse:
         return json_error(str(exc), 400)
     except RunRefused as exc:
         return json_refusal(exc.body(), exc.status, exc.retry_after)
-    document = agent_selectors.run_document(agent_selectors.run_detail(run.id, user=request.api_user))
+    document = agent_selectors.run_document(agent_selectors.run_detail(run.id, user=request.api_user), v=v)
     response = JsonResponse(document, status=201)
-    response["Location"] = f"/api/v1/runs/{run.id}"
+    response["Location"] = same_version_path(request, reverse("agent:api_run", args=[run.id]))
     return response
 
 

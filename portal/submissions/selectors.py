@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from evaluator.arches import ARCHES
 from evaluator.verdict import STAGES, OverallStatus
+from portal.core.api_versions import CURRENT_API_VERSION
 from portal.submissions import queueing, serializers
 from portal.submissions.compile_log import first_error_lines
 from portal.submissions.models import Evaluation, GpuWorker, Submission
@@ -114,7 +115,7 @@ def stage_rows(evaluation: Evaluation) -> list[dict[str, str]]:
     return rows
 
 
-def evaluation_status(evaluation: Evaluation, *, v: int = serializers.DEFAULT_API_VERSION) -> dict[str, Any]:
+def evaluation_status(evaluation: Evaluation, *, v: int = CURRENT_API_VERSION) -> dict[str, Any]:
     """The evaluation as the status page and the API show it (no secrets in here; sources are separate), its
     field names those of the API's version `v`."""
     data: dict[str, Any] = {

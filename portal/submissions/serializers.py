@@ -1,15 +1,16 @@
 """The evaluation resource's `result`: the shared measurement fields (portal/core/serializers.py) and what only a
-finished evaluation records, in `/api/v1/evaluations/<id>` and `/api/v1/submissions/<id>` (`evaluations[].result`)."""
+finished evaluation records, in `/api/v2/evaluations/<id>` and `/api/v2/submissions/<id>` (`evaluations[].result`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from evaluator import peaks
-from portal.core.serializers import DEFAULT_API_VERSION, measurement, to_version
+from portal.core.api_versions import CURRENT_API_VERSION
+from portal.core.serializers import measurement, to_version
 
 
-def evaluation_result(evaluation, *, v: int = DEFAULT_API_VERSION) -> dict[str, Any]:
+def evaluation_result(evaluation, *, v: int = CURRENT_API_VERSION) -> dict[str, Any]:
     """A finished evaluation's result (`result` in the evaluation and submission resources), named as the API's
     version `v` names it."""
     result = to_version(

@@ -14,7 +14,7 @@ from portal.accounts.api_auth import api_endpoint
 from portal.catalog.models import Task
 from portal.core import schema
 from portal.core.api import check_text, json_error, json_refusal, read_json
-from portal.core.serializers import DEFAULT_API_VERSION, api_version
+from portal.core.api_versions import CURRENT_API_VERSION, api_version
 from portal.submissions import selectors, visibility
 from portal.submissions.compile_log import first_error_lines
 from portal.submissions.forms import LANGUAGE_BY_SUFFIX, SubmissionForm
@@ -112,7 +112,7 @@ def workers(request: HttpRequest) -> HttpResponse:
 # --------------------------------------------------------------------------- JSON API
 
 
-# The JSON body of POST /api/v1/submissions (docs/api.md); multipart forms carry the same fields.
+# The JSON body of POST /api/v2/submissions (docs/api.md); multipart forms carry the same fields.
 SUBMISSION_INPUT = (
     schema.Field("task", (str,), required=True, max_length=200),
     schema.Field("arch", (str,), required=True, max_length=16),
@@ -126,10 +126,10 @@ SUBMISSION_INPUT = (
 
 @api_endpoint(methods=("POST",), auth=True)
 def api_submit(request: HttpRequest) -> JsonResponse:
-    """POST /api/v1/submissions — JSON {task, arch, source, language?, name?, note?, force?}, or multipart with a
+    """POST /api/v2/submissions — JSON {task, arch, source, language?, name?, note?, force?}, or multipart with a
     `file`. `language` is "cuda" (default) or "triton"."""
     try:
-        v = api_version(request.GET)
+        v = api_version(request)
     except ValueError as exc:
         return json_error(str(exc))
     if request.content_type == "multipart/form-data":
@@ -190,7 +190,7 @@ def api_submission(request: HttpRequest, submission_id: int) -> JsonResponse:
     except Http404:
         return json_error("no such submission", 404)
     try:
-        v = api_version(request.GET)
+        v = api_version(request)
     except ValueError as exc:
         return json_error(str(exc), 400)
     return JsonResponse(_submission_json(submission, v=v))
@@ -203,13 +203,13 @@ def api_evaluation(request: HttpRequest, evaluation_id) -> JsonResponse:
     except Http404:
         return json_error("no such evaluation", 404)
     try:
-        v = api_version(request.GET)
+        v = api_version(request)
     except ValueError as exc:
         return json_error(str(exc), 400)
     return JsonResponse(selectors.evaluation_status(evaluation, v=v))
 
 
-def _submission_json(submission: Submission, *, v: int = DEFAULT_API_VERSION) -> dict:
+def _submission_json(submission: Submission, *, v: int = CURRENT_API_VERSION) -> dict:
     evaluations = selectors.public_evaluations(submission)
     return {
         "id": submission.id,

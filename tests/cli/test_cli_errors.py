@@ -88,7 +88,7 @@ class _LyingPortal(FakePortal):
     announced = ""
 
     def do_GET(self):  # noqa: N802 - http.server's name
-        if self.path == "/api/v1/submissions/7?v=2":  # the client asks for the canonical names
+        if self.path == "/api/v2/submissions/7":  # the client asks for version 2 by its path
             body = json.dumps({"id": 7, "source_sha256": hashlib.sha256(b"// real\n").hexdigest()}).encode()
             self._send(200, body, "application/json")
         elif self.path == "/evidence/submissions/7/bundle.zip":
@@ -232,7 +232,7 @@ class _FlakyPortal(BaseHTTPRequestHandler):
     calls: list[str] = []
 
     def do_GET(self):  # noqa: N802 - http.server's name
-        if self.path.startswith("/api/v1/registry"):  # what the portal evaluates: only the reads below are counted
+        if self.path.startswith("/api/v2/registry"):  # what the portal evaluates: only the reads below are counted
             self._send(200, json.dumps(_REGISTRY).encode(), "application/json")
             return
         self.calls.append("GET")

@@ -33,14 +33,14 @@ class _HostilePortal(FakePortal):
 
     def do_GET(self):  # noqa: N802 - http.server's name
         path = self.path.split("?")[0]
-        if path == f"/api/v1/evaluations/{EVALUATION}":
+        if path == f"/api/v2/evaluations/{EVALUATION}":
             self._json({"id": EVALUATION, "submission": self.submission})
-        elif path.startswith("/api/v1/submissions/"):
+        elif path.startswith("/api/v2/submissions/"):
             self._json({"id": 7, "source_sha256": hashlib.sha256(SOURCE).hexdigest()})
         elif path.endswith("/bundle.zip"):
             bundle = _bundle()
             self._send(200, bundle, "application/zip", {"X-Content-SHA256": hashlib.sha256(bundle).hexdigest()})
-        elif path == "/api/v1/results-datasets":
+        elif path == "/api/v2/results-datasets":
             entry = {"path": "card.md", "sha256": hashlib.sha256(b"card").hexdigest()}
             self._json({"versions": [{"version": self.dataset_version, "files": [entry]}]})
         elif path.endswith("/card.md"):

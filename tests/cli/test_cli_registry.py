@@ -1,4 +1,4 @@
-"""The CLI's architectures and languages are the portal's (GET /api/v1/registry), never a list of its own: a portal
+"""The CLI's architectures and languages are the portal's (GET /api/v2/registry), never a list of its own: a portal
 listing a made-up architecture or language gets it accepted and the usual ones refused; an older portal without
 the endpoint is not checked at all."""
 
@@ -30,11 +30,11 @@ class _Portal(FakePortal):
         url = urllib.parse.urlsplit(self.path)
         query = dict(urllib.parse.parse_qsl(url.query))
         type(self).asked.append(self.path)
-        if url.path == "/api/v1/registry" and self.registry is not None:
+        if url.path == "/api/v2/registry" and self.registry is not None:
             body = self.registry
-        elif url.path == "/api/v1/leaderboard/kernels":
+        elif url.path == "/api/v2/leaderboard/kernels":
             body = {"query": query, "rows": []}
-        elif url.path == "/api/v1/leaderboard/summary":
+        elif url.path == "/api/v2/leaderboard/summary":
             arch = query.get("arch", "sm_default")
             body = {"query": {"arch": arch}, "tasks": [f"task_on_{arch}"], "rows": []}
         else:
@@ -73,13 +73,13 @@ def _board(url, home, *extra):
 def test_an_architecture_the_portal_lists_is_accepted_and_one_it_does_not_is_refused(portal, tmp_path):
     accepted = _board(portal, tmp_path, "--arch", "sm_999x")
     assert accepted.returncode == 0, accepted.stderr
-    assert any(p.startswith("/api/v1/leaderboard/kernels") and "arch=sm_999x" in p for p in _Portal.asked)
+    assert any(p.startswith("/api/v2/leaderboard/kernels") and "arch=sm_999x" in p for p in _Portal.asked)
 
     _Portal.asked = []
     refused = _board(portal, tmp_path, "--arch", "sm_90a")
     assert refused.returncode == 2
     assert refused.stderr.strip() == "ptxbench: unknown architecture 'sm_90a'; this portal has: sm_999x, sm_998y"
-    assert not any(p.startswith("/api/v1/leaderboard/kernels") for p in _Portal.asked)  # refused before asking
+    assert not any(p.startswith("/api/v2/leaderboard/kernels") for p in _Portal.asked)  # refused before asking
 
 
 def test_tasks_loops_over_the_portals_architectures_asking_the_registry_once(portal, tmp_path):
@@ -89,7 +89,7 @@ def test_tasks_loops_over_the_portals_architectures_asking_the_registry_once(por
         {"task": "task_on_sm_999x", "arches": ["sm_999x"]},
         {"task": "task_on_sm_998y", "arches": ["sm_998y"]},
     ]
-    assert sum(p.startswith("/api/v1/registry") for p in _Portal.asked) == 1
+    assert sum(p.startswith("/api/v2/registry") for p in _Portal.asked) == 1
 
 
 def test_a_language_the_portal_lists_is_accepted_and_told_by_its_suffix(portal, tmp_path):
@@ -104,7 +104,7 @@ def test_a_language_the_portal_lists_is_accepted_and_told_by_its_suffix(portal, 
         "submit", str(kernel), "--task", "t", "--arch", "sm_998y", url=portal, home=tmp_path, PTXBENCH_TOKEN="ptx_x"
     )
     assert submitted.returncode == 0, submitted.stderr
-    post = next(p for p in _Portal.asked if p.startswith("POST /api/v1/submissions"))
+    post = next(p for p in _Portal.asked if p.startswith("POST /api/v2/submissions"))
     assert 'name="language"\r\n\r\nmojo\r\n' in post
 
     unknown = tmp_path / "k.cu"
@@ -128,7 +128,7 @@ def test_an_older_portal_without_the_registry_is_not_checked_and_says_so_in_one_
     tasks = run_cli("tasks", "--format", "json", url=old_portal, home=tmp_path)
     assert tasks.returncode == 0, tasks.stderr
     assert json.loads(tasks.stdout) == [{"task": "task_on_sm_default", "arches": ["sm_default"]}]
-    assert [p for p in _Portal.asked if "summary" in p] == ["/api/v1/leaderboard/summary?v=2"]
+    assert [p for p in _Portal.asked if "summary" in p] == ["/api/v2/leaderboard/summary"]
 
 
 def test_every_suffix_the_portal_accepts_for_a_language_is_told_as_that_language():

@@ -142,13 +142,14 @@ def test_the_boards_csv_link_downloads_the_canonical_names(client):
     assert "speedup_factor" in header and "speedup" not in header
 
 
-def test_every_data_link_on_the_boards_and_compare_asks_for_the_canonical_names(client):
+def test_every_data_link_on_the_boards_and_compare_asks_for_the_current_version(client):
     _board_with_every_state()
     lf.standard_runs()
     pages = ["/leaderboard/?arch=sm_90a", f"/leaderboard/kernels/?arch=sm_90a&task={GEMM}", "/compare/"]
     for path in pages:
         html = client.get(path).content.decode().replace("&amp;", "&")
-        links = re.findall(r'href="([^"]*(?:format=(?:csv|json)|download=1|/api/v1/leaderboard/charts/)[^"]*)"', html)
+        links = re.findall(r'href="([^"]*(?:format=(?:csv|json)|download=1|/api/v\d/leaderboard/charts/)[^"]*)"', html)
         assert links, path
-        for link in links:
-            assert re.search(r"[?&]v=2(&|$)", link), (path, link)
+        for link in links:  # the current version: its path, or (a page's own JSON) no version asked, so the default
+            assert "/api/v1/" not in link and not re.search(r"[?&]v=1(&|$)", link), (path, link)
+            assert link.startswith("/api/v2/") or not link.startswith("/api/"), (path, link)

@@ -196,7 +196,7 @@ def test_page_embeds_every_chart_as_a_json_block(client, runs):
         figure = json.loads(match.group(1))
         assert figure["data"], name
         assert f'data-figure="figure-{name}"' in html
-        assert f"/api/v1/leaderboard/charts/{name}?" in html
+        assert f"/api/v2/leaderboard/charts/{name}?" in html
     assert '<script src="/static/vendor/plotly-basic.min.js" defer></script>' in html
     assert '<script src="/static/js/leaderboard.js" defer></script>' in html
 

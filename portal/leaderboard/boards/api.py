@@ -1,4 +1,4 @@
-"""The boards in the public read-only JSON API under /api/v1/leaderboard/. Same selectors and sort whitelist as
+"""The boards in the public read-only JSON API under /api/v2/leaderboard/. Same selectors and sort whitelist as
 the pages; errors are {"error": "..."} with the right status. `format=csv` returns the table as a CSV attachment,
 `download=1` returns the JSON as an attachment."""
 
@@ -11,7 +11,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from portal.accounts.api_auth import api_endpoint
 from portal.core.api import json_error
-from portal.core.serializers import api_version, field_name
+from portal.core.api_versions import api_version
+from portal.core.serializers import field_name
 from portal.leaderboard.attachments import attachment
 from portal.leaderboard.boards import ranking, selectors, serializers
 from portal.leaderboard.boards.selectors import BadQuery, BoardQuery
@@ -55,7 +56,7 @@ def kernels(request: HttpRequest) -> HttpResponse:
         return json_error(str(exc), 400)
     try:
         show_all = selectors.parse_show(request.GET)
-        v = api_version(request.GET)
+        v = api_version(request)
     except (BadQuery, ValueError) as exc:
         return json_error(str(exc), 400)
     rows = selectors.kernel_board(gen, task=query.task, arch=query.arch, gpu=query.gpu, language=query.language)
@@ -89,7 +90,7 @@ def _model_table(request: HttpRequest, *, name: str, task_required: bool) -> Htt
     try:
         query = _parse(request, gen, task_required=task_required)
         per_run = _per_run(request)
-        v = api_version(request.GET)
+        v = api_version(request)
     except (BadQuery, ValueError) as exc:
         return json_error(str(exc), 400)
     if name == "summary":

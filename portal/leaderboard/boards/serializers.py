@@ -11,7 +11,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from evaluator import peaks
-from portal.core.serializers import DEFAULT_API_VERSION, MEASUREMENT_FIELDS, V1_NAMES, iso, measurement, to_version
+from portal.core.api_versions import CURRENT_API_VERSION
+from portal.core.serializers import MEASUREMENT_FIELDS, V1_NAMES, iso, measurement, to_version
 from portal.leaderboard.boards import ranking
 from portal.leaderboard.boards.selectors import BoardQuery
 
@@ -44,12 +45,12 @@ KERNEL_FIELDS = (
 )
 
 
-def kernel_fields(v: int = DEFAULT_API_VERSION) -> list[str]:
+def kernel_fields(v: int = CURRENT_API_VERSION) -> list[str]:
     """The kernel board's CSV columns as the API's version `v` names them."""
     return [V1_NAMES.get(f, f) if v < 2 else f for f in KERNEL_FIELDS]
 
 
-def kernel_entry(row: ranking.KernelRow, *, v: int = DEFAULT_API_VERSION) -> dict[str, Any]:
+def kernel_entry(row: ranking.KernelRow, *, v: int = CURRENT_API_VERSION) -> dict[str, Any]:
     """One kernel board row (JSON row and CSV line), named as the API's version `v` names it."""
     record = {
         "rank": row.rank,
@@ -93,7 +94,7 @@ RUN_FIELDS = (
 )
 
 
-def run_entry(row: ranking.ModelRow | ranking.SummaryRow, *, v: int = DEFAULT_API_VERSION) -> dict[str, Any]:
+def run_entry(row: ranking.ModelRow | ranking.SummaryRow, *, v: int = CURRENT_API_VERSION) -> dict[str, Any]:
     """A model run's numbers on a board (one task, or across tasks): pooled counts, their rates, its speedup
     (best on the task; across tasks the geometric mean of the solved tasks' best). Version 1 adds the old names
     `best_speedup` / `geomean_speedup` of that speedup."""
@@ -154,7 +155,7 @@ MODEL_FIELDS = (
 )
 
 
-def model_entry(group: ranking.ModelGroup, *, with_runs: bool = True, v: int = DEFAULT_API_VERSION) -> dict[str, Any]:
+def model_entry(group: ranking.ModelGroup, *, with_runs: bool = True, v: int = CURRENT_API_VERSION) -> dict[str, Any]:
     """One model board row: a model on one GPU model in one kernel language, its runs folded (the runs listed
     under `runs`)."""
     record = {

@@ -92,7 +92,7 @@ def _chart_blocks(gen: Generation, query: BoardQuery, names: tuple[str, ...]) ->
                 "empty": result.get("empty") or "",
                 "title": chart_figures.figure_title(result["figure"]),
                 # The canonical field names (docs/api.md), as every download the site links to.
-                "json_url": reverse("leaderboard_api:chart", args=[name]) + "?" + _query_string(query, v=2),
+                "json_url": reverse("leaderboard_api:chart", args=[name]) + "?" + _query_string(query),
             }
         )
     return blocks

@@ -1,4 +1,4 @@
-"""The charts in the public read-only JSON API under /api/v1/leaderboard/charts/<name>: a chart's data and its
+"""The charts in the public read-only JSON API under /api/v2/leaderboard/charts/<name>: a chart's data and its
 plotly figure, exactly what the board pages draw. Errors are {"error": "..."} with the right status."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from portal.accounts.api_auth import api_endpoint
 from portal.core.api import json_error
-from portal.core.serializers import api_version
+from portal.core.api_versions import api_version
 from portal.leaderboard.boards import selectors as boards
 from portal.leaderboard.boards.selectors import BadQuery
 from portal.leaderboard.boards.serializers import query_entry
@@ -26,7 +26,7 @@ def chart(request: HttpRequest, name: str) -> HttpResponse:
     gen = Generation()
     try:
         query = boards.parse_query(request.GET, gen, task_required=False)
-        v = api_version(request.GET)
+        v = api_version(request)
     except (BadQuery, ValueError) as exc:
         return json_error(str(exc), 400)
     result = as_version(selectors.chart(gen, name, query), v)

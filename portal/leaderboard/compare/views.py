@@ -8,8 +8,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from evaluator.arches import ARCHES
+from portal.core.api_versions import CURRENT_API_VERSION, api_version
 from portal.core.registry_fields import language_choices
-from portal.core.serializers import DEFAULT_API_VERSION, api_version
 from portal.leaderboard.boards import ranking, selectors
 from portal.leaderboard.boards.selectors import BadQuery
 from portal.leaderboard.cache import Generation
@@ -61,12 +61,12 @@ def compare_page(request: HttpRequest) -> HttpResponse:
         "kind": params.get("kind", ""),
     }
     status = 200
-    v = DEFAULT_API_VERSION
+    v = CURRENT_API_VERSION
     try:
         if params.get("format") not in (None, "", "json"):
             raise BadQuery("format must be json or absent")
         try:
-            v = api_version(params)  # the JSON's field names (docs/api.md); the page always shows the canonical ones
+            v = api_version(request)  # the JSON's field names (docs/api.md); the page always shows the canonical ones
         except ValueError as exc:
             raise BadQuery(str(exc)) from exc
         kind = compare.parse_kind(params)
@@ -107,5 +107,5 @@ def compare_page(request: HttpRequest) -> HttpResponse:
         context["data"] = data
         context["figure"] = data.get("figure")
         # The data link names the pair shown, the defaulted one included (the page's own query may have none).
-        context["json_query"] = urlencode({**params.dict(), "format": "json", "v": "2"})  # the canonical names
+        context["json_query"] = urlencode({**params.dict(), "format": "json"})  # the current names, the default
     return render(request, "leaderboard/compare.html", context, status=status)

@@ -1,4 +1,4 @@
-"""The board's evidence in the public read-only API under /api/v1/leaderboard/: FlashInfer Trace JSONL of every
+"""The board's evidence in the public read-only API under /api/v2/leaderboard/: FlashInfer Trace JSONL of every
 kernel on a kernel board. Errors are {"error": "..."} with the right status."""
 
 from __future__ import annotations
