@@ -51,6 +51,7 @@ from evaluator.protocol import CandidateError, ChannelViolation
 from evaluator.sandbox import CandidateProcess, ChildDied, ProcessLimitHit, child_env
 from evaluator.shared_outputs import SharedOutputs
 from evaluator.taskdata import HIDDEN_WORKLOADS_FILE, Task, Workload, parse_workloads
+from evaluator.tensor_witness import GpmReading, GpmWindow
 from evaluator.trusted_baseline import TrustedBaseline, host_slack_ms
 from evaluator.verdict import (
     Correctness,
@@ -161,6 +162,11 @@ class WorkloadRun:
     trusted_ms: float | None = None  # the ranked time per call: the parent's clock over the fastest batch
     timed_launches: list[list[Launch]] = field(default_factory=list)  # for the profiled-vs-timed comparison
     l2_persisting_bytes: int = 0
+    # The GPU's tensor utilisation over the timing process's life (evaluator/tensor_witness.py), the calls made in
+    # it, or why there is no reading.
+    gpm: GpmReading | None = None
+    gpm_reason: str = ""
+    window_calls: int = 0
 
 
 def derive_seeds(
@@ -374,6 +380,9 @@ def run_workload(
         trusted_base = measure_trusted_baseline(setup, workload, seeds, timing, time.monotonic() + timeout_s, drawer)
     deadline = time.monotonic() + timeout_s
     shared = shared_outputs(setup, workload, slots_needed(seeds))
+    window = GpmWindow(timing.gpu_uuid) if timing is not None and setup.device_type == "cuda" else None
+    if window is not None:
+        window.start()
     child = start(setup, workload, shared)
     rounds = itertools.count()
     try:
@@ -418,6 +427,9 @@ def run_workload(
             result.message = f"the candidate process died ({exit_text(code, setup.sandboxed)}): {exc}"
     finally:
         child.close(grace_s=10.0)
+        if window is not None:
+            run.gpm, run.gpm_reason = window.stop(), window.reason
+            run.window_calls = len(seeds.trials) + sum(map(len, seeds.timed)) + sum(map(len, seeds.batches))
         run.limit_events = dict(child.limit_events)
         if child.limit_events.get("pids_max_hit") and "process limit" not in result.message:
             _add_message(result, "the candidate hit the sandbox's process limit")

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from evaluator import peaks
+from evaluator import peaks, tensor_witness
 from evaluator.arch_stage import run_arch_stage
 from evaluator.arches import get_arch
 from evaluator.build_stages import compile_stage, sass_stage, trusted_sass_path
@@ -309,6 +309,7 @@ def _gpu_stages(ev: EvaluationRun, setup: CandidateSetup) -> None:
     book.report("correctness", f"{len(chosen)} workload(s), {opts.trials} trials each")
     timing_seconds = 0.0
     timed_launches: dict[str, list[list[Launch]]] = {}
+    runs: dict[str, WorkloadRun] = {}
     v.integrity = Integrity(candidate_kernels=list(setup.kernels or []))
     for index, workload in enumerate(chosen):
         book.report("correctness", f"workload {index + 1}/{len(chosen)} ({axes_text(workload)})")
@@ -343,6 +344,7 @@ def _gpu_stages(ev: EvaluationRun, setup: CandidateSetup) -> None:
             report=book.report,
         )
         v.workloads.append(run.result)
+        runs[workload.uuid] = run
         timed_launches[workload.uuid] = run.timed_launches
         timing_seconds += run.timing_seconds
         _absorb_run(v, run)
@@ -385,8 +387,20 @@ def _gpu_stages(ev: EvaluationRun, setup: CandidateSetup) -> None:
         if arch_result.outcome is not None:
             v.arch_check = arch_result.outcome.check
             absorb_profile(v, arch_result.outcome, timed_launches)
+            profiled = runs.get(v.arch_check.workload or "")
+            if profiled is not None and timing:
+                tensor_witness.judge(v.arch_check, _witness_of(task, profiled, v.environment.gpu_name))
             v.status = overall_status(v.workloads)
             v.notes.extend(arch_result.outcome.notes)
+
+
+def _witness_of(task: Task, run: WorkloadRun, gpu_name: str | None) -> tensor_witness.Witness | str:
+    """The tensor work the GPU witnessed over one workload's timing process, or why there is none."""
+    if run.gpm is None:
+        return run.gpm_reason or "no GPM reading"
+    workload = task.workload(run.result.uuid)
+    peak = limits_for(task.definition, workload, gpu_name).peak_tflops
+    return tensor_witness.witness(run.gpm, peak or 0.0, task.flops_for(workload) or 0.0, run.window_calls)
 
 
 def _absorb_run(v: Verdict, run: WorkloadRun) -> None:

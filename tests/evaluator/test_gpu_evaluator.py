@@ -97,7 +97,7 @@ def test_simple_simt_gemm_passes_with_zero_target_instructions():
     (w,) = v["workloads"]
     assert w["status"] == "PASSED"
     assert w["correctness"]["trials"] == 3
-    assert w["correctness"]["timed_outputs_checked"] == 3
+    assert 1 <= w["correctness"]["timed_outputs_checked"] <= 32  # CHECK_FRACTION of the 50 timed calls, capped
     assert w["correctness"]["relative_norm_error"] < 1e-2
     perf = w["performance"]
     assert perf["candidate"]["n"] == 50 and perf["reference"]["n"] == 50

@@ -1,6 +1,6 @@
 """On an H100/H200: every workload of the headline GEMM task on lent inputs, ranked by the parent's clock, for the
 expert wgmma kernel and the SIMT control. Honest kernels are never held; the ranked latency is the parent's clock
-over batches for both sides. The table printed is what docs/performance.md records (ranked vs in-process figures,
+over batches for both sides; the expert kernel's tensor work is witnessed by the GPU's own counters. The table printed is what docs/performance.md records (ranked vs in-process figures,
 the batch length, and the verdict's cost).
 
     .venv/bin/python -m pytest -q -s -p no:cacheprovider tests/evaluator/test_lent_calls_gpu.py
@@ -48,3 +48,11 @@ def test_honest_kernels_rank_on_the_parents_clock_without_a_hold(kernel, tmp_pat
             f"{p.in_process_latency_ms / p.latency_ms:.3f}"
         )
     assert v.integrity.holds == [], v.integrity.holds
+    check = v.arch_check
+    print(
+        f"arch {check.status.value}: ncu share {check.tensor_core_share}, witnessed share {check.witness_tensor_share} "
+        f"(ANY_TENSOR {check.witness_any_tensor_pct}% over {check.witness_seconds} s) {check.witness_note}"
+    )
+    if kernel.parent.name == "hopper_tma_wgmma":
+        assert check.status == vm.ArchStatus.VERIFIED, check.reason
+        assert check.witness_tensor_share is not None and check.witness_tensor_share >= check.share_threshold
