@@ -54,7 +54,7 @@ def copy_or_flag(region, offsets, expect, stash, c, skip, n, BLOCK: tl.constexpr
         tl.store(c + i, tl.load(stash + i, mask=i < n), mask=i < n)
 
 
-BM, BN, BK, COPY_BLOCK = 128, 128, 64, 4096
+BM, BN, BK, COPY_BLOCK = 128, 256, 64, 4096
 _lock = threading.Lock()
 _slots = []  # dicts sorted by the address of A: the parent's slot order
 _state = {"seq": 0, "region": None, "table": None, "zero": None}

@@ -24,7 +24,7 @@ def gemm_kernel(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.conste
     c_desc.store([pid_m * BM, pid_n * BN], acc.to(tl.bfloat16))
 
 
-BM, BN, BK = 128, 128, 64
+BM, BN, BK = 128, 256, 64
 
 
 def run(A, B, C):

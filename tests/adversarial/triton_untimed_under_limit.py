@@ -67,7 +67,7 @@ def _hold(A, B, C):
     hold_kernel[(1,)](int(seconds / 0.86 * 1e9), num_warps=1)
 
 
-BM, BN, BK, COPY_BLOCK = 128, 128, 64, 4096
+BM, BN, BK, COPY_BLOCK = 128, 256, 64, 4096
 _lock = threading.Lock()
 _slots = []  # dicts sorted by the address of A: the parent's slot order
 _state = {"seq": 0, "region": None, "table": None, "zero": None}
