@@ -93,8 +93,9 @@ def _hunt():
     blobs = list(dict.fromkeys([*likely, b"", bytes(16), bytes(32), *blobs]))
     uuid = job["workload"]
     labels = [("trial", k) for k in range(3)] + [(f"batch{r}", k) for r in range(3) for k in range(64)]
-    seeds = list(dict.fromkeys(numbers))[: MAX_SEEDS // 2]
-    seeds += [derive_seed(b, uuid, label, k) for b in blobs[:4] for label, k in labels]
+    # Each run-seed guess gives every trial's and batch call's seed; then numbers found as they are (a call's seed).
+    seeds = [derive_seed(b, uuid, label, k) for b in blobs[:3] for label, k in labels]
+    seeds += list(dict.fromkeys(numbers))[: MAX_SEEDS - len(seeds)]
     task = load_task(task_dir)
     workload, derive = task.workload(uuid), input_deriver(task)
     for seed in seeds[:MAX_SEEDS]:
