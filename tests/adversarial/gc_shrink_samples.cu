@@ -1,9 +1,9 @@
-// Class 4 (nothing measured only by the candidate's process; pygpubench's gc-scan exploit). Trick: no code is
-// patched; the data is. During the timing loop `run` walks gc.get_objects() for the dict of timed series (keys
-// 'candidate' / 'baseline') and swaps the candidate's sample list for a list subclass whose append() stores a
-// tenth of each value, so the samples are shrunk as they are recorded; the baseline's stay true. Honest SIMT
-// GEMM, correct outputs. The evaluator must: held, integrity hold `timer_disagreement` (the parent's clock and
-// Nsight Compute disagree with the in-process samples beyond the margin), never ranked.
+// Class 4 (nothing measured only by the candidate's process; pygpubench's gc-scan exploit). Trick: no module is
+// patched; the harness's own objects are. During the calls `run` walks gc.get_objects() for the harness's
+// session (its type is named Session) and wraps that object's timer so every window it measures reads a tenth,
+// so the samples are shrunk as they are summed. Honest SIMT GEMM, correct outputs. The evaluator must: rank on
+// its own clock, hold `host_time` (or `timer_disagreement`: the parent's clock and Nsight Compute disagree with
+// the in-process samples beyond the margin).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <tvm/ffi/container/tensor.h>
@@ -68,16 +68,16 @@ static const char kScan[] =
     "def _adv_scan():\n"
     "    import gc\n"
     "\n"
-    "    class _Shrunk(list):\n"
-    "        def append(self, value):\n"
-    "            list.append(self, value / 10)\n"
-    "\n"
     "    for o in gc.get_objects():\n"
     "        try:\n"
-    "            if isinstance(o, dict) and type(o.get('candidate')).__name__ == 'TimedSeries':\n"
-    "                s = o['candidate']\n"
-    "                if type(s.samples_ms).__name__ != '_Shrunk':\n"
-    "                    s.samples_ms = _Shrunk(x / 10 for x in s.samples_ms)\n"
+    "            if type(o).__name__ == 'Session' and getattr(o, 'timer', None) is not None:\n"
+    "                timer = o.timer\n"
+    "                if not getattr(timer, '_adv', False):\n"
+    "                    real = timer.window\n"
+    "                    def shrunk(t0, t1, _real=real):\n"
+    "                        ms, count, launches = _real(t0, t1)\n"
+    "                        return ms / 10, count, launches\n"
+    "                    timer.window, timer._adv = shrunk, True\n"
     "        except Exception:\n"
     "            pass\n"
     "_adv_scan()\n";

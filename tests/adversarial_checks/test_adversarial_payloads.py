@@ -75,15 +75,17 @@ def test_timer_scaled_multiplies_the_interval_merge_by_four_fifths():
                 delattr(obj, "_adv_scaled")
 
 
-def test_gc_scan_finds_the_timed_series_and_shrinks_only_the_candidate():
-    from evaluator.candidate_process.timing import TimedSeries
+def test_gc_scan_finds_the_session_and_shrinks_its_timer_windows():
+    import evaluator.candidate_process.child as child
+    from evaluator.candidate_process.timing import HostTimer
 
-    series = {"candidate": TimedSeries(), "baseline": TimedSeries()}  # the shape time_interleaved builds
+    session = child.Session.__new__(child.Session)  # the real class; its __init__ needs a task and a GPU
+    session.timer = HostTimer()
+    honest = HostTimer()
     run_as_main(payload("gc_shrink_samples.cu", "kScan"))
-    series["candidate"].samples_ms.append(5.0)
-    series["baseline"].samples_ms.append(5.0)
-    assert series["candidate"].samples_ms == [0.5]
-    assert series["baseline"].samples_ms == [5.0]
+    run_as_main(payload("gc_shrink_samples.cu", "kScan"))  # idempotent: called on every run
+    assert session.timer.window(0, 5_000_000)[0] == pytest.approx(0.5)  # 5 ms read as a tenth
+    assert honest.window(0, 5_000_000)[0] == pytest.approx(5.0)  # not a session's timer: untouched
 
 
 def test_send_wrapper_rewrites_the_timing_message_of_the_child_session():
