@@ -67,11 +67,11 @@ CHECK_MEMORY_BYTES = 4 << 30
 
 
 class CheckChooser:
-    """Decides, after each timed call has returned, whether its output is compared with the reference.
+    """Decides for each timed call whether its output is compared with the reference.
 
-    Lives in the trusted parent with its own random source, so nothing in the candidate's process can know in
-    advance which calls will be looked at. At least one call per input set is always checked at the end (the
-    re-check after the timing loop)."""
+    Lives in the trusted parent with its own random source, and the candidate process is never told: every call's
+    outputs stay in memory the parent lends until the parent has copied the ones it compares
+    (evaluator/lent_calls.py), so nothing in the candidate's process can know which calls are looked at."""
 
     def __init__(self, fraction: float = CHECK_FRACTION, rng: random.Random | None = None) -> None:
         if not 0.0 < fraction <= 1.0:

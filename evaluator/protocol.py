@@ -76,7 +76,7 @@ class CandidateError(RuntimeError):
 
 class ChannelViolation(CandidateError):
     """A message that the evaluator's side of the candidate process did not send: out of order, extra, or
-    pointing outside the exchange folder. Candidate code shares that process and can write to the channel."""
+    malformed. Candidate code shares that process and can write to the channel."""
 
 
 # --------------------------------------------------------------------------- wire format
