@@ -231,7 +231,8 @@ def trusted_clock_hold(
         HOST_TIME,
         f"the evaluator's own clock measured {trusted_ms:.4g} ms per call, {ratio:.1f}x the {reported_ms:.4g} ms the "
         "GPU timer in the candidate's process reported: work done outside the timed kernels (on the CPU, in another "
-        "thread or after run returned) or a tampered timer; the slower figure is used and the result is held",
+        "thread or while the evaluator drew the inputs) or a tampered timer; the evaluator's figure ranks and the result "
+        "is held",
     )
 
 
