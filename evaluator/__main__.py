@@ -16,7 +16,7 @@ from pathlib import Path
 from evaluator import verdict as verdict_mod
 from evaluator.arches import ARCHES
 from evaluator.errors import EnvironmentProblem
-from evaluator.languages import LANGUAGES, language_of_file
+from evaluator.languages import DEFAULT_LANGUAGE, LANGUAGES, language_of_file
 from evaluator.pipeline import REPO_ROOT, Options, evaluate
 from evaluator.taskdata import TaskDataError, find_task
 from evaluator.verdict import STAGES, Verdict
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
 def summary(v: Verdict) -> str:
     """A few lines for people; the JSON has everything."""
     lines = [f"{v.task} {v.arch}: {v.status.value} ({v.wall_seconds:.1f} s)"]
-    if v.language != "cuda":
+    if v.language != DEFAULT_LANGUAGE.name:
         lines.append(f"  language: {v.language}" + (f" (Triton {v.triton_version})" if v.triton_version else ""))
     if v.sandbox is not None:
         why = f" ({v.sandbox.reason})" if v.sandbox.reason else ""

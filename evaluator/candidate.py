@@ -43,6 +43,7 @@ from evaluator.integrity import (
     trusted_clock_hold,
 )
 from evaluator.jail import Jail, hand_over
+from evaluator.languages import DEFAULT_LANGUAGE, Language
 from evaluator.launches import Launch
 from evaluator.lent_calls import InputDrawer, LentRound, lent_input_shapes, lent_round, ranked_ms
 from evaluator.performance import performance_from_timing, rank_by_trusted_clock
@@ -80,8 +81,8 @@ class CandidateSetup:
     device_type: str = "cuda"
     kernels: list[str] | None = None  # the submission's kernels (static SASS); None: identity not checked
     footprints: dict[str, list[KernelFootprint]] = field(default_factory=dict)  # per kernel, as compiled
-    language: str = "cuda"  # "triton": `library` is the .py file and `triton_cache` holds its compiled kernels
-    triton_cache: Path | None = None  # the ahead-of-time cache (a trusted copy); each candidate process gets its own
+    language: Language = DEFAULT_LANGUAGE  # its `loader` loads `library` in the candidate process
+    kernel_cache: Path | None = None  # the language's compiled kernels (a trusted copy); each process gets its own
     static_sass: Path | None = None  # the SASS listing the trusted side wrote (the profiled code is held against it)
 
     @property
@@ -223,8 +224,8 @@ def stage_task(task: Task, workloads: list[Workload], workdir: Path) -> Path:
 
 def write_job(setup: CandidateSetup, workload: Workload, *, scratch: Path | None = None, **extra: Any) -> Path:
     """The job file the candidate process reads first (evaluator.candidate_process.child.Session). `scratch` is a
-    folder that process may write (default: the exchange folder); a Triton candidate's private cache copy goes
-    there."""
+    folder that process may write (default: the exchange folder); the private copy of the language's kernel cache
+    goes there."""
     job = {
         "library": str(setup.library),
         "task_dir": str(stage_task(setup.task, setup.workloads, setup.workdir)),
@@ -232,20 +233,21 @@ def write_job(setup: CandidateSetup, workload: Workload, *, scratch: Path | None
         "exchange_dir": str(setup.exchange),
         "device": setup.device,
         "device_type": setup.device_type,
-        "language": setup.language,
+        "loader": setup.language.loader,
         **extra,
     }
-    if job["language"] == "triton" and setup.triton_cache is not None:
-        # A fresh copy per process: no Triton cache is shared between candidate processes or candidates. The folder
-        # that receives it is one the candidate may write, so it gets a new random name (nothing planted there
-        # beforehand can be in the way) and every file is created without following links.
-        private = Path(tempfile.mkdtemp(prefix=f"triton-cache-{workload.uuid[:8]}-", dir=scratch or setup.exchange))
-        hostile_files.copy_tree(setup.triton_cache, private / "cache")
+    if job["loader"] and setup.kernel_cache is not None:
+        # A fresh copy per process: no kernel cache is shared between candidate processes or candidates (the
+        # Triton runtime reads and writes its cache). The folder that receives it is one the candidate may write, so
+        # it gets a new random name (nothing planted there beforehand can be in the way) and every file is created
+        # without following links.
+        private = Path(tempfile.mkdtemp(prefix=f"kernel-cache-{workload.uuid[:8]}-", dir=scratch or setup.exchange))
+        hostile_files.copy_tree(setup.kernel_cache, private / "cache")
         if setup.jail is not None and setup.jail.user is not None:
             # The folder it lands in belongs to the sandbox user already, so the jail's hand-over at the process's
             # start does not enter it: this copy is handed over here.
             hand_over(setup.jail.user, writable=[private], readable=[])
-        job["triton_cache"] = str(private / "cache")
+        job["kernel_cache"] = str(private / "cache")
     path = setup.workdir / f"job-{workload.uuid[:8]}-{extra.get('mode', 'serve')}.json"
     hostile_files.write_private(path, json.dumps(job))
     return path
@@ -298,7 +300,7 @@ def start(
     (measure_trusted_baseline)."""
     extra: dict[str, Any] = {"shared_outputs": shared.job_entry()}
     if trusted_baseline:
-        job = write_job(setup, workload, library=None, language="cuda", mode=protocol.BASELINE_MODE, **extra)
+        job = write_job(setup, workload, library=None, loader="", mode=protocol.BASELINE_MODE, **extra)
     else:
         job = write_job(setup, workload, **extra)
     return CandidateProcess(

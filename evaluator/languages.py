@@ -2,8 +2,9 @@
 
 A language says how a submission's source is checked before anything runs, how it is built inside the sandbox,
 which toolchain version the verdict records, and where its compiled kernels wait for the candidate process. The
-pipeline and the compile stage ask the seam; they do not branch on the language's name. The candidate-process
-side (evaluator/candidate_process/child.py) loads the built kernel by the job's `language` field, which comes from here.
+pipeline and the compile stage ask the seam; they do not branch on the language's name. The candidate process
+(evaluator/candidate_process/child.py) never imports this registry (its build side is trusted-only code): the job
+file names the language's `loader` module, and carries a private copy of its `kernel_cache` when it has one.
 """
 
 from __future__ import annotations
@@ -58,6 +59,12 @@ class Language:
     build: Build  # inside the sandbox, into the build folder
     version: Callable[[], str] | None = None  # the toolchain version the verdict records, if any
     kernel_cache: str | None = None  # the compiled kernels' folder in the compile's trusted folder, if any
+    # The module that loads the build in the candidate process, run there by name: its `prepare()` runs before the
+    # candidate's code exists (its failures are this host's), its `load(library, kernel_cache)` returns (what must
+    # stay alive, the candidate's `run`) and is where the candidate's code first runs. It lives in
+    # evaluator/candidate_process/ (the trust layout: what runs beside candidate code) and imports only what the
+    # candidate process may load before that code. Empty: the language is built and checked but never run.
+    loader: str = ""
     # A failed build's reason is the evaluator's last line in the log (the compile ran in a process of ours).
     reason_in_log: bool = False
     other_suffixes: tuple[str, ...] = ()  # further suffixes an uploaded file of this language may have
@@ -139,6 +146,7 @@ CUDA = Language(
     "nvcc",
     _cuda_policy,
     _nvcc,
+    loader="evaluator.candidate_process.tvm_ffi_library",
     other_suffixes=(".cuh",),
     label="CUDA",
     starter_file="starter.cu",
@@ -167,6 +175,7 @@ TRITON = Language(
     _triton,
     version=triton_version,
     kernel_cache="triton-cache",
+    loader="evaluator.candidate_process.triton_runtime",
     reason_in_log=True,
     label="Triton",
     starter_file="starter_triton.py",

@@ -38,8 +38,8 @@ from evaluator.host import check_gpu, prepare_device
 from evaluator.inputs import derive_seed
 from evaluator.integrity_record import absorb_profile, absorb_workload
 from evaluator.jail import Jail, allow_unsandboxed_from_env, lendable, open_jail
+from evaluator.languages import DEFAULT_LANGUAGE, Language
 from evaluator.languages import LANGUAGES as _LANGUAGES
-from evaluator.languages import Language
 from evaluator.languages import language as find_language
 from evaluator.launches import Launch
 from evaluator.lent_calls import batch_length
@@ -161,7 +161,7 @@ def evaluate(
     stages: Iterable[str] = STAGES,
     on_stage: StageCallback | None = None,
     options: Options | None = None,
-    language: str = "cuda",
+    language: str = DEFAULT_LANGUAGE.name,
 ) -> Verdict:
     """Evaluate one candidate source on one task for one architecture.
 
@@ -284,9 +284,9 @@ def _sandboxed_stages(run: EvaluationRun, jail: Jail) -> None:
             device_type=opts.device_type,
             kernels=list(v.sass.kernels) if v.sass is not None else None,
             footprints=footprints,
-            language=run.language.name,
+            language=run.language,
             static_sass=trusted_sass_path(compiled, run.workdir / "build"),
-            triton_cache=compiled.trusted_dir / kernel_cache if kernel_cache and compiled.trusted_dir else None,
+            kernel_cache=compiled.trusted_dir / kernel_cache if kernel_cache and compiled.trusted_dir else None,
         )
         _gpu_stages(run, setup)
     finally:

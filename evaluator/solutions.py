@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evaluator.languages import LANGUAGES
+from evaluator.languages import DEFAULT_LANGUAGE, LANGUAGES
 
 LANGUAGE_FILES = {name: lang.solution_file for name, lang in LANGUAGES.items()}
 ROLES = ("expert", "negative_control")
@@ -45,7 +45,7 @@ def read_solution(meta_path: Path) -> Solution:
         spec = meta.get("spec") or {}
     except (ValueError, AttributeError):
         raise ValueError(f"{meta_path.parent.name}/solution.json is not a JSON object") from None
-    language = str(spec.get("language") or "cuda")
+    language = str(spec.get("language") or DEFAULT_LANGUAGE.name)
     if language not in LANGUAGE_FILES:
         raise ValueError(f"{meta_path.parent.name}/solution.json names an unknown language {language!r}")
     kernel_file = str(spec.get("entry_point") or LANGUAGE_FILES[language]).split("::", 1)[0]

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import evaluator
 from evaluator import hostile_files
 from evaluator.arches import get_arch
 from evaluator.compile import OUTPUT_CAP, CompiledKernel, cap_text
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from evaluator.taskdata import Task, Workload
 
 SOURCE_NAME = "kernel.py"
+# Where `python -m evaluator...` resolves from in the compile process (the evaluator package's parent folder).
+REPO_ROOT = Path(evaluator.__file__).resolve().parent.parent
 # The compile process's module, run by name (`python -m`): it runs candidate code, so the parent never imports it.
 TRITON_AOT_MODULE = "evaluator.candidate_process.triton_aot"
 # The build folder is written by the compile process, which runs the submission's module-level Python: what the
@@ -111,8 +114,6 @@ def compile_triton(
     }
     job_path = workdir / "triton-job.json"
     hostile_files.write_private(job_path, json.dumps(job))
-    from evaluator.candidate import REPO_ROOT
-
     env = {**child_env(workdir, [str(REPO_ROOT)]), **triton_env(cache)}
     cmd = [sys.executable, "-m", TRITON_AOT_MODULE, str(job_path)]
     start = time.monotonic()

@@ -16,6 +16,7 @@ The submission runs in this interpreter: everything this process sends is a hint
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -89,22 +90,13 @@ class Session:
             self.module = None
             self.run = lambda *args: library_call(*args[:n_inputs])
             return
-        if job.get("language") == "triton":
-            import triton  # noqa: F401 - imported before the candidate's code runs (a missing install is setup's)
-
-            from evaluator.candidate_process.triton_runtime import load_triton
-
-            progress["stage"] = protocol.LOAD_STAGE  # the module body is the candidate's code
-            self.module = None
-            self.run = load_triton(Path(job["library"]), Path(job["triton_cache"]))
-            return
-        import tvm_ffi
-
-        progress["stage"] = (
-            protocol.LOAD_STAGE
-        )  # from here on, failures are the candidate's (its static initialisers run now)
-        self.module = tvm_ffi.load_module(job["library"])
-        self.run = self.module["run"] if not hasattr(self.module, "run") else self.module.run
+        # The language's loader (evaluator/languages.py), named in the job by the trusted parent: this process
+        # never imports the registry, whose build side is trusted-only code.
+        loader = importlib.import_module(job["loader"])
+        loader.prepare()
+        progress["stage"] = protocol.LOAD_STAGE  # from here on, failures are the candidate's: its code runs now
+        cache = job.get("kernel_cache")
+        self.module, self.run = loader.load(Path(job["library"]), Path(cache) if cache else None)
 
     def sync(self) -> None:
         if self.cuda:

@@ -34,6 +34,18 @@ def refuse_compilation() -> None:
     CUDABackend.add_stages = add_stages
 
 
+def prepare() -> None:
+    """Before the candidate's code exists: a missing install is this host's problem, not the candidate's."""
+    import triton  # noqa: F401
+
+
+def load(library: Path, kernel_cache: Path | None) -> tuple[Any, Callable[..., Any]]:
+    """The loader entry the candidate process calls (evaluator/languages.py names this module): (None, `run`)."""
+    if kernel_cache is None:
+        raise RuntimeError("a Triton candidate process needs its copy of the compiled kernels")
+    return None, load_triton(library, kernel_cache)
+
+
 def load_triton(source: Path, cache_dir: Path) -> Callable[..., Any]:
     """The candidate's `run`, with Triton reading kernels from `cache_dir` and never compiling."""
     os.environ.update(triton_env(cache_dir))
