@@ -14,6 +14,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from evaluator.task_families import Draw, draw_for
 from evaluator.taskdata import Definition, Task, TensorSpec, Workload
 
 InputDeriver = Callable[[dict[str, Any]], dict[str, Any]]
@@ -60,7 +61,8 @@ def input_deriver(task: Task) -> InputDeriver | None:
 def make_inputs(
     definition: Definition, workload: Workload, seed: int, device: str = "cuda", derive: InputDeriver | None = None
 ) -> list[Any]:
-    """The inputs of one call in definition order: tensors drawn from `seed`, scalars from the workload.
+    """The inputs of one call in definition order: tensors drawn from `seed` by the rule of the task's family
+    (evaluator/task_families.py; standard normal unless it says otherwise), scalars from the workload.
 
     With `derive` (the task's input generator), the inputs it returns replace the drawn ones; it runs the same
     way in the parent and in the candidate process, so both hold the same values.
@@ -79,7 +81,7 @@ def make_inputs(
         if kind != "random":
             raise NotImplementedError(f"input {spec.name}: workload input type {kind!r} is not supported yet")
         shape = definition.shape_of(spec, workload.axes)
-        values.append(_random_tensor(spec, shape, gen, device))
+        values.append(_random_tensor(spec, shape, gen, device, draw_for(definition.op_type, spec.name)))
     if derive is not None:
         import torch
 
@@ -103,19 +105,23 @@ def scalar_input(spec: TensorSpec, workload: Workload) -> Any:
 
 
 def _scalar(spec: TensorSpec, value: Any) -> Any:
-    if spec.dtype in ("float64", "float32", "float16", "bfloat16"):
+    # Every floating dtype, the narrow ones included: int() would turn a float8 scale of 0.5 into 0.
+    if spec.dtype in _FLOATS:
         return float(value)
     if spec.dtype == "bool":
         return bool(value)
     return int(value)
 
 
-def _random_tensor(spec: TensorSpec, shape: Sequence[int], gen: Any, device: str) -> Any:
+def _random_tensor(spec: TensorSpec, shape: Sequence[int], gen: Any, device: str, draw: Draw) -> Any:
     import torch
 
     dtype = torch_dtype(spec.dtype)
     if spec.dtype in _FLOATS:
-        # Standard normal, as FlashInfer-Bench draws "random" inputs; cast after drawing in fp32.
+        # Drawn in fp32, then cast. Standard normal is how FlashInfer-Bench draws "random" inputs.
+        if draw.distribution == "uniform":
+            unit = torch.rand(tuple(shape), generator=gen, device=device, dtype=torch.float32)
+            return (unit * (draw.high - draw.low) + draw.low).to(dtype)
         return torch.randn(tuple(shape), generator=gen, device=device, dtype=torch.float32).to(dtype)
     if spec.dtype == "bool":
         return torch.randint(0, 2, tuple(shape), generator=gen, device=device).to(torch.bool)

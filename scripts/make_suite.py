@@ -7,7 +7,9 @@ checks), so change a task here and re-run rather than editing the generated file
     python scripts/make_suite.py --check    # exit 1 if tasks/ differs from what this script would write
     python scripts/make_suite.py --out DIR  # write somewhere else
 
-Only the files listed per task below are written; anything else in a task folder (solutions/, ...) and
+What a family of tasks shares (group, FLOPs, tolerance, baselines, reference, starters) is its entry in the
+task-families registry (evaluator/task_families.py); the builders below add each task's definition text, axes and
+workloads. Only the files listed per task below are written; anything else in a task folder (solutions/, ...) and
 tasks/packs/ are left alone.
 """
 
@@ -26,6 +28,7 @@ if str(REPO) not in sys.path:
 
 from evaluator.arches import ARCHES  # noqa: E402
 from evaluator.languages import LANGUAGES  # noqa: E402
+from evaluator.task_families import GEMM_BF16, GEMM_FP8, MHA_BWD, MHA_FWD, TaskFamily  # noqa: E402
 
 TEMPLATES = Path(__file__).resolve().parent / "suite_templates"
 DEFAULT_ROOT = REPO / "tasks"
@@ -36,18 +39,12 @@ NAMESPACE = uuid.UUID("6f1f7a52-0d0e-4c55-9d1e-5054584245e4")
 GEMM_SHAPES = ((7168, 5120), (4096, 4096), (2048, 4096), (28672, 4096), (256, 7168))  # (N, K)
 GEMM_M = (128, 1024, 4096, 8192)
 GEMM_HEADLINE_M = 8192
+FP8_GEMM_SHAPES = ((7168, 5120),)  # (N, K): the shape of the bf16 task with the expert kernel
 ATTN_BATCH = 4
 ATTN_HEADS = 48
 ATTN_HEAD_DIMS = (64, 96, 128)
 ATTN_S = (512, 1024, 2048, 4096, 8192, 16384)
 ATTN_HEADLINE_S = 4096
-
-TOLERANCE = {"atol": 0.01, "rtol": 0.01}
-# Causal attention backward: the first query rows attend few keys, so P and dS are O(1) there and the bf16
-# rounding of dS that every tensor-core kernel does (cuDNN and FlashAttention-2 alike) reaches up to 1.37x the 1e-2
-# tolerance under the evaluator's element rule (measured on an H200, docs/baselines.md). 3e-2 puts the library
-# baselines at about a third of the tolerance, as the other tasks have it.
-CAUSAL_BACKWARD_TOLERANCE = {"atol": 0.03, "rtol": 0.03}
 
 ATTN_AXES = {
     "B": {"type": "const", "value": ATTN_BATCH, "description": "batch"},
@@ -99,13 +96,19 @@ def _template(name: str, causal: bool | None = None) -> str:
     return text.replace(marker, replacement) if causal else text
 
 
-def _starters(family: str, causal: bool | None = None) -> dict[str, str]:
-    """The family's starter in each registered language that has starters: the template `<family>_<starter file>`."""
+def _starters(family: TaskFamily, causal: bool | None = None) -> dict[str, str]:
+    """The family's starter in each registered language that has starters: the template `<prefix>_<starter file>`."""
     return {
-        lang.starter_file: _template(f"{family}_{lang.starter_file}", causal)
+        lang.starter_file: _template(f"{family.starter_prefix}_{lang.starter_file}", causal)
         for lang in LANGUAGES.values()
         if lang.starter_file
     }
+
+
+def _trusted_files(family: TaskFamily, causal: bool | None = None) -> dict[str, str]:
+    """The family's baselines and input generator as task-folder files, from their templates."""
+    files = [*family.baselines, *([family.input_generator] if family.input_generator else [])]
+    return {f.file: _template(f.template, causal) for f in files}
 
 
 def _workloads(task: str, axis: str, values: tuple[int, ...], inputs: tuple[str, ...]) -> str:
@@ -125,36 +128,48 @@ def _workloads(task: str, axis: str, values: tuple[int, ...], inputs: tuple[str,
     return "\n".join(lines) + "\n"
 
 
-def _ptxbench(
-    task: str,
-    group: str,
-    flops: str,
-    headline: str,
-    baselines: list[dict],
-    tolerance: dict[str, float] = TOLERANCE,
-    **extra: object,
-) -> str:
+def _ptxbench(task: str, family: TaskFamily, headline: str, causal: bool = False) -> str:
     data: dict[str, object] = {
         "definition": task,
-        "group": group,
-        "flops": flops,
+        "group": family.group,
+        "flops": family.flops_for(causal),
         "headline_workload": headline,
         "targets": targets(),
-        "baselines": baselines,
+        "baselines": [b.as_json() for b in family.baselines],
     }
-    data.update(extra)
+    if family.input_generator is not None:
+        data["input_generator"] = family.input_generator.as_json()
     data["starter"] = "starter.cu"
     data["starter_triton"] = "starter_triton.py"
     data["knowledge_packs"] = knowledge_packs()
-    data["tolerance"] = tolerance
+    data["tolerance"] = family.tolerance_for(causal).as_json()
     return _json(data)
+
+
+def family_task(
+    family: TaskFamily, definition: dict, axis: str, values: tuple[int, ...], headline: int, causal: bool | None = None
+) -> TaskFiles:
+    """A task folder of `family`: the definition given, a workload per value of the one variable `axis` (every
+    input drawn at random), and what the family's registry entry names (ptxbench.json, baselines, starters).
+    `causal` picks the causal variant of attention templates and of the family's FLOPs and tolerance."""
+    name = definition["name"]
+    return TaskFiles(
+        name,
+        {
+            "definition.json": _json(definition),
+            "workloads.jsonl": _workloads(name, axis, values, tuple(definition["inputs"])),
+            "ptxbench.json": _ptxbench(name, family, workload_uuid(name, axis, headline), bool(causal)),
+            **_trusted_files(family, causal),
+            **_starters(family, causal),
+        },
+    )
 
 
 def gemm_task(n: int, k: int) -> TaskFiles:
     name = f"gemm_n{n}_k{k}"
     definition = {
         "name": name,
-        "op_type": "gemm",
+        "op_type": GEMM_BF16.op_type,
         "description": (
             f"BF16 GEMM with fp32 accumulation: C[M,N] = A[M,K] @ B[N,K]^T, N={n}, K={k} (B is stored row-major "
             f"as [N,K], i.e. the weight layout of a linear layer). The headline workload is M={GEMM_HEADLINE_M}."
@@ -179,21 +194,52 @@ def gemm_task(n: int, k: int) -> TaskFiles:
                 "description": "A @ B^T, rounded to bf16 from an fp32 accumulator",
             }
         },
-        "reference": _template("gemm_reference.py"),
+        "reference": _template(GEMM_BF16.reference),
         "tags": ["status:verified", "suite:ptxbench", "gemm", "bf16"],
     }
-    baselines = [{"id": "cublas", "name": "cuBLAS (torch.matmul)", "file": "baseline.py", "function": "run"}]
-    headline = workload_uuid(name, "M", GEMM_HEADLINE_M)
-    return TaskFiles(
-        name,
-        {
-            "definition.json": _json(definition),
-            "workloads.jsonl": _workloads(name, "M", GEMM_M, ("A", "B")),
-            "ptxbench.json": _ptxbench(name, "gemm", "2*M*N*K", headline, baselines),
-            "baseline.py": _template("gemm_baseline.py"),
-            **_starters("gemm"),
+    return family_task(GEMM_BF16, definition, "M", GEMM_M, GEMM_HEADLINE_M)
+
+
+def gemm_fp8_task(n: int, k: int) -> TaskFiles:
+    family = GEMM_FP8
+    name = f"gemm_fp8_n{n}_k{k}"
+    definition = {
+        "name": name,
+        "op_type": family.op_type,
+        "description": (
+            f"FP8 GEMM with per-tensor scales and fp32 accumulation: C[M,N] = (A * scale_a) @ (B * scale_b)^T, "
+            f"N={n}, K={k}. A[M,K] and B[N,K] are float8_e4m3fn, row-major (B in the weight layout of a linear "
+            f"layer); scale_a and scale_b are float32 tensors of one element (in device memory, as per-tensor "
+            f"scales are); C is bf16. Accumulate in fp32: FP8 tensor-core accumulators keep fewer bits, so promote "
+            f"their partial sums to fp32 at least every 512 elements of K. The headline workload is "
+            f"M={GEMM_HEADLINE_M}."
+        ),
+        "axes": {
+            "M": {"type": "var", "description": "rows of A and C (tokens)"},
+            "N": {"type": "const", "value": n, "description": "rows of B, columns of C"},
+            "K": {"type": "const", "value": k, "description": "reduction dimension"},
         },
-    )
+        "inputs": {
+            "A": {"shape": ["M", "K"], "dtype": "float8_e4m3fn", "description": "left operand, row-major"},
+            "B": {
+                "shape": ["N", "K"],
+                "dtype": "float8_e4m3fn",
+                "description": "right operand, row-major [N,K]; the product uses its transpose",
+            },
+            "scale_a": {"shape": [], "dtype": "float32", "description": "per-tensor scale of A (one element)"},
+            "scale_b": {"shape": [], "dtype": "float32", "description": "per-tensor scale of B (one element)"},
+        },
+        "outputs": {
+            "C": {
+                "shape": ["M", "N"],
+                "dtype": "bfloat16",
+                "description": "scale_a * scale_b * (A @ B^T), rounded to bf16 from an fp32 accumulator",
+            }
+        },
+        "reference": _template(family.reference),
+        "tags": ["status:verified", "suite:ptxbench", "gemm", "fp8"],
+    }
+    return family_task(family, definition, "M", GEMM_M, GEMM_HEADLINE_M)
 
 
 def _mask_words(causal: bool) -> str:
@@ -208,7 +254,7 @@ def mha_fwd_task(d: int, causal: bool) -> TaskFiles:
     name = f"mha_with_lse_d{d}" + ("_causal" if causal else "")
     definition = {
         "name": name,
-        "op_type": "mha_with_lse",
+        "op_type": MHA_FWD.op_type,
         "description": (
             f"Multi-head attention forward with log-sum-exp, bf16 in and out, fp32 accumulation: "
             f"O = softmax(Q K^T / sqrt(D)) V and LSE[b,h,i] = log(sum_j exp(Q_i . K_j / sqrt(D))) (natural log, "
@@ -229,43 +275,17 @@ def mha_fwd_task(d: int, causal: bool) -> TaskFiles:
                 "description": "natural-log sum of exp(scaled scores) per query row (the softmax denominator's log)",
             },
         },
-        "reference": _template("mha_fwd_reference.py", causal),
+        "reference": _template(MHA_FWD.reference, causal),
         "tags": ["status:verified", "suite:ptxbench", "attention", "forward", "bf16"] + (["causal"] if causal else []),
     }
-    baselines = [
-        {
-            "id": "cudnn",
-            "name": "cuDNN attention (torch aten._scaled_dot_product_cudnn_attention)",
-            "file": "baseline_cudnn.py",
-            "function": "run",
-        },
-        {
-            "id": "flash",
-            "name": "FlashAttention-2 (torch aten._scaled_dot_product_flash_attention)",
-            "file": "baseline_flash.py",
-            "function": "run",
-        },
-    ]
-    flops = "2*B*H*S*S*D" if causal else "4*B*H*S*S*D"
-    headline = workload_uuid(name, "S", ATTN_HEADLINE_S)
-    return TaskFiles(
-        name,
-        {
-            "definition.json": _json(definition),
-            "workloads.jsonl": _workloads(name, "S", ATTN_S, ("Q", "K", "V")),
-            "ptxbench.json": _ptxbench(name, "mha_fwd", flops, headline, baselines),
-            "baseline_cudnn.py": _template("mha_fwd_cudnn.py", causal),
-            "baseline_flash.py": _template("mha_fwd_flash.py", causal),
-            **_starters("mha_fwd", causal),
-        },
-    )
+    return family_task(MHA_FWD, definition, "S", ATTN_S, ATTN_HEADLINE_S, causal)
 
 
 def mha_bwd_task(d: int, causal: bool) -> TaskFiles:
     name = f"mha_bwd_d{d}" + ("_causal" if causal else "")
     definition = {
         "name": name,
-        "op_type": "mha_bwd",
+        "op_type": MHA_BWD.op_type,
         "description": (
             f"Multi-head attention backward, bf16 in and out, fp32 accumulation. With P = softmax(Q K^T / sqrt(D)) "
             f"({_mask_words(causal)}) recomputed as exp(Q K^T / sqrt(D) - LSE), compute dV = P^T dO, "
@@ -291,47 +311,10 @@ def mha_bwd_task(d: int, causal: bool) -> TaskFiles:
             "dK": _bhsd("gradient with respect to K"),
             "dV": _bhsd("gradient with respect to V"),
         },
-        "reference": _template("mha_bwd_reference.py", causal),
+        "reference": _template(MHA_BWD.reference, causal),
         "tags": ["status:verified", "suite:ptxbench", "attention", "backward", "bf16"] + (["causal"] if causal else []),
     }
-    baselines = [
-        {
-            "id": "cudnn",
-            "name": "cuDNN attention backward (torch aten._scaled_dot_product_cudnn_attention_backward)",
-            "file": "baseline_cudnn.py",
-            "function": "run",
-        },
-        {
-            "id": "flash",
-            "name": "FlashAttention-2 backward (torch aten._scaled_dot_product_flash_attention_backward)",
-            "file": "baseline_flash.py",
-            "function": "run",
-        },
-    ]
-    # FlashAttention's convention: backward = 2.5 x forward (5 matrix products against the forward's 2).
-    flops = "5*B*H*S*S*D" if causal else "10*B*H*S*S*D"
-    headline = workload_uuid(name, "S", ATTN_HEADLINE_S)
-    generator = {"id": "forward", "name": "fp32 forward pass for O and LSE", "file": "inputs.py", "function": "derive"}
-    return TaskFiles(
-        name,
-        {
-            "definition.json": _json(definition),
-            "workloads.jsonl": _workloads(name, "S", ATTN_S, ("Q", "K", "V", "O", "dO", "LSE")),
-            "ptxbench.json": _ptxbench(
-                name,
-                "mha_bwd",
-                flops,
-                headline,
-                baselines,
-                CAUSAL_BACKWARD_TOLERANCE if causal else TOLERANCE,
-                input_generator=generator,
-            ),
-            "baseline_cudnn.py": _template("mha_bwd_cudnn.py", causal),
-            "baseline_flash.py": _template("mha_bwd_flash.py", causal),
-            "inputs.py": _template("mha_bwd_inputs.py", causal),
-            **_starters("mha_bwd", causal),
-        },
-    )
+    return family_task(MHA_BWD, definition, "S", ATTN_S, ATTN_HEADLINE_S, causal)
 
 
 def build_suite() -> list[TaskFiles]:
@@ -341,6 +324,7 @@ def build_suite() -> list[TaskFiles]:
         tasks += [mha_fwd_task(d, causal) for d in ATTN_HEAD_DIMS]
     for causal in (False, True):
         tasks += [mha_bwd_task(d, causal) for d in ATTN_HEAD_DIMS]
+    tasks += [gemm_fp8_task(n, k) for n, k in FP8_GEMM_SHAPES]
     return tasks
 
 

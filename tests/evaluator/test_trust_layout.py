@@ -45,6 +45,7 @@ LOADED_AS_DEPENDENCY = {
     "evaluator.verdict": "evaluator.stats names TimingStats",
     "evaluator.arches": "evaluator.taskdata checks targets against the known architectures",
     "evaluator.flops": "evaluator.taskdata evaluates FLOP expressions",
+    "evaluator.task_families": "evaluator.inputs draws each input by its task family's rule, the same on both sides",
     "evaluator.hostile_files": "evaluator.protocol reads the profile result file (a parent-side function) with it",
     "evaluator.gpu_share": "evaluator.shared_outputs maps device memory through it",
 }

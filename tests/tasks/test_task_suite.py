@@ -1,4 +1,4 @@
-"""The PTXBench task suite as data (CPU): the 17 tasks load, their workloads, FLOPs and ids are right, every
+"""The PTXBench task suite as data (CPU): the suite tasks load, their workloads, FLOPs and ids are right, every
 reference and input generator agrees with independent float64 math on tiny shapes, broken copies of a task are
 rejected naming file and field, the generator script reproduces the folders, and each starter compiles."""
 
@@ -36,6 +36,7 @@ GEMM = ["gemm_n7168_k5120", "gemm_n4096_k4096", "gemm_n2048_k4096", "gemm_n28672
 FWD = [f"mha_with_lse_d{d}{c}" for c in ("", "_causal") for d in (64, 96, 128)]
 BWD = [f"mha_bwd_d{d}{c}" for c in ("", "_causal") for d in (64, 96, 128)]
 SUITE = GEMM + FWD + BWD
+FP8 = ["gemm_fp8_n7168_k5120"]  # its own tests: tests/tasks/test_gemm_fp8_task.py
 
 # A reference's own error (beyond the rounding of its output dtype) must stay under a tenth of the tolerance.
 REFERENCE_MARGIN = 0.1
@@ -71,9 +72,9 @@ def _generator(task: Task):
 # --------------------------------------------------------------------------- the suite as data
 
 
-def test_exactly_the_seventeen_tasks_load(suite):
-    assert sorted(suite) == sorted(SUITE)
-    assert {t.group for t in suite.values()} == {"gemm", "mha_fwd", "mha_bwd"}
+def test_exactly_the_suite_tasks_load(suite):
+    assert sorted(suite) == sorted(SUITE + FP8)
+    assert {t.group for t in suite.values()} == {"gemm", "mha_fwd", "mha_bwd", "gemm_fp8"}
     for name in GEMM:
         assert suite[name].group == "gemm"
     for name in FWD:
@@ -174,7 +175,7 @@ def test_make_suite_reproduces_the_task_folders(tmp_path):
     sys.modules["make_suite"] = make_suite
     spec.loader.exec_module(make_suite)
     assert make_suite.differences(TASKS) == []
-    assert sorted(t.name for t in make_suite.build_suite()) == sorted(SUITE)
+    assert sorted(t.name for t in make_suite.build_suite()) == sorted(SUITE + FP8)
     # A hand edit is noticed.
     shutil.copytree(TASKS / "gemm_n256_k7168", tmp_path / "gemm_n256_k7168")
     (tmp_path / "gemm_n256_k7168" / "baseline.py").write_text("# edited\n")

@@ -15,7 +15,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from evaluator.arches import arch_for_capability  # noqa: E402
-from evaluator.taskdata import Task, load_tasks  # noqa: E402
+from evaluator.inputs import input_deriver, make_inputs  # noqa: E402
+from evaluator.taskdata import Task, Workload, load_tasks  # noqa: E402
 from tests.support.task_suite_build import compile_all  # noqa: E402
 from tests.support.task_suite_math import (  # noqa: E402
     attention_exact,
@@ -61,22 +62,17 @@ def _causal(name: str) -> bool:
 
 
 def _inputs(task: Task, axes: dict[str, int], seed: int) -> list[torch.Tensor]:
-    """Standard-normal inputs (drawn in fp32, then cast, as the evaluator does), derived ones replaced."""
-    gen = torch.Generator(device="cuda").manual_seed(seed)
-    values = {}
-    for spec in task.definition.inputs:
-        shape = tuple(task.definition.axis_values(axes)[a] for a in spec.shape)
-        dtype = getattr(torch, spec.dtype)
-        values[spec.name] = torch.randn(shape, generator=gen, device="cuda", dtype=torch.float32).to(dtype)
-    if task.input_generator is not None:
-        derive = load_function(task.input_generator.source, task.input_generator.function, f"inputs_{task.name}")
-        values.update(derive(values))
-    return [values[s.name] for s in task.definition.inputs]
+    """The evaluator's inputs: drawn by the task family's rule, derived ones replaced."""
+    workload = Workload(uuid="", axes=axes, inputs={})
+    return make_inputs(task.definition, workload, seed, device="cuda", derive=input_deriver(task))
 
 
 def _exact(task: Task, inputs: list[torch.Tensor]) -> tuple[torch.Tensor, ...]:
     if task.group == "gemm":
         return (gemm_exact(*inputs),)
+    if task.group == "gemm_fp8":
+        a, b, scale_a, scale_b = inputs
+        return (gemm_exact(a, b) * (scale_a.double() * scale_b.double()),)
     if task.group == "mha_fwd":
         return attention_exact(*inputs, _causal(task.name))
     return attention_grads_from_inputs(*inputs, _causal(task.name))
@@ -136,7 +132,7 @@ def starters(suite, tmp_path_factory) -> dict[str, Path]:
 
 def _odd_axes(task: Task) -> dict[str, dict[str, int]]:
     """A shape that is no multiple of any tile: the starters read all sizes from the tensors."""
-    if task.group == "gemm":
+    if task.group in ("gemm", "gemm_fp8"):
         return {"M": 77}
     return {"S": 77}
 
