@@ -589,7 +589,7 @@ def _time(
     result.performance = p = perf.performance
     floor = trusted_base.host_floor_ms if trusted_base is not None else None
     if trusted_base is not None:
-        p.reference_measured_by = "trusted process"
+        p.baseline_measured_by = "trusted process"
         p.host_floor_ms = floor
     # The parent's clock ranks both sides; the candidate process's own timer stays as a labelled hint.
     run.trusted_ms = ranked_ms(batches, trusted_base.drawing_ms if trusted_base is not None else 0.0)

@@ -37,7 +37,7 @@ def performance_from_timing(
 ) -> PerformanceResult:
     """`message` is a timing event (evaluator.protocol.timing_event) already checked by protocol.check_timing.
 
-    `baseline` is the id of the task's speedup reference, `flops` the task's FLOPs for this workload,
+    `baseline` is the id of the task's library baseline, `flops` the task's FLOPs for this workload,
     `peak_tflops` the GPU's datasheet dense BF16 peak (evaluator/peaks.py; None when unknown), `workload` the uuid
     for notes.
     """
@@ -54,12 +54,12 @@ def performance_from_timing(
     perf.latency_ms = perf.candidate.median_ms
     if "baseline" in series:
         base = series["baseline"]
-        perf.reference = summarize(
+        perf.baseline_timing = summarize(
             base["samples_ms"], method=method, warmup=warmup, kernels_per_call=_mean(base["activities"])
         )
-        perf.baseline_latency_ms = perf.reference.median_ms
+        perf.baseline_latency_ms = perf.baseline_timing.median_ms
         if perf.candidate.median_ms > 0:
-            perf.speedup_factor = perf.reference.median_ms / perf.candidate.median_ms
+            perf.speedup_factor = perf.baseline_timing.median_ms / perf.candidate.median_ms
             lo, hi = bootstrap_speedup(base["samples_ms"], cand["samples_ms"])
             if math.isfinite(lo) and math.isfinite(hi):
                 perf.speedup_ci95 = [lo, hi]
@@ -75,7 +75,7 @@ def rank_by_trusted_clock(
 ) -> None:
     """The parent's clock over lent batches ranks both sides (evaluator/lent_calls.py): the candidate's and the
     library's per-call times replace the in-process medians, which stay as hints (`in_process_latency_ms`, the
-    `candidate` and `reference` series); the speedup's interval is the in-process one, scaled."""
+    `candidate` and `baseline_timing` stats); the speedup's interval is the in-process one, scaled."""
     perf.in_process_latency_ms = perf.latency_ms
     if not latency_ms:
         perf.latency_from = LATENCY_FROM_CANDIDATE_TIMER

@@ -21,8 +21,10 @@ from enum import StrEnum
 from typing import Any
 
 # 2: `Performance.reference_latency_ms` became `baseline_latency_ms` (docs/glossary.md: the library
-# baseline's latency, not the PyTorch reference's). `from_dict` still reads documents of version 1.
-SCHEMA_VERSION = 2
+# baseline's latency, not the PyTorch reference's). 3: for the same reason, `Performance.reference` became
+# `baseline_timing` and `reference_measured_by` became `baseline_measured_by`. `from_dict` still reads documents of
+# every earlier version (each renamed field names its old name).
+SCHEMA_VERSION = 3
 
 
 class Status(StrEnum):
@@ -178,12 +180,16 @@ class Performance:
     speedup_ci95: list[float] | None = None  # bootstrap 95% interval of the speedup
     baseline: str = ""  # baseline id, e.g. "cublas"
     candidate: TimingStats | None = None
-    reference: TimingStats | None = None
+    # The library baseline's timing stats (the baseline, docs/glossary.md; the reference is the PyTorch oracle that
+    # correctness compares with, and is never timed).
+    baseline_timing: TimingStats | None = field(default=None, metadata={"renamed_from": "reference"})
     tflops: float | None = None  # task FLOPs / candidate median
     fraction_of_peak: float | None = None  # tflops / the GPU's datasheet dense BF16 peak (evaluator/peaks.py)
-    # Who measured `reference`: "trusted process" (a process that loads no submission code) or, in
+    # Who measured `baseline_timing`: "trusted process" (a process that loads no submission code) or, in
     # verdicts before it, the candidate's own process ("candidate process").
-    reference_measured_by: str | None = field(default=None, metadata={"added": "schema_version 2"})
+    baseline_measured_by: str | None = field(
+        default=None, metadata={"added": "schema_version 2", "renamed_from": "reference_measured_by"}
+    )
     # The trusted process's own clock over back-to-back batches of library calls, minus their GPU time: the host
     # cost per call of a Python-driven call on this host right now (the trusted-clock check's slack scales with it).
     host_floor_ms: float | None = field(default=None, metadata={"added": "schema_version 2"})

@@ -131,9 +131,15 @@ def _old_verdict() -> dict:
         document["arch_check"].pop(key)
     document["arch_check"].pop("timed_beyond_non_tensor")
     performance = document["workloads"][0]["performance"]
-    for key in ("latency_from", "in_process_latency_ms", "host_floor_ms", "reference_measured_by"):
+    for key in ("latency_from", "in_process_latency_ms", "host_floor_ms", "baseline_measured_by"):
         performance.pop(key)
     performance["reference_latency_ms"] = performance.pop("baseline_latency_ms")
+    performance.pop("baseline_timing")
+    # the baseline's timing stats, under the name every version before 3 gave them
+    performance["reference"] = {
+        "method": "cupti", "n": 3, "median_ms": 1.0, "q25_ms": 1.0, "q75_ms": 1.0, "iqr_ms": 0.0, "min_ms": 1.0,
+        "max_ms": 1.0, "mean_ms": 1.0, "samples_ms": [1.0, 1.0, 1.0], "warmup": 1, "kernels_per_call": 1.0,
+    }  # fmt: skip
     document["schema_version"] = 1
     document["workloads"][0]["fraction_of_peak_old_name"] = 0.5  # a field the evaluator no longer writes
     return document
@@ -150,6 +156,7 @@ def test_an_old_stored_verdict_parses_with_the_new_fields_empty():
     performance = verdict.workloads[0].performance
     assert performance.latency_from is None and performance.speedup_factor == pytest.approx(1.25)
     assert performance.baseline_latency_ms == pytest.approx(1.0)  # read under its version-1 name
+    assert performance.baseline_timing is not None and performance.baseline_timing.median_ms == 1.0
     assert verdict.integrity is None and verdict.sandbox is None and verdict.language == "cuda"
 
 

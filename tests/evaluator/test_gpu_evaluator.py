@@ -100,7 +100,7 @@ def test_simple_simt_gemm_passes_with_zero_target_instructions():
     assert 1 <= w["correctness"]["timed_outputs_checked"] <= 32  # CHECK_FRACTION of the 50 timed calls, capped
     assert w["correctness"]["relative_norm_error"] < 1e-2
     perf = w["performance"]
-    assert perf["candidate"]["n"] == 50 and perf["reference"]["n"] == 50
+    assert perf["candidate"]["n"] == 50 and perf["baseline_timing"]["n"] == 50
     assert perf["candidate"]["method"] == "cupti", v["notes"]
     assert perf["latency_ms"] > 0 and perf["baseline_latency_ms"] > 0
     lo, hi = perf["speedup_ci95"]

@@ -123,7 +123,7 @@ def test_the_library_baseline_is_timed_where_the_candidate_cannot_reach_it():
     v = timed("SLOW_BASELINE", batches=8)
     assert v.status == OverallStatus.PASSED, v.workloads[0].message
     perf = v.workloads[0].performance
-    assert perf.reference_measured_by == "trusted process"
+    assert perf.baseline_measured_by == "trusted process"
     assert perf.baseline_latency_ms is not None and perf.baseline_latency_ms < 10.0, perf.baseline_latency_ms
     assert perf.host_floor_ms is not None and perf.host_floor_ms >= 0
 

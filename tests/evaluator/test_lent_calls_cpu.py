@@ -59,7 +59,7 @@ def test_the_parents_clock_ranks_both_sides_of_an_honest_kernel():
     assert perf.latency_from == vm.LATENCY_FROM_TRUSTED_BATCHES
     # The integrity record keeps the trusted figure to 6 decimals of a millisecond; the ranked latency is unrounded.
     assert perf.latency_ms == pytest.approx(v.integrity.trusted_ms_per_call[WORKLOAD], abs=1e-6)
-    assert perf.in_process_latency_ms is not None and perf.reference_measured_by == "trusted process"
+    assert perf.in_process_latency_ms is not None and perf.baseline_measured_by == "trusted process"
     assert perf.speedup_factor == pytest.approx(perf.baseline_latency_ms / perf.latency_ms)
     assert [h.code for h in v.integrity.holds if h.code != HOST_TIME] == []
 

@@ -42,7 +42,8 @@ def test_recorded_timing_events_give_the_recorded_performance(entry):
     assert perf.speedup_ci95 == pytest.approx(recorded["speedup_ci95"], rel=1e-12)
     assert perf.tflops == pytest.approx(recorded["tflops"], rel=1e-9)
     assert perf.fraction_of_peak == pytest.approx(recorded["fraction_of_peak"], rel=1e-9)
-    for mine, theirs in ((perf.candidate, recorded["candidate"]), (perf.reference, recorded["reference"])):
+    # The stored verdict is of schema_version 1, which called the baseline's timing stats `reference`.
+    for mine, theirs in ((perf.candidate, recorded["candidate"]), (perf.baseline_timing, recorded["reference"])):
         assert mine.samples_ms == theirs["samples_ms"]
         assert (mine.median_ms, mine.q25_ms, mine.q75_ms) == pytest.approx(
             (theirs["median_ms"], theirs["q25_ms"], theirs["q75_ms"]), rel=1e-12
@@ -65,7 +66,7 @@ def test_a_timed_call_without_gpu_activity_is_noted_and_no_baseline_means_no_spe
     perf = result.performance
     assert result.notes == ["workload w-1: some timed calls recorded no GPU activity"]
     assert perf.latency_ms == 0.5 and perf.candidate.kernels_per_call == pytest.approx(2 / 3)
-    assert perf.reference is None and perf.speedup_factor is None and perf.speedup_ci95 is None
+    assert perf.baseline_timing is None and perf.speedup_factor is None and perf.speedup_ci95 is None
     assert perf.tflops == pytest.approx(2e9 / 0.5e-3 / 1e12) and perf.fraction_of_peak is None
 
 

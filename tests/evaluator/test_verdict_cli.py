@@ -93,13 +93,41 @@ def test_verdicts_written_before_the_baseline_rename_are_still_read():
     # Written again, it has only the new name.
     written = json.loads(vm.to_json(read))["workloads"][0]["performance"]
     assert "reference_latency_ms" not in written and written["baseline_latency_ms"] == old[0]["reference_latency_ms"]
-    assert vm.SCHEMA_VERSION == 2 and vm.to_dict(_sample())["schema_version"] == 2
+    assert vm.SCHEMA_VERSION == 3 and vm.to_dict(_sample())["schema_version"] == 3
     # The schema still accepts the old name (deprecated), so a version-1 document differing only there validates.
     data = vm.to_dict(_sample())
     perf = data["workloads"][0]["performance"]
     perf["reference_latency_ms"] = perf.pop("baseline_latency_ms")
     jsonschema.validate(data, SCHEMA)
     assert SCHEMA["$defs"]["Performance"]["properties"]["reference_latency_ms"]["deprecated"] is True
+
+
+def test_verdicts_that_called_the_baselines_timing_the_reference_are_still_read():
+    """Before schema_version 3 the library baseline's timing stats were `reference` and who measured them
+    `reference_measured_by` (the reference is the PyTorch oracle, never timed). Committed evidence keeps those keys:
+    the reader takes them as `baseline_timing` / `baseline_measured_by`, the schema accepts them as deprecated, and
+    a document written again has only the new names. Mutation caught: either field without its `renamed_from`."""
+    path = REPO / "docs" / "runs" / "integrity" / "h200-2026-12-02h" / "verdicts"
+    stored = json.loads((path / "gemm_n4096_k4096-triton_tma_wgmma-h200.json").read_text())
+    old = [w["performance"] for w in stored["workloads"] if w.get("performance")]
+    assert old and all(p["reference"] and p["reference_measured_by"] == "trusted process" for p in old)
+    read = [w.performance for w in vm.from_dict(stored).workloads if w.performance]
+    assert [p.baseline_timing.samples_ms for p in read] == [p["reference"]["samples_ms"] for p in old]
+    assert [p.baseline_timing.median_ms for p in read] == [p["reference"]["median_ms"] for p in old]
+    assert {p.baseline_measured_by for p in read} == {"trusted process"}
+    written = json.loads(vm.to_json(vm.from_dict(stored)))
+    perf = next(w["performance"] for w in written["workloads"] if w.get("performance"))
+    assert "reference" not in perf and "reference_measured_by" not in perf
+    assert perf["baseline_timing"]["median_ms"] == old[0]["reference"]["median_ms"]
+    assert perf["baseline_measured_by"] == "trusted process"
+    # A current document differing only there validates (the evidence file differs in other ways too).
+    data = vm.to_dict(_sample())
+    perf = data["workloads"][0]["performance"]
+    perf["reference"], perf["reference_measured_by"] = perf.pop("baseline_timing"), "trusted process"
+    perf.pop("baseline_measured_by", None)
+    jsonschema.validate(data, SCHEMA)
+    for name in ("reference", "reference_measured_by"):
+        assert SCHEMA["$defs"]["Performance"]["properties"][name]["deprecated"] is True
 
 
 def test_nan_is_never_written():

@@ -11,7 +11,7 @@ from tests.support.verdicts import complete, validate
 
 def test_a_partial_verdict_is_completed_in_the_evaluators_shape_and_valid():
     whole = complete({"status": "PASSED", "arch_check": {"status": "verified"}})
-    assert whole["schema_version"] == 2 and whole["language"] == "cuda" and whole["integrity"] is None
+    assert whole["schema_version"] == 3 and whole["language"] == "cuda" and whole["integrity"] is None
     assert whole["arch_check"]["families"] == {} and whole["arch_check"]["status"] == "verified"
     assert validate(lf.verdict(status="INCORRECT_NUMERICAL", speedup=None))["status"] == "INCORRECT_NUMERICAL"
 
