@@ -39,7 +39,6 @@ from evaluator.inputs import derive_seed
 from evaluator.integrity_record import absorb_profile, absorb_workload
 from evaluator.jail import Jail, allow_unsandboxed_from_env, lendable, open_jail
 from evaluator.languages import DEFAULT_LANGUAGE, Language
-from evaluator.languages import LANGUAGES as _LANGUAGES
 from evaluator.languages import language as find_language
 from evaluator.launches import Launch
 from evaluator.lent_calls import batch_length
@@ -59,9 +58,7 @@ from evaluator.verdict import (
     WorkloadResult,
 )
 
-__all__ = ["LANGUAGES", "REPO_ROOT", "Options", "evaluate", "resolve_stages", "select_workloads"]
-
-LANGUAGES = tuple(_LANGUAGES)  # a .cu file through nvcc, or a .py file of @triton.jit kernels (docs/kernel-abi.md)
+__all__ = ["REPO_ROOT", "Options", "evaluate", "resolve_stages", "select_workloads"]
 
 # Stages that another stage needs: asking for "timing" runs correctness first, and so on.
 _NEEDS = {
