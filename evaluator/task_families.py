@@ -87,9 +87,8 @@ class TaskFamily:
     knowledge_pages: tuple[str, ...]  # pages under tasks/packs/ written for this family
     draws: Mapping[str, Draw] = field(default_factory=dict)  # input name -> its draw; absent: NORMAL
     input_generator: TrustedFile | None = None
-    # Causal attention does half the work and, backward, needs a wider tolerance (make_suite's causal variants).
+    # Causal attention does half the work (the same bytes) and, backward, needs a wider tolerance.
     causal_flops: str | None = None
-    causal_io_bytes: str | None = None
     causal_tolerance: Tolerance | None = None
 
     def draw(self, input_name: str) -> Draw:
