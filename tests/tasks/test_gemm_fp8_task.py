@@ -189,3 +189,16 @@ def test_the_cuda_starter_compiles_for_sm90a(tmp_path):
     compile_starter(TASKS / NAME / "starter.cu", so, "sm_90a")
     symbols = subprocess.run(["nm", "-D", "--defined-only", str(so)], capture_output=True, text=True).stdout
     assert "__tvm_ffi_run" in symbols
+
+
+def test_every_family_names_pack_pages_that_a_pack_renders():
+    from evaluator.packs import DEFAULT_ROOT, load_packs
+
+    fragments = {
+        f
+        for pack in load_packs(DEFAULT_ROOT)
+        for f in json.loads((DEFAULT_ROOT / pack.id / "manifest.json").read_text())["fragments"]
+    }
+    for family in task_families.FAMILIES.values():
+        assert family.knowledge_pages, family.name
+        assert set(family.knowledge_pages) <= fragments, family.name
