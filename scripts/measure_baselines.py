@@ -34,10 +34,12 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from evaluator.inputs import input_deriver  # noqa: E402
+from evaluator.inputs import make_inputs as draw_inputs  # noqa: E402
 from evaluator.stats import summarize  # noqa: E402
-from evaluator.taskdata import Task, evaluate_flops, load_tasks  # noqa: E402
+from evaluator.taskdata import Task, Workload, evaluate_flops, load_tasks  # noqa: E402
 
-GROUP_ORDER = {"gemm": 0, "mha_fwd": 1, "mha_bwd": 2}
+GROUP_ORDER = {"gemm": 0, "mha_fwd": 1, "mha_bwd": 2, "gemm_fp8": 3}
 
 
 @dataclass
@@ -108,19 +110,9 @@ def load_function(source: str, function: str, label: str) -> Any:
 
 
 def make_inputs(task: Task, axes: dict[str, int], seed: int, device: str) -> list[Any]:
-    import torch
-
-    gen = torch.Generator(device=device).manual_seed(seed)
-    values = {}
-    for spec in task.definition.inputs:
-        shape = tuple(task.definition.axis_values(axes)[a] for a in spec.shape)
-        values[spec.name] = torch.randn(shape, generator=gen, device=device, dtype=torch.float32).to(
-            getattr(torch, spec.dtype)
-        )
-    if task.input_generator is not None:
-        gen_fn = load_function(task.input_generator.source, task.input_generator.function, f"inputs_{task.name}")
-        values.update(gen_fn(values))
-    return [values[s.name] for s in task.definition.inputs]
+    """The evaluator's inputs (evaluator/inputs.py): drawn by the task family's rule, derived ones replaced."""
+    workload = Workload(uuid="", axes=axes, inputs={})
+    return draw_inputs(task.definition, workload, seed, device=device, derive=input_deriver(task))
 
 
 def as_tuple(value: Any) -> tuple:
