@@ -171,6 +171,8 @@ def evaluate(
     lang = find_language(language)  # ValueError for an unknown language
     requested = list(stages)
     book = StageBook(new_verdict(source, task, arch, requested), resolve_stages(requested), on_stage)
+    if "timing" in book.stages and (opts.batches < 1 or (opts.batch_calls is not None and opts.batch_calls < 1)):
+        raise ValueError("timing needs at least one batch of at least one call: only the evaluator's clock ranks")
     book.verdict.language = lang.name
     if lang.version is not None and "compile" in book.stages:
         # EnvironmentProblem here when the toolchain is missing. The verdict's field is named for Triton, the one
@@ -301,7 +303,7 @@ def _gpu_stages(ev: EvaluationRun, setup: CandidateSetup) -> None:
         nvcc_version=v.compile.nvcc_version if v.compile is not None else None,
         timing=timing,
     )
-    checker = Checker.for_task(task, device, setup.exchange)
+    checker = Checker.for_task(task, device)
     t = time.monotonic()
     book.report("correctness", f"{len(chosen)} workload(s), {opts.trials} trials each")
     timing_seconds = 0.0

@@ -123,7 +123,7 @@ def serve(tmp_path: Path, *, early: bool = False, call_s: float = 0.0) -> tuple[
     import torch
 
     workload = TASK.workload(WORKLOAD)
-    checker = Checker.for_task(TASK, torch.device("cpu"), tmp_path)
+    checker = Checker.for_task(TASK, torch.device("cpu"))
     setup = CandidateSetup(TASK, [workload], tmp_path / "k.so", tmp_path, tmp_path, None, device_type="cpu")
     seeds = Seeds(
         trials=[7770001],
@@ -170,3 +170,10 @@ def test_outputs_computed_before_the_parents_clock_starts_are_wrong(tmp_path):
     _, run = serve(tmp_path, early=True)
     assert run.result.status == Status.INCORRECT_NUMERICAL, run.result.message
     assert run.result.message.startswith("trial 1:")
+
+
+def test_timing_without_a_batch_is_refused():
+    """Only batches rank: an evaluation asked to time with none would have no trusted figure to rank."""
+    opts = Options(device_type="cpu", batches=0, allow_unsandboxed=True)
+    with pytest.raises(ValueError, match="at least one batch"):
+        evaluate(SOURCE, TASK, "sm_90a", workloads=WORKLOAD, stages=["timing"], options=opts)
