@@ -27,7 +27,6 @@ FAMILY = TaskFamily(
     flops="N",
     io_bytes="4*N + 4 + 4*N",
     tolerance=Tolerance(atol=0.2, rtol=0.2, relative_norm=0.3),
-    tolerance_reason="made up for the test",
     reference="made_up_reference.py",
     baselines=(TrustedFile("torch_mul", "torch.mul", "baseline.py", "made_up_baseline.py"),),
     starter_prefix="made_up",
