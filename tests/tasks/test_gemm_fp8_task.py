@@ -202,3 +202,23 @@ def test_every_family_names_pack_pages_that_a_pack_renders():
     for family in task_families.FAMILIES.values():
         assert family.knowledge_pages, family.name
         assert set(family.knowledge_pages) <= fragments, family.name
+
+
+@pytest.mark.slow  # seconds of Triton compile
+def test_the_triton_starter_compiles_for_sm90a_without_wgmma_or_tma(task, allow_unsandboxed_without_bwrap):
+    pytest.importorskip("triton", reason="Triton is not installed (pip install '.[triton]')")
+    from evaluator.pipeline import Options, evaluate
+    from evaluator.verdict import OverallStatus
+
+    source = (TASKS / NAME / "starter_triton.py").read_text(encoding="utf-8")
+    verdict = evaluate(
+        source,
+        task,
+        "sm_90a",
+        stages=("policy", "compile", "sass"),
+        options=Options(compile_timeout_s=300),
+        language="triton",
+    )
+    assert verdict.status == OverallStatus.STATIC_ONLY, verdict.compile.output if verdict.compile else verdict.policy
+    assert sorted(verdict.sass.kernels) == ["gemm_fp8_tile"]
+    assert verdict.sass.families["gmma"] == 0 and verdict.sass.families["tma"] == 0
