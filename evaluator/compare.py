@@ -3,7 +3,8 @@
 An element fails only when both |out-ref| > atol and |out-ref|/(|ref|+1e-8) > rtol; every element must pass.
 The relative norm ||out-ref|| / ||ref|| must also stay under a bound calibrated on the library baselines
 (docs/verdict.md): this catches all-zero or constant outputs of tasks whose values are small enough to
-slip under atol. Large tensors are compared in chunks so memory stays bounded. Works on CPU tensors too.
+slip under atol. The bounds are the task's (`ptxbench.json` `tolerance`, written from its family's entry in
+evaluator/task_families.py). Large tensors are compared in chunks so memory stays bounded. Works on CPU tensors too.
 """
 
 from __future__ import annotations
