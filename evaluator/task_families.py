@@ -22,8 +22,9 @@ DISTRIBUTIONS = frozenset({"normal", "uniform"})
 
 @dataclass(frozen=True)
 class Draw:
-    """How one random input is drawn from the call's generator: "normal" (standard normal in fp32) or "uniform"
-    over [low, high) in fp32, then cast to the input's dtype."""
+    """How one random floating-point input is drawn from the call's generator: "normal" (standard normal in fp32)
+    or "uniform" over [low, high) in fp32, then cast to the input's dtype. Integer and bool inputs keep their fixed
+    ranges (evaluator/inputs.py)."""
 
     distribution: str = "normal"
     low: float = 0.0
