@@ -125,7 +125,7 @@ class TimingRequest:
 
     warmup: int  # warm-up calls (not sampled)
     iters: int  # sampled timed calls
-    peak_tflops: float | None = None  # the GPU's datasheet dense bf16 peak
+    peak_tflops: float | None = None  # the GPU's datasheet dense tensor peak for the task's dtype
     gpu_uuid: str | None = None  # for the SM clock before and after
     round_calls: int = 3  # timed calls per round (each on its own lent slot)
     check_fraction: float = CHECK_FRACTION  # of timed calls, compared with the reference

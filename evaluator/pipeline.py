@@ -312,12 +312,14 @@ def _gpu_stages(ev: EvaluationRun, setup: CandidateSetup) -> None:
     v.integrity = Integrity(candidate_kernels=list(setup.kernels or []))
     for index, workload in enumerate(chosen):
         book.report("correctness", f"workload {index + 1}/{len(chosen)} ({axes_text(workload)})")
+        limits = limits_for(task.definition, workload, v.environment.gpu_name)
         request = (
             TimingRequest(
                 opts.warmup,
                 opts.iters,
-                # "of peak" is over the GPU's datasheet peak (evaluator/peaks.py), never a matmul rate measured here
-                peaks.peak_tflops(v.environment.gpu_name),
+                # "of peak" is over the GPU's datasheet dense peak for the task's dtype (evaluator/peaks.py: BF16 for
+                # a bf16 task, FP8 for an fp8 one), never a matmul rate measured here
+                limits.peak_tflops or peaks.peak_tflops(v.environment.gpu_name),
                 v.environment.gpu_uuid,
                 opts.round_calls,
                 gpu_name=v.environment.gpu_name,
@@ -325,7 +327,6 @@ def _gpu_stages(ev: EvaluationRun, setup: CandidateSetup) -> None:
             if timing
             else None
         )
-        limits = limits_for(task.definition, workload, v.environment.gpu_name)
         run = run_workload(
             setup,
             checker,

@@ -127,7 +127,7 @@ def demo_verdict(*, facts: TaskFacts, arch: str, gpu: str, source_sha256: str, s
             workload.performance = vm.Performance(
                 latency_ms=latency, baseline_latency_ms=baseline, speedup_factor=speedup,
                 speedup_ci95=[speedup * 0.98, speedup * 1.02], baseline="cublas", tflops=kernel.rate,
-                fraction_of_peak=peaks.fraction_of_peak(kernel.rate, gpu), baseline_measured_by="trusted process",
+                fraction_of_peak=kernel.rate / facts.tensor_tflops if facts.tensor_tflops else None, baseline_measured_by="trusted process",
                 in_process_latency_ms=latency, latency_from=vm.LATENCY_FROM_CANDIDATE_TIMER,
             )  # fmt: skip
             arch_check = _arch_check(kernel, facts, arch, gpu, latency)
