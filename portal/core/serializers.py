@@ -100,3 +100,9 @@ def measurement(obj: Any, *, arch: str) -> dict[str, Any]:
         "fraction_of_peak": obj.fraction_of_peak,
         "gpu_name": obj.gpu_name,
     }
+
+
+def peak_denominator(tflops: float | None, fraction: float | None) -> float | None:
+    """The peak a verdict divided its rate by (the GPU's dense peak for the task's dtype), read back from its rate and
+    fraction: the verdict's own figure, never looked up again. None when either is missing."""
+    return round(tflops / fraction, 1) if tflops and fraction else None

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from evaluator import peaks
 from portal.core.api_versions import CURRENT_API_VERSION
-from portal.core.serializers import measurement, to_version
+from portal.core.serializers import measurement, peak_denominator, to_version
 
 
 def evaluation_result(evaluation, *, v: int = CURRENT_API_VERSION) -> dict[str, Any]:
@@ -22,7 +21,8 @@ def evaluation_result(evaluation, *, v: int = CURRENT_API_VERSION) -> dict[str, 
             "baseline_latency_ms": evaluation.baseline_latency_ms,
             "review_state": evaluation.review_state or None,
             "review_reason": evaluation.review_reason or None,
-            "peak_tflops": peaks.peak_tflops(evaluation.gpu_name),  # the denominator of fraction_of_peak
+            # the denominator of fraction_of_peak, as the verdict used it (the dense peak for the task's dtype)
+            "peak_tflops": peak_denominator(evaluation.tflops, evaluation.fraction_of_peak),
             "is_synthetic": evaluation.submission.is_synthetic,
         },
         v,

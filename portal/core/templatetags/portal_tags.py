@@ -126,12 +126,13 @@ def verdict_glossary_url(obj) -> str:
 
 
 @register.filter
-def datasheet_peak(gpu_name: str) -> str:
-    """The denominator of every "of peak": the GPU's datasheet dense BF16 peak, "989.4 TFLOP/s" (evaluator/peaks.py)."""
-    from evaluator import peaks
+def datasheet_peak(obj) -> str:
+    """The denominator of an evaluation's "of peak" as its verdict used it (the GPU's dense peak for the task's
+    dtype), "989.4 TFLOP/s": read back from the verdict's own two figures, never looked up again."""
+    from portal.core.serializers import peak_denominator
 
-    peak = peaks.peak_tflops(gpu_name)
-    return f"{peak:g} TFLOP/s" if peak else "unknown"
+    peak = peak_denominator(getattr(obj, "tflops", None), getattr(obj, "fraction_of_peak", None))
+    return f"{peak:.5g} TFLOP/s" if peak else "unknown"
 
 
 @register.filter

@@ -10,9 +10,8 @@ import io
 from collections.abc import Iterable
 from typing import Any
 
-from evaluator import peaks
 from portal.core.api_versions import CURRENT_API_VERSION
-from portal.core.serializers import MEASUREMENT_FIELDS, V1_NAMES, iso, measurement, to_version
+from portal.core.serializers import MEASUREMENT_FIELDS, V1_NAMES, iso, measurement, peak_denominator, to_version
 from portal.leaderboard.boards import ranking
 from portal.leaderboard.boards.selectors import BoardQuery
 
@@ -61,7 +60,8 @@ def kernel_entry(row: ranking.KernelRow, *, v: int = CURRENT_API_VERSION) -> dic
         "language": row.language,
         "group": row.group,
         **measurement(row, arch=row.arch),
-        "peak_tflops": peaks.peak_tflops(row.gpu_name),  # the denominator of fraction_of_peak (evaluator/peaks.py)
+        # the denominator of fraction_of_peak, as the verdict used it (the dense peak for the task's dtype)
+        "peak_tflops": peak_denominator(row.tflops, row.fraction_of_peak),
         "badge": row.badge,
         "finished_at": iso(row.finished_at),
         "evaluation_id": row.evaluation_id,
