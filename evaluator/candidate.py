@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import random
 import shutil
 import signal
 import sys
@@ -27,41 +26,29 @@ from evaluator import envinfo, hostile_files, protocol, trusted_baseline
 from evaluator.compare import Comparison, worst
 from evaluator.correctness import Checker, fill_correctness
 from evaluator.errors import EnvironmentProblem
-from evaluator.inputs import derive_seed, scalar_input
+from evaluator.inputs import scalar_input
 from evaluator.integrity import (
-    CHECK_FRACTION,
     CHECK_MEMORY_BYTES,
-    CheckChooser,
-    consistency_hold,
-    defined_twice,
-    describe_footprint,
-    describe_foreign,
-    footprint_checks,
-    foreign_kernels,
-    l2_hold,
-    physical_limit_hold,
-    trusted_clock_hold,
 )
 from evaluator.jail import Jail, hand_over
 from evaluator.languages import DEFAULT_LANGUAGE, Language
-from evaluator.launches import Launch
 from evaluator.lent_calls import InputDrawer, LentRound, lent_input_shapes, lent_round, ranked_ms
 from evaluator.performance import performance_from_timing, rank_by_trusted_clock
-from evaluator.physical_limits import PhysicalLimits, limits_for
+from evaluator.physical_limits import limits_for
 from evaluator.protocol import CandidateError, ChannelViolation
 from evaluator.sandbox import CandidateProcess, ChildDied, ProcessLimitHit, child_env
 from evaluator.shared_outputs import SharedOutputs
 from evaluator.taskdata import HIDDEN_WORKLOADS_FILE, Task, Workload, parse_workloads
-from evaluator.tensor_witness import GpmReading, GpmWindow
+from evaluator.tensor_witness import GpmWindow
+from evaluator.timing_plan import Seeds, TimingPlan, TimingRequest, slots_needed
 from evaluator.trusted_baseline import TrustedBaseline, host_slack_ms
 from evaluator.verdict import (
     Correctness,
-    FootprintCheck,
-    IntegrityHold,
     KernelFootprint,
     Status,
     WorkloadResult,
 )
+from evaluator.workload_checks import WorkloadRun, check_kernels, judge_timing
 
 REPO_ROOT = Path(evaluator.__file__).resolve().parent.parent
 Report = Callable[[str, str], None]
@@ -88,118 +75,6 @@ class CandidateSetup:
     @property
     def sandboxed(self) -> bool:
         return self.jail is not None and self.jail.mode == "bubblewrap"
-
-
-@dataclass
-class Seeds:
-    """The per-call seeds of one workload, derived from the run seed (which stays in the pipeline). The parent draws
-    each call's inputs from its seed into the slots it lends (evaluator/lent_calls.py): no seed leaves this side."""
-
-    trials: list[int]  # one correctness trial each
-    timed: list[list[int]] = field(default_factory=list)  # per round of timed calls (warm-up rounds first)
-    batches: list[list[int]] = field(default_factory=list)  # the back-to-back batches the parent's clock ranks
-
-
-@dataclass
-class TimingPlan:
-    """Which calls the parent compares, drawn here with the parent's own randomness; the candidate process learns
-    nothing of it (every call of a round stays in the parent's memory until the round's capture)."""
-
-    checked: set[tuple[int, int]]  # (timed round, call) of sampled timed rounds
-    batch_checked: list[int]  # per batch, the call whose outputs are compared
-
-    @classmethod
-    def draw(cls, seeds: Seeds, warm_rounds: int, fraction: float, cap: int) -> TimingPlan:
-        chooser = CheckChooser(fraction)
-        chosen = [(r, j) for r in range(warm_rounds, len(seeds.timed)) for j in range(len(seeds.timed[r]))]
-        chosen = [c for c in chosen if chooser.check()]
-        rng = random.SystemRandom()
-        if len(chosen) > cap:
-            chosen = rng.sample(chosen, cap)
-        return cls(set(chosen), [rng.randrange(len(b)) for b in seeds.batches])
-
-
-@dataclass
-class TimingRequest:
-    """How to time a workload, and what turning the timings into performance needs from this host."""
-
-    warmup: int  # warm-up calls (not sampled)
-    iters: int  # sampled timed calls
-    peak_tflops: float | None = None  # the GPU's datasheet dense tensor peak for the task's dtype
-    gpu_uuid: str | None = None  # for the SM clock before and after
-    round_calls: int = 3  # timed calls per round (each on its own lent slot)
-    check_fraction: float = CHECK_FRACTION  # of timed calls, compared with the reference
-    max_checked: int = 32  # at most this many timed calls compared (their references are held in memory)
-    gpu_name: str | None = None  # names the datasheet limits every ranked figure is held against (default: asked)
-
-    @property
-    def warm_rounds(self) -> int:
-        return len(_round_sizes(self.warmup, self.round_calls))
-
-    def round_sizes(self) -> list[int]:
-        """Calls per timed round, warm-up rounds first: `round_calls` each, the last of each part shorter."""
-        return _round_sizes(self.warmup, self.round_calls) + _round_sizes(self.iters, self.round_calls)
-
-
-def _round_sizes(calls: int, per: int) -> list[int]:
-    per = max(1, per)
-    return [min(per, calls - start) for start in range(0, calls, per)]
-
-
-@dataclass
-class WorkloadRun:
-    """One workload's candidate process, as the verdict needs it."""
-
-    result: WorkloadResult
-    timing_seconds: float = 0.0
-    limit_events: dict[str, int] = field(default_factory=dict)  # cgroup events of this process
-    notes: list[str] = field(default_factory=list)
-    sm_clock_mhz: tuple[int | None, int | None] | None = None  # (before, after) timing, when timed
-    holds: list[IntegrityHold] = field(default_factory=list)
-    timed_calls: int = 0
-    checked_calls: int = 0
-    foreign_kernels: list[str] = field(default_factory=list)
-    footprints: list[FootprintCheck] = field(default_factory=list)  # the submission's kernels as launched
-    trusted_ms: float | None = None  # the ranked time per call: the parent's clock over the fastest batch
-    timed_launches: list[list[Launch]] = field(default_factory=list)  # for the profiled-vs-timed comparison
-    l2_persisting_bytes: int = 0
-    # The GPU's tensor utilisation over the timing process's life (evaluator/tensor_witness.py), the calls made in
-    # it, or why there is no reading.
-    gpm: GpmReading | None = None
-    gpm_reason: str = ""
-    window_calls: int = 0
-
-
-def derive_seeds(
-    run_seed: bytes,
-    workload: str,
-    *,
-    trials: int,
-    timed_rounds: list[int] | None = None,
-    batches: int = 0,
-    batch_calls: int = 0,
-) -> Seeds:
-    """The per-call seeds of one workload, derived from the run seed (which never leaves the trusted parent);
-    `timed_rounds` lists the calls of each timed round."""
-    return Seeds(
-        trials=[derive_seed(run_seed, workload, "trial", k) for k in range(trials)],
-        timed=[
-            [derive_seed(run_seed, workload, f"timed{r}", k) for k in range(n)]
-            for r, n in enumerate(timed_rounds or [])
-        ],
-        batches=[[derive_seed(run_seed, workload, f"batch{r}", k) for k in range(batch_calls)] for r in range(batches)],
-    )
-
-
-def seeds_for(
-    run_seed: bytes, workload: str, trials: int, timing: TimingRequest | None, batches: int, batch_calls: int
-) -> Seeds:
-    """The seeds of one workload's calls as `timing` plans them (trials only when it is None)."""
-    if timing is None:
-        return derive_seeds(run_seed, workload, trials=trials)
-    return derive_seeds(
-        run_seed, workload, trials=trials, timed_rounds=timing.round_sizes(), batches=batches, batch_calls=batch_calls
-    )
 
 
 def stage_task(task: Task, workloads: list[Workload], workdir: Path) -> Path:
@@ -274,11 +149,6 @@ def shared_outputs(setup: CandidateSetup, workload: Workload, slots: int) -> Sha
     shapes = alloc_outputs(setup.task.definition, workload, device="meta")
     inputs = lent_input_shapes(torch, setup.task.definition, workload)
     return SharedOutputs.create(torch, shapes, max(slots, 1), setup.device_type, setup.device, inputs=inputs)
-
-
-def slots_needed(seeds: Seeds) -> int:
-    """The most calls any round of `seeds` makes: every call of a round has its own slot."""
-    return max([1, *(len(r) for r in seeds.timed), *(len(b) for b in seeds.batches)])
 
 
 def input_drawer(checker: Checker, workload: Workload) -> InputDrawer:
@@ -572,7 +442,7 @@ def _time(
     run.sm_clock_mhz = (before, envinfo.sm_clock_mhz(request.gpu_uuid))
     if msg.get("fallback_reason"):
         run.notes.append(str(msg["fallback_reason"]))
-    if _foreign_kernels(setup, msg, run):
+    if check_kernels(msg, run, setup.kernels, setup.footprints):
         return
     if trusted_base is not None:  # the library's figures come from the trusted baseline process, never this one
         msg = {**msg, "series": {**msg["series"], "baseline": trusted_base.series}}
@@ -603,43 +473,6 @@ def _time(
     )
 
 
-def judge_timing(
-    run: WorkloadRun,
-    in_process_ms: float | None,
-    limits: PhysicalLimits,
-    flops: float | None,
-    slack_ms: float,
-    l2: dict[str, Any],
-) -> None:
-    """The holds of one timed workload, on its ranked performance (`run.result.performance`): the candidate
-    process's own figure far below the parent's clock (hidden work, or a forged timer), figures that disagree with
-    each other, a figure beyond what the GPU can do, a persisting-L2 limit left set."""
-    p = run.result.performance
-    assert p is not None
-    hold = trusted_clock_hold(reported_ms=in_process_ms, trusted_ms=run.trusted_ms, slack_ms=slack_ms)
-    if hold is not None:
-        run.holds.append(hold)
-    figures = consistency_hold(
-        latency_ms=p.latency_ms,
-        baseline_latency_ms=p.baseline_latency_ms,
-        speedup=p.speedup_factor,
-        tflops=p.tflops,
-        flops=flops,
-    )
-    if figures is not None:
-        run.holds.append(figures)
-    # On every workload, whatever the other checks said: the small ones are where a host-side bound binds least.
-    beyond = physical_limit_hold(latency_ms=p.latency_ms, tflops=p.tflops, limits=limits)
-    if beyond is not None:
-        run.holds.append(beyond)
-    run.l2_persisting_bytes = int(l2.get("changed_bytes") or 0)
-    if l2.get("error"):
-        run.notes.append(str(l2["error"]))
-    persisting = l2_hold(run.l2_persisting_bytes)
-    if persisting is not None:
-        run.holds.append(persisting)
-
-
 def device_name(setup: CandidateSetup) -> str | None:
     """The GPU's name as the driver gives it (the verdict's `environment.gpu_name` is the same property)."""
     if setup.device_type != "cuda":
@@ -655,50 +488,6 @@ def _batch_failed(result: WorkloadResult, call: int, comparison: Comparison) -> 
         f"output of call {call + 1} of a back-to-back batch differs from the reference: {comparison.message}; "
         "results may not be reused between calls"
     )
-
-
-def _foreign_kernels(setup: CandidateSetup, msg: dict[str, Any], run: WorkloadRun) -> bool:
-    """Fail the workload when a kernel that is not the submission's ran in a trial, timed or batch call, or one
-    carrying the submission's name ran with another footprint than the submission's compiled function."""
-    launches, kernels = msg["launches"], setup.kernels
-    run.timed_launches = [protocol.launches_of(c) for c in launches.get("timed", [])]
-    if msg["method"] != "cupti":
-        if msg["method"] == "cuda_events":
-            run.notes.append("kernel identity not checked: no CUPTI activity records on this host")
-        return False
-    if kernels is None:
-        run.notes.append("kernel identity not checked: the submission's kernels are unknown (no static SASS)")
-        return False
-    calls = [protocol.launches_of(c) for part in ("trials", "timed", "batch") for c in launches.get(part, [])]
-    names = [name for call in calls for name, _, _ in call]
-    functions = [(int(f[0]), str(f[1])) for f in msg["functions"] if isinstance(f, list) and len(f) == 2]
-    foreign = foreign_kernels(names, kernels)
-    impostors = defined_twice(functions, names, kernels)
-    ran = set(names)
-    run.footprints = footprint_checks(
-        [f for f in protocol.footprints_of(msg.get("footprints", [])) if f[0] in ran], setup.footprints
-    )
-    changed = [c for c in run.footprints if not c.matches]
-    if not foreign and not impostors and not changed:
-        return False
-    run.foreign_kernels = (
-        foreign
-        + [f"{n} (also defined by another module)" for n in impostors]
-        + [f"{c.name} (not the submission's compiled code: other registers or shared memory)" for c in changed]
-    )
-    result = run.result
-    result.status = Status.FOREIGN_KERNEL
-    if foreign:
-        result.message = describe_foreign(foreign, where="a candidate call")
-    elif impostors:
-        result.message = (
-            f"a module loaded at run time defines the submission's kernel name {impostors[0]} too: kernels are "
-            "identified by the module that holds them, and only the compiled submission counts"
-        )
-    else:
-        result.message = describe_footprint(changed[0])
-    result.performance = None
-    return True
 
 
 def exit_text(code: int | None, sandboxed: bool = False) -> str:

@@ -8,7 +8,6 @@ compared with the timed ones, and Nsight Compute's time with the candidate proce
 from __future__ import annotations
 
 from evaluator.arch_stage import ArchOutcome
-from evaluator.candidate import WorkloadRun
 from evaluator.integrity import (
     describe_foreign,
     launch_mismatch,
@@ -18,6 +17,7 @@ from evaluator.integrity import (
 )
 from evaluator.launches import Launch
 from evaluator.verdict import ArchStatus, Integrity, Status, Verdict
+from evaluator.workload_checks import WorkloadRun
 
 
 def absorb_workload(record: Integrity, run: WorkloadRun) -> None:

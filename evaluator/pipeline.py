@@ -22,16 +22,7 @@ from evaluator import peaks, tensor_witness
 from evaluator.arch_stage import run_arch_stage
 from evaluator.arches import get_arch
 from evaluator.build_stages import compile_stage, sass_stage, trusted_sass_path
-from evaluator.candidate import (
-    REPO_ROOT,
-    CandidateSetup,
-    TimingRequest,
-    WorkloadRun,
-    axes_text,
-    fast_tmp,
-    run_workload,
-    seeds_for,
-)
+from evaluator.candidate import REPO_ROOT, CandidateSetup, axes_text, fast_tmp, run_workload
 from evaluator.correctness import Checker
 from evaluator.envflags import env_flag
 from evaluator.host import check_gpu, prepare_device
@@ -46,6 +37,7 @@ from evaluator.limits import Limits
 from evaluator.physical_limits import limits_for
 from evaluator.stage_book import StageBook, StageCallback, new_verdict
 from evaluator.taskdata import Task, Workload
+from evaluator.timing_plan import TimingRequest, seeds_for
 from evaluator.verdict import (
     GPU_STAGES,
     STAGES,
@@ -57,6 +49,7 @@ from evaluator.verdict import (
     Verdict,
     WorkloadResult,
 )
+from evaluator.workload_checks import WorkloadRun
 
 __all__ = ["REPO_ROOT", "Options", "evaluate", "resolve_stages", "select_workloads"]
 

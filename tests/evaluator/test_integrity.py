@@ -237,12 +237,11 @@ def test_the_timing_message_footprints_fail_a_runtime_module_with_the_submission
     """The recorded shape of module_loaded_same_name on the H200: the submission's SIMT gemm_tiled is compiled in
     (32 registers, 8448 + 1024 bytes shared) but a PTX module loaded at run time launches under its name."""
     from evaluator import protocol
-    from evaluator.candidate import CandidateSetup, WorkloadRun, _foreign_kernels
     from evaluator.verdict import KernelFootprint, Status, WorkloadResult
+    from evaluator.workload_checks import WorkloadRun, check_kernels
 
     name = "_Z10gemm_tiledPK13__nv_bfloat16S1_PS_iii"
-    setup = CandidateSetup(None, [], None, None, None, None, kernels=[name])  # type: ignore[arg-type]
-    setup.footprints = {name: [KernelFootprint(32, 9472)]}
+    compiled = {name: [KernelFootprint(32, 9472)]}
     call = [[name, [32, 28, 1], [32, 8, 1]]]
 
     def message(registers: int, shared: int) -> dict:
@@ -257,10 +256,10 @@ def test_the_timing_message_footprints_fail_a_runtime_module_with_the_submission
         )
 
     honest = WorkloadRun(WorkloadResult(uuid="w", axes={}, status=Status.PASSED))
-    assert not _foreign_kernels(setup, protocol.check_timing(message(32, 8448)), honest)
+    assert not check_kernels(protocol.check_timing(message(32, 8448)), honest, [name], compiled)
     assert [c.matches for c in honest.footprints] == [True]
     impostor = WorkloadRun(WorkloadResult(uuid="w", axes={}, status=Status.PASSED))
-    assert _foreign_kernels(setup, protocol.check_timing(message(20, 0)), impostor)
+    assert check_kernels(protocol.check_timing(message(20, 0)), impostor, [name], compiled)
     assert impostor.result.status == Status.FOREIGN_KERNEL and impostor.result.performance is None
     assert "20 registers and 0 bytes" in impostor.result.message and "not the submission's" in impostor.result.message
     with pytest.raises(protocol.ChannelViolation):

@@ -16,23 +16,14 @@ import pytest
 
 from evaluator import protocol
 from evaluator import verdict as vm
-from evaluator.candidate import (
-    CandidateSetup,
-    Lent,
-    Seeds,
-    TimingPlan,
-    TimingRequest,
-    WorkloadRun,
-    _time,
-    _trials,
-    input_drawer,
-    shared_outputs,
-)
+from evaluator.candidate import CandidateSetup, Lent, _time, _trials, input_drawer, shared_outputs
 from evaluator.correctness import Checker
 from evaluator.integrity import HOST_TIME
 from evaluator.pipeline import Options, evaluate
 from evaluator.taskdata import load_task
+from evaluator.timing_plan import Seeds, TimingPlan, TimingRequest
 from evaluator.verdict import Correctness, OverallStatus, Status, WorkloadResult
+from evaluator.workload_checks import WorkloadRun
 from tests.support.variants import SOURCE, variant_workdir
 
 HERE = Path(__file__).resolve().parent

@@ -1,4 +1,4 @@
-"""The holds the parent decides when a workload's timing ends (`candidate.judge_timing`, which `candidate._time`
+"""The holds the parent decides when a workload's timing ends (`workload_checks.judge_timing`, which `candidate._time`
 calls on the ranked performance). No GPU: the datasheet limits are asked for by GPU name; the ranked figures are
 the test's (the parent's clock over lent batches is exercised in tests/evaluator/test_lent_calls_cpu.py).
 """
@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.candidate import WorkloadRun, judge_timing
 from evaluator.integrity import BEYOND_PHYSICAL_LIMIT, L2_PERSISTENCE
 from evaluator.performance import rank_by_trusted_clock
 from evaluator.physical_limits import limits_for
 from evaluator.taskdata import load_task
 from evaluator.verdict import Correctness, Performance, Status, WorkloadResult
+from evaluator.workload_checks import WorkloadRun, judge_timing
 
 REPO = Path(__file__).resolve().parents[2]
 GEMM = load_task(REPO / "tasks" / "gemm_n4096_k4096")
