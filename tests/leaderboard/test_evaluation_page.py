@@ -70,3 +70,16 @@ def test_status_page_links_the_evaluation_page_and_shows_unknown_resources_as_a_
     evidence = client.get(f"/evidence/evaluations/{evaluation.id}/").content.decode()
     assert "168 registers, – B shared" in evidence
     assert "None B shared" not in evidence and "None B shared" not in page
+
+
+def test_evaluation_page_shows_the_gpus_own_witness_of_the_tensor_work(client):
+    """The share the GPU's counters saw over the timed process (evaluator/tensor_witness.py) is shown beside the
+    profile's; without a reading, the verdict's note says why."""
+    sync_catalog()
+    witnessed = {"witness_tensor_share": 1.2893, "witness_any_tensor_pct": 1.8745, "witness_seconds": 4.765}
+    page = client.get(f"/evidence/evaluations/{lf.evaluation(owner=lf.user('ada'), witness=witnessed).id}/")
+    text = page.content.decode()
+    assert "over the timed process: 1.29 of the task's FLOPs (1.875% tensor-busy over 4.77 s)" in text
+    note = {"witness_note": "tensor work not witnessed: this GPU does not support GPM metrics"}
+    page = client.get(f"/evidence/evaluations/{lf.evaluation(owner=lf.user('bob'), witness=note).id}/")
+    assert "tensor work not witnessed: this GPU does not support GPM metrics" in page.content.decode()

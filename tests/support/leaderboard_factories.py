@@ -65,6 +65,7 @@ def verdict(
     compile_output: str = "ptxas info    : Used 168 registers\n",
     created_at: datetime = T0,
     families: dict[str, dict[str, int]] | None = None,
+    witness: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A verdict document in evaluator/verdict.py's shape, with one (headline) workload; completed with the
     evaluator's defaults and validated against evaluator/verdict.schema.json (tests/support/verdicts.py)."""
@@ -118,6 +119,7 @@ def verdict(
             "full": full,
             "ptxbench_verified": arch_status == "verified",
             "tensor_core_share": 0.99,
+            **(witness or {}),
         },
         "environment": {
             "gpu_name": gpu,
