@@ -19,7 +19,7 @@ import argparse
 import json
 import sys
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -42,7 +42,13 @@ GEMM_HEADLINE_M = 8192
 FP8_GEMM_SHAPES = ((7168, 5120),)  # (N, K): the shape of the bf16 task with the expert kernel
 ATTN_BATCH = 4
 ATTN_HEADS = 48
-ATTN_HEAD_DIMS = (64, 96, 128)
+ATTN_HEAD_DIMS = (64, 96, 128)  # forward and backward
+# The forward also at d=256 (both library baselines take it on Hopper: cuDNN's prefill and PyTorch's
+# FlashAttention-2 backend go to d=256); the backward stops at 128.
+ATTN_FWD_HEAD_DIMS = (*ATTN_HEAD_DIMS, 256)
+# The family's CUDA starter gives a query row one thread; at d=256 its accumulator and tiles outgrow the registers
+# and the 48 KiB of static shared memory, so that head dimension has its own (two threads a row).
+ATTN_OWN_CUDA_STARTER = {256: "mha_fwd_d256_starter.cu"}
 ATTN_S = (512, 1024, 2048, 4096, 8192, 16384)
 ATTN_HEADLINE_S = 4096
 
@@ -278,7 +284,10 @@ def mha_fwd_task(d: int, causal: bool) -> TaskFiles:
         "reference": _template(MHA_FWD.reference, causal),
         "tags": ["status:verified", "suite:ptxbench", "attention", "forward", "bf16"] + (["causal"] if causal else []),
     }
-    return family_task(MHA_FWD, definition, "S", ATTN_S, ATTN_HEADLINE_S, causal)
+    task = family_task(MHA_FWD, definition, "S", ATTN_S, ATTN_HEADLINE_S, causal)
+    if d not in ATTN_OWN_CUDA_STARTER:
+        return task
+    return replace(task, files={**task.files, "starter.cu": _template(ATTN_OWN_CUDA_STARTER[d], causal)})
 
 
 def mha_bwd_task(d: int, causal: bool) -> TaskFiles:
@@ -321,7 +330,7 @@ def build_suite() -> list[TaskFiles]:
     """Every task of the suite with its generated files, in a fixed order."""
     tasks = [gemm_task(n, k) for n, k in GEMM_SHAPES]
     for causal in (False, True):
-        tasks += [mha_fwd_task(d, causal) for d in ATTN_HEAD_DIMS]
+        tasks += [mha_fwd_task(d, causal) for d in ATTN_FWD_HEAD_DIMS]
     for causal in (False, True):
         tasks += [mha_bwd_task(d, causal) for d in ATTN_HEAD_DIMS]
     tasks += [gemm_fp8_task(n, k) for n, k in FP8_GEMM_SHAPES]
