@@ -33,7 +33,7 @@ TASKS = REPO / "tasks"
 NAMESPACE = uuid.UUID("6f1f7a52-0d0e-4c55-9d1e-5054584245e4")
 
 GEMM = ["gemm_n7168_k5120", "gemm_n4096_k4096", "gemm_n2048_k4096", "gemm_n28672_k4096", "gemm_n256_k7168"]
-FWD = [f"mha_with_lse_d{d}{c}" for c in ("", "_causal") for d in (64, 96, 128)]
+FWD = [f"mha_with_lse_d{d}{c}" for c in ("", "_causal") for d in (64, 96, 128, 256)]  # the backward stops at 128
 BWD = [f"mha_bwd_d{d}{c}" for c in ("", "_causal") for d in (64, 96, 128)]
 SUITE = GEMM + FWD + BWD
 FP8 = ["gemm_fp8_n7168_k5120"]  # its own tests: tests/tasks/test_gemm_fp8_task.py
@@ -325,8 +325,8 @@ def test_one_broken_task_fails_the_whole_load(tmp_path):
 def test_starters_compile_for_sm90a(tmp_path):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH")
-    # GEMM; forward and backward, each with and without the causal mask.
-    assert len(distinct_starters(TASKS, SUITE)) == 5
+    # GEMM; forward and backward, each with and without the causal mask; forward at d=256 with its own.
+    assert len(distinct_starters(TASKS, SUITE)) == 7
     libraries = compile_all(TASKS, SUITE, tmp_path, "sm_90a", workers=2)
     assert sorted(libraries) == sorted(SUITE)
     for so in set(libraries.values()):

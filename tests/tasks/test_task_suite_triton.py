@@ -84,7 +84,7 @@ def test_five_distinct_starters_cover_the_suite_and_the_interpreted_ones_are_one
     for name in SUITE:
         groups.setdefault(_starter(name), []).append(name)
     assert len(groups) == 5  # GEMM; forward and backward, each with and without the causal mask
-    assert sorted(len(g) for g in groups.values()) == [3, 3, 3, 3, 5]
+    assert sorted(len(g) for g in groups.values()) == [3, 3, 4, 4, 5]  # the forward's serves d=256 too
     assert all(len(set(g) & set(INTERPRETED)) == 1 for g in groups.values())
 
 
