@@ -9,7 +9,6 @@ compared here (evaluator.correctness), timings summarised by evaluator.performan
 
 from __future__ import annotations
 
-import itertools
 import json
 import shutil
 import signal
@@ -32,7 +31,7 @@ from evaluator.integrity import (
 )
 from evaluator.jail import Jail, hand_over
 from evaluator.languages import DEFAULT_LANGUAGE, Language
-from evaluator.lent_calls import InputDrawer, LentRound, lent_input_shapes, lent_round, ranked_ms
+from evaluator.lent_calls import InputDrawer, Lent, LentRound, lent_input_shapes, ranked_ms
 from evaluator.performance import performance_from_timing, rank_by_trusted_clock
 from evaluator.physical_limits import limits_for
 from evaluator.protocol import CandidateError, ChannelViolation
@@ -256,10 +255,9 @@ def run_workload(
     if window is not None:
         window.start()
     child = start(setup, workload, shared)
-    rounds = itertools.count()
     try:
         expect(child, deadline, protocol.READY)
-        lent = Lent(child, deadline, shared, drawer, rounds)
+        lent = Lent(child, expect, deadline, shared, drawer)
         if _trials(lent, checker, workload, seeds.trials, refs, result):
             refs.clear()
             if timing is not None:
@@ -315,34 +313,6 @@ def run_workload(
         refs.clear()
         timing_refs.clear()
     return run
-
-
-@dataclass
-class Lent:
-    """One candidate process's rounds on lent slots (evaluator/lent_calls.py), numbered in order."""
-
-    child: CandidateProcess
-    deadline: float
-    shared: SharedOutputs
-    drawer: InputDrawer
-    numbers: Any  # itertools.count: every round of the process gets the next number
-
-    def round(
-        self, kind: str, seeds: list[int], capture: list[int], *, sampled: bool = True, keep_inputs: bool = False
-    ) -> LentRound:
-        return lent_round(
-            self.child,
-            expect,
-            self.deadline,
-            next(self.numbers),
-            kind,
-            seeds,
-            self.shared,
-            self.drawer,
-            capture,
-            sampled=sampled,
-            keep_inputs=keep_inputs,
-        )
 
 
 def _trials(

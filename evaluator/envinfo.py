@@ -46,6 +46,16 @@ def _driver_version(gpu_uuid: str | None) -> str | None:
     return _smi("driver_version", gpu_uuid)
 
 
+def nvml_handle(pynvml: Any, gpu_uuid: str | None) -> Any:
+    """NVML's handle of the GPU with `gpu_uuid`, or of the only GPU; None when there are several and no UUID. NVML
+    ignores CUDA_VISIBLE_DEVICES: index 0 is this process's GPU only on a host of one. NVML must be initialised."""
+    if gpu_uuid:
+        return pynvml.nvmlDeviceGetHandleByUUID(gpu_uuid)
+    if pynvml.nvmlDeviceGetCount() == 1:
+        return pynvml.nvmlDeviceGetHandleByIndex(0)
+    return None
+
+
 def sm_clock_mhz(gpu_uuid: str | None) -> int | None:
     """Current SM clock of the GPU, through NVML if the package is there, else nvidia-smi."""
     try:
@@ -54,12 +64,8 @@ def sm_clock_mhz(gpu_uuid: str | None) -> int | None:
         gpu_uuid = gpu_uuid or pinned_gpu()
         pynvml.nvmlInit()
         try:
-            # NVML ignores CUDA_VISIBLE_DEVICES: index 0 is this process's GPU only on a host of one.
-            if gpu_uuid:
-                handle = pynvml.nvmlDeviceGetHandleByUUID(gpu_uuid)
-            elif pynvml.nvmlDeviceGetCount() == 1:
-                handle = pynvml.nvmlDeviceGetHandleByIndex(0)
-            else:
+            handle = nvml_handle(pynvml, gpu_uuid)
+            if handle is None:
                 return None
             return int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
         finally:

@@ -19,9 +19,10 @@ Parent side only: the candidate process maps the slots and answers the rounds (e
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,6 +148,41 @@ def lent_round(
     return LentRound(
         kind, len(seeds), (done - t0) * 1e3, (ready - t0) * 1e3, captured, drawn if keep_inputs else [], left
     )
+
+
+@dataclass
+class Lent:
+    """One process's rounds on its lent slots, numbered in order: the candidate's and the trusted baseline's alike."""
+
+    child: Any
+    expect: Expect
+    deadline: float
+    shared: SharedOutputs
+    drawer: InputDrawer
+    numbers: Iterator[int] = field(default_factory=itertools.count)
+
+    def round(
+        self,
+        kind: str,
+        seeds: Sequence[int],
+        capture: Sequence[int] = (),
+        *,
+        sampled: bool = True,
+        keep_inputs: bool = False,
+    ) -> LentRound:
+        return lent_round(
+            self.child,
+            self.expect,
+            self.deadline,
+            next(self.numbers),
+            kind,
+            seeds,
+            self.shared,
+            self.drawer,
+            capture,
+            sampled=sampled,
+            keep_inputs=keep_inputs,
+        )
 
 
 def lent_input_shapes(torch: Any, definition: Definition, workload: Workload) -> list[Any]:

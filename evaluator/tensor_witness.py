@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from evaluator.envinfo import nvml_handle
 from evaluator.verdict import ArchCheck, ArchStatus
 
 # Shorter windows read low (see above); NVML wants its two samples at least 100 ms apart.
@@ -97,11 +98,8 @@ class GpmWindow:
 
             pynvml.nvmlInit()
             self._nvml = pynvml
-            if gpu_uuid:
-                self._handle = pynvml.nvmlDeviceGetHandleByUUID(gpu_uuid)
-            elif pynvml.nvmlDeviceGetCount() == 1:
-                self._handle = pynvml.nvmlDeviceGetHandleByIndex(0)
-            else:
+            self._handle = nvml_handle(pynvml, gpu_uuid)
+            if self._handle is None:
                 self.reason = "no GPU UUID to sample among several GPUs"
                 return
             if not pynvml.nvmlGpmQueryDeviceSupport(self._handle).isSupportedDevice:

@@ -18,7 +18,6 @@ not hold an honest small kernel.
 
 from __future__ import annotations
 
-import itertools
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from typing import Any
 
 from evaluator import protocol
 from evaluator.integrity import HOST_SLACK_MS
-from evaluator.lent_calls import InputDrawer, LentRound, fastest_drawing_ms, lent_round, ranked_ms
+from evaluator.lent_calls import InputDrawer, Lent, fastest_drawing_ms, ranked_ms
 from evaluator.shared_outputs import SharedOutputs
 
 __all__ = ["FLOOR_FACTOR", "TrustedBaseline", "host_slack_ms", "measure"]
@@ -65,14 +64,10 @@ def measure(
 ) -> TrustedBaseline:
     """Drive a started baseline process (READY already received) through the candidate's rounds (`seeds`, an
     evaluator.candidate.Seeds): its timed rounds, then its batches, each capturing one call as the candidate's do."""
-    numbers = itertools.count()
-
-    def one(kind: str, calls: list[int], capture: list[int], sampled: bool = True) -> LentRound:
-        return lent_round(child, expect, deadline, next(numbers), kind, calls, shared, drawer, capture, sampled=sampled)
-
+    lent = Lent(child, expect, deadline, shared, drawer)
     for r, calls in enumerate(seeds.timed):
-        one(protocol.TIMED_ROUND, calls, [], sampled=r >= warm_rounds)
-    batches = [one(protocol.BATCH_ROUND, calls, [b % len(calls)]) for b, calls in enumerate(seeds.batches)]
+        lent.round(protocol.TIMED_ROUND, calls, sampled=r >= warm_rounds)
+    batches = [lent.round(protocol.BATCH_ROUND, calls, [b % len(calls)]) for b, calls in enumerate(seeds.batches)]
     for batch in batches:
         batch.captured.clear()
     child.send(protocol.finish_command())

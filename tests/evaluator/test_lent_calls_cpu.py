@@ -4,7 +4,6 @@ real pipeline with a host-code candidate, and the parent's side of the protocol 
 
 from __future__ import annotations
 
-import itertools
 import json
 import time
 from collections import deque
@@ -16,9 +15,10 @@ import pytest
 
 from evaluator import protocol
 from evaluator import verdict as vm
-from evaluator.candidate import CandidateSetup, Lent, _time, _trials, input_drawer, shared_outputs
+from evaluator.candidate import CandidateSetup, _time, _trials, expect, input_drawer, shared_outputs
 from evaluator.correctness import Checker
 from evaluator.integrity import HOST_TIME
+from evaluator.lent_calls import Lent
 from evaluator.pipeline import Options, evaluate
 from evaluator.taskdata import load_task
 from evaluator.timing_plan import Seeds, TimingPlan, TimingRequest
@@ -131,7 +131,7 @@ def serve(tmp_path: Path, *, early: bool = False, call_s: float = 0.0) -> tuple[
     run = WorkloadRun(result)
     child = ScriptedChild(shared, checker, call_s, early=early)
     try:
-        lent = Lent(child, 1e18, shared, input_drawer(checker, workload), itertools.count())
+        lent = Lent(child, expect, 1e18, shared, input_drawer(checker, workload))
         if _trials(lent, checker, workload, seeds.trials, trial_refs, result):
             _time(lent, checker, workload, seeds, plan, refs, TimingRequest(2, 2, round_calls=2), run, setup)
     finally:
