@@ -4,13 +4,14 @@ Method (docs/performance.md): before every call the L2 cache is flushed by writi
 device is synchronised; a host timestamp from CUPTI's clock is taken, the call made, the device synchronised
 again, and a second timestamp taken. Every kernel, memcpy and memset record (any stream) whose interval lies
 inside that window belongs to the call; the call's time is the length of the union of those intervals, so
-overlapping kernels on different streams are not counted twice. Candidate and baseline calls alternate
-(order swapped every iteration) so that drift in clocks or temperature hits both alike.
+overlapping kernels on different streams are not counted twice. The candidate process times its timed rounds'
+calls this way (candidate_process/child.py); `time_interleaved`, which alternates named calls in one process, serves
+the benchmark scripts (scripts/measure_baselines.py, bench/).
 
 The same timer records which kernels ran in each call (name, grid, block) and which module defines each
 function, for the integrity checks (evaluator/integrity.py): only the submission's kernels may do the work.
-Everything here runs inside the candidate process, so the trusted parent also measures batches of calls with its
-own clock (evaluator/candidate.py); nothing ranked rests on this module's report alone.
+Everything here runs inside the candidate process, so nothing ranked comes from it: the parent's own clock over
+back-to-back batches ranks (evaluator/lent_calls.py), and this report is a labelled hint.
 
 Runs inside the candidate process; `cupti` is imported lazily because it needs a GPU driver. On CPU-only test
 hosts (device_type "cpu") `HostTimer` stands in: the host clock, no kernels.
