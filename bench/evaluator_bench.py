@@ -8,7 +8,7 @@
 2. Timing fidelity: the library baseline's median from this evaluator's CUPTI timer, from
    triton.testing.do_bench, and from Nsight Compute's gpu__time_duration, on the same shape.
 3. Relative-norm calibration: every task's first baseline against its reference on the smallest workload,
-   the numbers behind the bound in evaluator/compare.py.
+   the numbers behind the bound in evaluator/measure/compare.py.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from evaluator import ncu as ncu_mod  # noqa: E402
-from evaluator.taskdata import find_task, load_tasks  # noqa: E402
+from evaluator.arch_check import ncu as ncu_mod  # noqa: E402
+from evaluator.both_sides.taskdata import find_task, load_tasks  # noqa: E402
 
 DEFAULT_KERNELS = [
     REPO / "tasks" / "gemm_n7168_k5120" / "solutions" / "hopper_tma_wgmma" / "kernel.cu",
@@ -84,7 +84,7 @@ def end_to_end(kernel: Path, task: str, repeats: int, out: Path) -> dict[str, An
 def _headline_inputs(task_name: str) -> tuple[Any, Any, list[Any]]:
     import torch
 
-    from evaluator.inputs import input_deriver, load_baseline, make_inputs
+    from evaluator.both_sides.inputs import input_deriver, load_baseline, make_inputs
 
     task = find_task(REPO / "tasks", task_name)
     workload = task.workload(task.headline_workload or task.workloads[-1].uuid)
@@ -100,8 +100,8 @@ def fidelity(task_name: str, out: Path) -> dict[str, Any]:
     import torch
     import triton.testing
 
+    from evaluator.both_sides.stats import summarize
     from evaluator.candidate_process.timing import l2_flusher, make_timer, time_interleaved
-    from evaluator.stats import summarize
 
     task, baseline, sets = _headline_inputs(task_name)
     timer, reason = make_timer()
@@ -195,8 +195,7 @@ def calibration() -> list[dict[str, Any]]:
     """Each task's first baseline vs its reference, smallest workload: the relative norm error it reaches."""
     import torch
 
-    from evaluator.compare import compare_output
-    from evaluator.inputs import (
+    from evaluator.both_sides.inputs import (
         as_output_tuple,
         input_deriver,
         load_baseline,
@@ -204,6 +203,7 @@ def calibration() -> list[dict[str, Any]]:
         make_inputs,
         torch_dtype,
     )
+    from evaluator.measure.compare import compare_output
 
     torch.backends.cuda.matmul.allow_tf32 = False
     rows = []

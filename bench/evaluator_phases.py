@@ -23,9 +23,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from evaluator import arch_stage, candidate, correctness, ncu, pipeline  # noqa: E402
-from evaluator.taskdata import find_task  # noqa: E402
-from evaluator.verdict import STAGES  # noqa: E402
+from evaluator import pipeline  # noqa: E402
+from evaluator.arch_check import arch_stage, ncu  # noqa: E402
+from evaluator.both_sides.taskdata import find_task  # noqa: E402
+from evaluator.both_sides.verdict import STAGES  # noqa: E402
+from evaluator.measure import candidate, correctness  # noqa: E402
 
 DEFAULT_KERNEL = REPO / "tasks" / "gemm_n7168_k5120" / "solutions" / "hopper_tma_wgmma" / "kernel.cu"
 

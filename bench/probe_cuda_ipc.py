@@ -3,7 +3,7 @@
 Two ways, each once unsandboxed and once inside the evaluator's bubblewrap jail (its own PID, IPC and network
 namespaces, a private /dev/shm):
 - legacy CUDA IPC: cudaIpcGetMemHandle in the parent, cudaIpcOpenMemHandle in the child;
-- the virtual memory management API with a POSIX file descriptor (evaluator/gpu_share.py): the parent creates and
+- the virtual memory management API with a POSIX file descriptor (evaluator/both_sides/gpu_share.py): the parent creates and
   maps the memory, the child inherits the descriptor, imports and maps it.
 The child fills the buffer with 7.0; the parent reads it back. Then the capture cost: a device-to-device copy of
 an output (1 MB, 128 MB) into the parent's own memory and a synchronise.
@@ -44,7 +44,7 @@ print(json.dumps({"opened": True}))
 VMM_CHILD = r"""
 import json, sys, torch
 sys.path.insert(0, sys.argv[3])
-from evaluator.gpu_share import SharedRegion, tensor_view
+from evaluator.both_sides.gpu_share import SharedRegion, tensor_view
 torch.empty(1, device="cuda")
 region = SharedRegion.open(int(sys.argv[1]), int(sys.argv[2]))
 tensor_view(torch, region, 0, [int(sys.argv[2]) // 4], "float32").fill_(7.0)
@@ -63,8 +63,8 @@ def cudart_path() -> str:
 def main() -> int:
     import torch
 
-    from evaluator.gpu_share import SharedRegion, tensor_view
-    from evaluator.jail import open_jail
+    from evaluator.both_sides.gpu_share import SharedRegion, tensor_view
+    from evaluator.isolation.jail import open_jail
 
     torch.empty(1, device="cuda")
     jail = open_jail(allow_unsandboxed=True, gpu=True)

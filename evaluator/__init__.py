@@ -4,12 +4,12 @@ Public entry points live in submodules; `python -m evaluator --help` is the comm
 
 - `evaluator.pipeline.evaluate(source, task, arch, *, workloads="all", stages=STAGES, on_stage=None,
   options=Options()) -> Verdict`: the whole evaluation (policy, compile, sass, correctness, arch, timing).
-- `evaluator.verdict`: the typed result records and `to_json` / `from_json`; schema in verdict.schema.json.
-- `evaluator.policy.check_source(source) -> list[PolicyFinding]`
-- `evaluator.compile.compile_kernel(source, arch, workdir, *, timeout_s=120) -> CompiledKernel`
-- `evaluator.sass.count_families(sass_text, arch, target_families=None) -> SassCounts` (pure)
-- `evaluator.ncu.parse_source_page(csv_text) -> list[SourceKernel]` and `decide_arch(...) -> ArchCheck` (pure)
-- `evaluator.taskdata.find_task(root, name) -> Task`
+- `evaluator.both_sides.verdict`: the typed result records and `to_json` / `from_json`; schema in verdict.schema.json.
+- `evaluator.source_policy.policy.check_source(source) -> list[PolicyFinding]`
+- `evaluator.build.compile.compile_kernel(source, arch, workdir, *, timeout_s=120) -> CompiledKernel`
+- `evaluator.binaries.sass.count_families(sass_text, arch, target_families=None) -> SassCounts` (pure)
+- `evaluator.arch_check.ncu.parse_source_page(csv_text) -> list[SourceKernel]` and `decide_arch(...) -> ArchCheck` (pure)
+- `evaluator.both_sides.taskdata.find_task(root, name) -> Task`
 
 Layout: the folders show the trust boundary (docs/architecture.md, "Evaluator modules"; checked by
 tests/evaluator/test_trust_layout.py).

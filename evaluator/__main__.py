@@ -13,13 +13,13 @@ import sys
 import time
 from pathlib import Path
 
-from evaluator import verdict as verdict_mod
-from evaluator.arches import ARCHES
+from evaluator.both_sides import verdict as verdict_mod
+from evaluator.both_sides.arches import ARCHES
+from evaluator.both_sides.taskdata import TaskDataError, find_task
+from evaluator.both_sides.verdict import STAGES, Verdict
 from evaluator.errors import EnvironmentProblem
 from evaluator.languages import DEFAULT_LANGUAGE, LANGUAGES, language_of_file
 from evaluator.pipeline import REPO_ROOT, Options, evaluate
-from evaluator.taskdata import TaskDataError, find_task
-from evaluator.verdict import STAGES, Verdict
 
 EXIT_OK, EXIT_USAGE, EXIT_ENVIRONMENT = 0, 2, 3
 

@@ -10,7 +10,7 @@ import subprocess
 from collections.abc import Mapping
 from typing import Any
 
-from evaluator.verdict import Environment
+from evaluator.both_sides.verdict import Environment
 
 
 def pinned_gpu(environ: Mapping[str, str] = os.environ) -> str | None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from evaluator import envinfo
-from evaluator.arches import get_arch
+from evaluator.both_sides.arches import get_arch
+from evaluator.both_sides.verdict import Environment
 from evaluator.errors import EnvironmentProblem
-from evaluator.verdict import Environment
 
 
 def check_gpu(arch: str, stages: list[str], *, device_type: str, device: int) -> None:
@@ -42,7 +42,7 @@ def prepare_device(*, device_type: str, device: int, nvcc_version: str | None, t
     """The torch device for references (true fp32, no TF32) and the environment record of this host."""
     import torch
 
-    from evaluator.ncu import find_ncu, ncu_version
+    from evaluator.arch_check.ncu import find_ncu, ncu_version
 
     cuda = device_type == "cuda"
     dev = torch.device("cuda", device) if cuda else torch.device("cpu")

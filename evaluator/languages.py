@@ -14,15 +14,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from evaluator.compile import CompiledKernel, compile_kernel
-from evaluator.jail import Jail
-from evaluator.kernel_abi import run_signature as cuda_run_signature
-from evaluator.policy import check_source
-from evaluator.taskdata import Definition, Task, Workload
-from evaluator.triton_compile import compile_triton, triton_version
-from evaluator.triton_policy import check_source as check_triton_source
-from evaluator.triton_policy import run_signature as triton_run_signature
-from evaluator.verdict import PolicyFinding
+from evaluator.both_sides.taskdata import Definition, Task, Workload
+from evaluator.both_sides.verdict import PolicyFinding
+from evaluator.build.compile import CompiledKernel, compile_kernel
+from evaluator.build.kernel_abi import run_signature as cuda_run_signature
+from evaluator.build.triton_compile import compile_triton, triton_version
+from evaluator.isolation.jail import Jail
+from evaluator.source_policy.policy import check_source
+from evaluator.source_policy.triton_policy import check_source as check_triton_source
+from evaluator.source_policy.triton_policy import run_signature as triton_run_signature
 
 Build = Callable[[str, Task, list[Workload], str, Path, float, Jail], CompiledKernel]
 

@@ -2,10 +2,10 @@
 
 `evaluate` reads top-down: the options, the stages asked for (plus what they need), the workloads, then each
 stage as a function that takes what it needs and returns its typed result into the verdict. This module is the
-trusted parent and never runs candidate code itself: evaluator.candidate starts one candidate process per
-workload, evaluator.arch_stage the profiled one. Inputs are drawn on both sides from per-trial seeds derived
+trusted parent and never runs candidate code itself: evaluator.measure.candidate starts one candidate process per
+workload, evaluator.arch_check.arch_stage the profiled one. Inputs are drawn on both sides from per-trial seeds derived
 from a run seed that stays in this process; the reference outputs are computed and compared in this process
-only (evaluator.correctness).
+only (evaluator.measure.correctness).
 """
 
 from __future__ import annotations
@@ -18,27 +18,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from evaluator import peaks, tensor_witness
-from evaluator.arch_stage import run_arch_stage
-from evaluator.arches import get_arch
-from evaluator.build_stages import compile_stage, sass_stage, trusted_sass_path
-from evaluator.candidate import REPO_ROOT, CandidateSetup, axes_text, fast_tmp, run_workload
-from evaluator.correctness import Checker
-from evaluator.envflags import env_flag
-from evaluator.host import check_gpu, prepare_device
-from evaluator.inputs import derive_seed
-from evaluator.integrity_record import absorb_profile, absorb_workload
-from evaluator.jail import Jail, allow_unsandboxed_from_env, lendable, open_jail
-from evaluator.languages import DEFAULT_LANGUAGE, Language
-from evaluator.languages import language as find_language
-from evaluator.launches import Launch
-from evaluator.lent_calls import batch_length
-from evaluator.limits import Limits
-from evaluator.physical_limits import limits_for
-from evaluator.stage_book import StageBook, StageCallback, new_verdict
-from evaluator.taskdata import Task, Workload
-from evaluator.timing_plan import TimingRequest, seeds_for
-from evaluator.verdict import (
+from evaluator.arch_check import tensor_witness
+from evaluator.arch_check.arch_stage import run_arch_stage
+from evaluator.both_sides.arches import get_arch
+from evaluator.both_sides.inputs import derive_seed
+from evaluator.both_sides.launches import Launch
+from evaluator.both_sides.taskdata import Task, Workload
+from evaluator.both_sides.verdict import (
     GPU_STAGES,
     STAGES,
     Integrity,
@@ -49,7 +35,22 @@ from evaluator.verdict import (
     Verdict,
     WorkloadResult,
 )
-from evaluator.workload_checks import WorkloadRun
+from evaluator.build.build_stages import compile_stage, sass_stage, trusted_sass_path
+from evaluator.checks import peaks
+from evaluator.checks.integrity_record import absorb_profile, absorb_workload
+from evaluator.checks.physical_limits import limits_for
+from evaluator.checks.workload_checks import WorkloadRun
+from evaluator.envflags import env_flag
+from evaluator.host import check_gpu, prepare_device
+from evaluator.isolation.jail import Jail, allow_unsandboxed_from_env, lendable, open_jail
+from evaluator.isolation.limits import Limits
+from evaluator.languages import DEFAULT_LANGUAGE, Language
+from evaluator.languages import language as find_language
+from evaluator.measure.candidate import REPO_ROOT, CandidateSetup, axes_text, fast_tmp, run_workload
+from evaluator.measure.correctness import Checker
+from evaluator.measure.lent_calls import batch_length
+from evaluator.measure.timing_plan import TimingRequest, seeds_for
+from evaluator.stage_book import StageBook, StageCallback, new_verdict
 
 __all__ = ["REPO_ROOT", "Options", "evaluate", "resolve_stages", "select_workloads"]
 
@@ -72,7 +73,7 @@ class Options:
     trials: int = 3
     warmup: int = 10
     iters: int = 50
-    round_calls: int = 3  # timed calls per round (evaluator/lent_calls.py)
+    round_calls: int = 3  # timed calls per round (evaluator/measure/lent_calls.py)
     batches: int = 3  # back-to-back batches the parent's clock ranks (the fastest counts)
     batch_calls: int | None = (
         None  # calls per batch; None: from the workload's physical limit (lent_calls.batch_length)
@@ -86,7 +87,7 @@ class Options:
     keep_workdir: bool = False
     fail_fast: bool = True  # stop after a workload ends in TIMEOUT or RUNTIME_ERROR
     # Candidate code (compiler included) runs under bubblewrap; without it the evaluation refuses unless this is
-    # True (None: read EVALUATOR_ALLOW_UNSANDBOXED). See evaluator/jail.py.
+    # True (None: read EVALUATOR_ALLOW_UNSANDBOXED). See evaluator/isolation/jail.py.
     allow_unsandboxed: bool | None = None
     # Nsight Compute reads counters only with CAP_SYS_ADMIN where the driver restricts profiling to admins; the
     # sandbox drops every capability. When the sandboxed profile is refused for that, rerun it outside bubblewrap
@@ -310,7 +311,7 @@ def _gpu_stages(ev: EvaluationRun, setup: CandidateSetup) -> None:
             TimingRequest(
                 opts.warmup,
                 opts.iters,
-                # "of peak" is over the GPU's datasheet dense peak for the task's dtype (evaluator/peaks.py: BF16 for
+                # "of peak" is over the GPU's datasheet dense peak for the task's dtype (evaluator/checks/peaks.py: BF16 for
                 # a bf16 task, FP8 for an fp8 one), never a matmul rate measured here
                 limits.peak_tflops or peaks.peak_tflops(v.environment.gpu_name),
                 v.environment.gpu_uuid,

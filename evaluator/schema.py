@@ -1,4 +1,4 @@
-"""The verdict's JSON schema, derived from the dataclasses in evaluator.verdict.
+"""The verdict's JSON schema, derived from the dataclasses in evaluator.both_sides.verdict.
 
 `python -m evaluator.schema > evaluator/verdict.schema.json` regenerates the committed file; a test checks
 that the committed file is current and validates real verdicts against it.
@@ -14,7 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from evaluator.verdict import SCHEMA_VERSION, Verdict
+from evaluator.both_sides.verdict import SCHEMA_VERSION, Verdict
 
 SCHEMA_PATH = Path(__file__).with_name("verdict.schema.json")
 

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import evaluator
-from evaluator.taskdata import Task, Workload
-from evaluator.verdict import STAGES, OverallStatus, StageRecord, StageState, Status, Verdict, WorkloadResult
+from evaluator.both_sides.taskdata import Task, Workload
+from evaluator.both_sides.verdict import STAGES, OverallStatus, StageRecord, StageState, Status, Verdict, WorkloadResult
 
 StageCallback = Callable[[str, str], None]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from evaluator.arches import ARCHES
+from evaluator.both_sides.arches import ARCHES
 from portal.dev_secrets import stored_secret
 from portal.env import env_bool, env_int, env_list, env_required, env_str
 
@@ -115,7 +115,7 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
-# One queue per GPU architecture (workers on hosts with that GPU; evaluator/arches.py names them), plus LLM calls
+# One queue per GPU architecture (workers on hosts with that GPU; evaluator/both_sides/arches.py names them), plus LLM calls
 # (`agent`, portal/agent/queueing.py) and CPU-only work (`default`).
 GPU_QUEUE_NAMES = tuple(dict.fromkeys(arch.queue for arch in ARCHES.values()))
 RQ_QUEUE_NAMES = (*GPU_QUEUE_NAMES, "agent", "default")
@@ -256,7 +256,7 @@ WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 15)
 # Stages the evaluator runs on this host: "all", or e.g. "policy,compile,sass" on machines without a GPU.
 EVALUATOR_STAGES = env_str("EVALUATOR_STAGES", "all")
 EVALUATOR_PYTHON = env_str("EVALUATOR_PYTHON", "")  # interpreter for `python -m evaluator` (default: this one)
-# Successful compiles kept by source+flags hash (evaluator/compile_cache.py): the ranked re-evaluation of a kernel
+# Successful compiles kept by source+flags hash (evaluator/build/compile_cache.py): the ranked re-evaluation of a kernel
 # reuses the public evaluation's library instead of running nvcc again. Empty: off.
 EVALUATOR_COMPILE_CACHE = env_str("EVALUATOR_COMPILE_CACHE", str(DATA_DIR / "compile-cache"))
 PLAUSIBLE_SPEEDUP_MAX = float(env_str("PLAUSIBLE_SPEEDUP_MAX", "3.0"))

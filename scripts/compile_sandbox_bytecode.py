@@ -12,7 +12,7 @@ What they import is found by importing it here, with bytecode written: that comp
 other modules of each folder those came from are compiled too (in parallel), for the submodules they import
 later, on demand; folders of which nothing was imported (PyTorch's test helpers, its compilers, ONNX export) are
 left out. A package that is not installed (the web tier has no PyTorch) is left out. The list of imports is the
-evaluator's (`evaluator.sandbox.SANDBOX_PYTHON_IMPORTS`), beside the environment it gives those processes.
+evaluator's (`evaluator.isolation.sandbox.SANDBOX_PYTHON_IMPORTS`), beside the environment it gives those processes.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import sysconfig
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from evaluator.sandbox import SANDBOX_PYTHON_IMPORTS
+from evaluator.isolation.sandbox import SANDBOX_PYTHON_IMPORTS
 
 
 def imported_files(names: tuple[str, ...], site: Path) -> list[Path]:

@@ -17,10 +17,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from evaluator.both_sides.taskdata import find_task  # noqa: E402
+from evaluator.both_sides.verdict import to_json  # noqa: E402
 from evaluator.pipeline import evaluate  # noqa: E402
-from evaluator.solutions import Solution, find_solutions  # noqa: E402
-from evaluator.taskdata import find_task  # noqa: E402
-from evaluator.verdict import to_json  # noqa: E402
+from evaluator.suite.solutions import Solution, find_solutions  # noqa: E402
 
 
 def run_one(solution: Solution, stages: str | None) -> tuple[dict, float]:

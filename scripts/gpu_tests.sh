@@ -34,7 +34,7 @@ fi
 if ! command -v bwrap >/dev/null && compgen -G ".whl/bubblewrap_*.deb" >/dev/null; then
   dpkg -x .whl/bubblewrap_*.deb /tmp/bwrap-root && export EVALUATOR_BWRAP=/tmp/bwrap-root/usr/bin/bwrap
 fi
-if python3 -c 'from evaluator.jail import open_jail; open_jail(allow_unsandboxed=False, gpu=True)' 2>"$OUT/sandbox.log"; then
+if python3 -c 'from evaluator.isolation.jail import open_jail; open_jail(allow_unsandboxed=False, gpu=True)' 2>"$OUT/sandbox.log"; then
   echo "sandbox: bubblewrap ($("${EVALUATOR_BWRAP:-bwrap}" --version))" | tee -a "$OUT/sandbox.log"
 elif [[ "${EVALUATOR_ALLOW_UNSANDBOXED:-}" == 1 ]]; then
   echo "sandbox: UNAVAILABLE, running unsandboxed as asked (EVALUATOR_ALLOW_UNSANDBOXED=1): $(tail -1 "$OUT/sandbox.log")" \

@@ -1,7 +1,7 @@
 """Standalone GPU harness for the reference kernels in tasks/*/solutions/.
 
-Builds each solution's kernel.cu with the evaluator's own compile function (evaluator/compile.py: the same
-nvcc command, ptxas resources and cubin) and counts its SASS with evaluator/sass.py, checks it
+Builds each solution's kernel.cu with the evaluator's own compile function (evaluator/build/compile.py: the same
+nvcc command, ptxas resources and cubin) and counts its SASS with evaluator/binaries/sass.py, checks it
 against an fp32 reference on every workload with fresh random inputs and NaN-poisoned outputs, times it
 against the library baseline (triton.testing.do_bench, median), and optionally profiles one call under
 Nsight Compute to capture the per-SASS-instruction source page (executed and predicated-on counts).
@@ -33,9 +33,9 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from evaluator.compile import compile_kernel  # noqa: E402
-from evaluator.ncu import NcuParseError, find_ncu, parse_source_page  # noqa: E402
-from evaluator.sass import count_families, disassemble, instruction_family  # noqa: E402
+from evaluator.arch_check.ncu import NcuParseError, find_ncu, parse_source_page  # noqa: E402
+from evaluator.binaries.sass import count_families, disassemble, instruction_family  # noqa: E402
+from evaluator.build.compile import compile_kernel  # noqa: E402
 
 ATOL = 1e-2
 RTOL = 1e-2
@@ -100,8 +100,8 @@ class Build:
 
     library: Path | None  # the shared object, None when the compile failed
     log: str  # nvcc's output
-    resources: list  # evaluator.verdict.KernelResources per kernel (ptxas -v)
-    sass: dict  # target families and their opcodes (evaluator.sass.count_families), {} without a cubin
+    resources: list  # evaluator.both_sides.verdict.KernelResources per kernel (ptxas -v)
+    sass: dict  # target families and their opcodes (evaluator.binaries.sass.count_families), {} without a cubin
 
 
 def build(sol: Solution, build_dir: Path, arch: str, reuse: bool = False) -> Build:
@@ -351,7 +351,7 @@ def run_ncu(sol: Solution, so: Path, kernel_regex: str, size: int, out_dir: Path
 
 
 def summarize_ncu(text: str) -> str:
-    """Static, executed and predicated-on counts per target opcode (families of evaluator/arches.py), read with
+    """Static, executed and predicated-on counts per target opcode (families of evaluator/both_sides/arches.py), read with
     the evaluator's source-page parser."""
     try:
         kernels = parse_source_page(text)

@@ -8,7 +8,7 @@ checks), so change a task here and re-run rather than editing the generated file
     python scripts/make_suite.py --out DIR  # write somewhere else
 
 What a family of tasks shares (group, FLOPs, tolerance, baselines, reference, starters) is its entry in the
-task-families registry (evaluator/task_families.py); the builders below add each task's definition text, axes and
+task-families registry (evaluator/both_sides/task_families.py); the builders below add each task's definition text, axes and
 workloads. Only the files listed per task below are written; anything else in a task folder (solutions/, ...) and
 tasks/packs/ are left alone.
 """
@@ -26,9 +26,9 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from evaluator.arches import ARCHES  # noqa: E402
+from evaluator.both_sides.arches import ARCHES  # noqa: E402
+from evaluator.both_sides.task_families import GEMM_BF16, GEMM_FP8, MHA_BWD, MHA_FWD, TaskFamily  # noqa: E402
 from evaluator.languages import LANGUAGES  # noqa: E402
-from evaluator.task_families import GEMM_BF16, GEMM_FP8, MHA_BWD, MHA_FWD, TaskFamily  # noqa: E402
 
 TEMPLATES = Path(__file__).resolve().parent / "suite_templates"
 DEFAULT_ROOT = REPO / "tasks"
@@ -71,7 +71,7 @@ class TaskFiles:
 
 
 def targets() -> dict[str, dict[str, object]]:
-    """Every architecture of the registry (evaluator/arches.py): the families that count and what they are."""
+    """Every architecture of the registry (evaluator/both_sides/arches.py): the families that count and what they are."""
     return {a.name: {"families": list(a.families), "note": a.target_note} for a in ARCHES.values()}
 
 

@@ -4,7 +4,7 @@ For each task: draw the headline workload's inputs (standard normal, as the eval
 O and LSE from their input generator), run the fp32 reference once, then per baseline check its outputs against
 the reference with the evaluator's element rule and time it with the evaluator's own timer
 (`evaluator/candidate_process/timing.py`: L2 flushed and the device synchronised before every call, each call's
-GPU time from CUPTI activity records, CUDA events as the recorded fallback; `evaluator/stats.py` for median and
+GPU time from CUPTI activity records, CUDA events as the recorded fallback; `evaluator/both_sides/stats.py` for median and
 quartiles), the method the evaluator's `timing` stage uses for candidates and baselines. Reports the median (and
 quartiles) and achieved TFLOP/s by the task's FLOP convention.
 
@@ -34,10 +34,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from evaluator.inputs import input_deriver  # noqa: E402
-from evaluator.inputs import make_inputs as draw_inputs  # noqa: E402
-from evaluator.stats import summarize  # noqa: E402
-from evaluator.taskdata import Task, Workload, evaluate_flops, load_tasks  # noqa: E402
+from evaluator.both_sides.inputs import input_deriver  # noqa: E402
+from evaluator.both_sides.inputs import make_inputs as draw_inputs  # noqa: E402
+from evaluator.both_sides.stats import summarize  # noqa: E402
+from evaluator.both_sides.taskdata import Task, Workload, evaluate_flops, load_tasks  # noqa: E402
 
 GROUP_ORDER = {"gemm": 0, "mha_fwd": 1, "mha_bwd": 2, "gemm_fp8": 3}
 
@@ -110,7 +110,7 @@ def load_function(source: str, function: str, label: str) -> Any:
 
 
 def make_inputs(task: Task, axes: dict[str, int], seed: int, device: str) -> list[Any]:
-    """The evaluator's inputs (evaluator/inputs.py): drawn by the task family's rule, derived ones replaced."""
+    """The evaluator's inputs (evaluator/both_sides/inputs.py): drawn by the task family's rule, derived ones replaced."""
     workload = Workload(uuid="", axes=axes, inputs={})
     return draw_inputs(task.definition, workload, seed, device=device, derive=input_deriver(task))
 
@@ -288,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         "timing": f"the evaluator's timer (evaluator/candidate_process/timing.py, {timer.method}): {args.warmup} "
         f"warm-up calls, then {args.reps} timed calls, twice the L2 size overwritten and the device synchronised before each; each "
         "call's time is the union of its GPU activity records (CUPTI), or CUDA events around it as the fallback; "
-        "median and quartiles by evaluator/stats.py",
+        "median and quartiles by evaluator/both_sides/stats.py",
         "check": "outputs against the task's fp32 reference with the evaluator's element rule (atol=rtol=1e-2)",
         "seed": args.seed,
     }

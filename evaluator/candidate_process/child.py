@@ -1,8 +1,8 @@
 """The candidate process: `python -m evaluator.candidate_process.child JOB.json --fd-in R --fd-out W`.
 
-Started fresh for every workload by the trusted parent (evaluator/candidate.py) in its own process group. It
+Started fresh for every workload by the trusted parent (evaluator/measure/candidate.py) in its own process group. It
 loads the candidate library and answers the parent's rounds: every call runs on inputs the parent drew into the
-memory it lends (evaluator/lent_calls.py, evaluator/shared_outputs.py) and writes its outputs there, where the
+memory it lends (evaluator/measure/lent_calls.py, evaluator/both_sides/shared_outputs.py) and writes its outputs there, where the
 parent captures and compares them. No seed and no reference output ever comes here.
 Messages go over the two pipes the parent passed; the candidate's own prints land in captured stdout/stderr.
 
@@ -25,15 +25,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from evaluator import protocol
+from evaluator.both_sides import protocol
 
 
 class Session:
     def __init__(self, job: dict[str, Any], send: Any, progress: dict[str, str]) -> None:
         import torch
 
-        from evaluator.inputs import load_baseline
-        from evaluator.taskdata import load_task
+        from evaluator.both_sides.inputs import load_baseline
+        from evaluator.both_sides.taskdata import load_task
 
         self.job, self.send = job, send
         self.torch = torch
@@ -49,17 +49,17 @@ class Session:
         self.task = load_task(Path(job["task_dir"]))
         self.definition = self.task.definition
         self.workload = self.task.workload(job["workload"])
-        from evaluator.inputs import input_deriver
+        from evaluator.both_sides.inputs import input_deriver
 
         self.derive = input_deriver(self.task)
         torch.empty(1, device=self.device)  # create the CUDA context before the candidate's code is loaded
-        # Every call's inputs and outputs: slots of memory the parent owns (evaluator/shared_outputs.py), mapped
+        # Every call's inputs and outputs: slots of memory the parent owns (evaluator/both_sides/shared_outputs.py), mapped
         # here before the candidate's code is loaded; the parent draws the inputs and captures the outputs itself.
         self.lent_inputs: list[list[Any]] = []
         self.slots: list[list[Any]] = []
         self._slots_mapping: Any = None
         if job.get("shared_outputs"):
-            from evaluator.shared_outputs import open_slots
+            from evaluator.both_sides.shared_outputs import open_slots
 
             views, self._slots_mapping = open_slots(
                 torch, job["shared_outputs"], "cuda" if self.cuda else "cpu", int(job.get("device", 0))
@@ -105,7 +105,7 @@ class Session:
     def _lent_args(self, slot: int) -> list[Any]:
         """A lent slot's call arguments in definition order: its tensors where the parent drew them, scalars from
         the workload (they need no seed)."""
-        from evaluator.inputs import scalar_input
+        from evaluator.both_sides.inputs import scalar_input
 
         tensors = iter(self.lent_inputs[slot])
         args = []
@@ -116,7 +116,7 @@ class Session:
 
     def round(self, receive: Any, round_: int, kind: str, calls: int, sampled: bool) -> None:
         """One round on the lent slots: idle until the parent has drawn the inputs and says `go`, then the calls
-        as `kind` asks (evaluator/protocol.py), then done."""
+        as `kind` asks (evaluator/both_sides/protocol.py), then done."""
         if calls > len(self.slots):
             raise RuntimeError(f"a round of {calls} calls and {len(self.slots)} lent slots")
         self.l2.reset()
@@ -179,7 +179,7 @@ class Session:
     def profile(self, seed: int) -> None:
         """One call inside the NVTX range that Nsight Compute is told to profile. Its inputs come from a seed
         used for this call only (nothing else is drawn from it), and its outputs are not compared."""
-        from evaluator.inputs import alloc_outputs, make_inputs
+        from evaluator.both_sides.inputs import alloc_outputs, make_inputs
 
         torch = self.torch
         inputs = make_inputs(self.definition, self.workload, seed, device=str(self.device), derive=self.derive)

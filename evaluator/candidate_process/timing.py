@@ -9,9 +9,9 @@ calls this way (candidate_process/child.py); `time_interleaved`, which alternate
 the benchmark scripts (scripts/measure_baselines.py, bench/).
 
 The same timer records which kernels ran in each call (name, grid, block) and which module defines each
-function, for the integrity checks (evaluator/integrity.py): only the submission's kernels may do the work.
+function, for the integrity checks (evaluator/checks/integrity.py): only the submission's kernels may do the work.
 Everything here runs inside the candidate process, so nothing ranked comes from it: the parent's own clock over
-back-to-back batches ranks (evaluator/lent_calls.py), and this report is a labelled hint.
+back-to-back batches ranks (evaluator/measure/lent_calls.py), and this report is a labelled hint.
 
 Runs inside the candidate process; `cupti` is imported lazily because it needs a GPU driver. On CPU-only test
 hosts (device_type "cpu") `HostTimer` stands in: the host clock, no kernels.
@@ -24,8 +24,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluator.launches import Launch
-from evaluator.stats import merge_intervals
+from evaluator.both_sides.launches import Launch
+from evaluator.both_sides.stats import merge_intervals
 
 
 @dataclass

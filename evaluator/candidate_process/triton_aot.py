@@ -11,7 +11,7 @@ kernels.
 
 Candidate code runs here (module body and `run`), inside the compile sandbox: this is a process of the untrusted
 side (evaluator/candidate_process/__init__.py). What goes back is the manifest file, hostile data to the parent
-(evaluator/triton_compile.py), which counts SASS over every cubin in the cache folder, whatever wrote it.
+(evaluator/build/triton_compile.py), which counts SASS over every cubin in the cache folder, whatever wrote it.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from evaluator.triton_settings import triton_env
+from evaluator.both_sides.triton_settings import triton_env
 
 CANDIDATE_MODULE = "ptxbench_candidate"  # the same module name here and in the candidate process (cache keys)
 

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from evaluator.both_sides.triton_settings import triton_env
 from evaluator.candidate_process.triton_aot import load_candidate
-from evaluator.triton_settings import triton_env
 
 NOT_AHEAD_OF_TIME = (
     "this launch needs a Triton compile in the candidate process (a specialization that was not compiled ahead "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from evaluator.verdict import ArchStatus, OverallStatus, Status, Verdict, WorkloadResult
+from evaluator.both_sides.verdict import ArchStatus, OverallStatus, Status, Verdict, WorkloadResult
 
 COMPILE_LINES = 60
 COMPILE_CHARS = 6000

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 
-from evaluator.arches import ARCHES
+from evaluator.both_sides.arches import ARCHES
 from evaluator.languages import DEFAULT_LANGUAGE
 from portal.agent import prompts
 from portal.agent.models import ModelRun

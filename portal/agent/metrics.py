@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from evaluator.verdict import ArchStatus, OverallStatus
+from evaluator.both_sides.verdict import ArchStatus, OverallStatus
 
 CORRECT_STATUS = (
     OverallStatus.PASSED.value

@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from evaluator.arches import ARCHES
+from evaluator.both_sides.arches import ARCHES
 from evaluator.languages import DEFAULT_LANGUAGE
 from portal.accounts.services import user_is_banned
 from portal.agent import crypto, metrics, prompts, queueing, scheduling, states

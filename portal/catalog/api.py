@@ -1,5 +1,5 @@
 """GET /api/v2/registry: the architectures and kernel languages this portal evaluates, read from the evaluator's
-registries (evaluator/arches.py, evaluator/languages.py) so that clients ask here instead of keeping a copy.
+registries (evaluator/both_sides/arches.py, evaluator/languages.py) so that clients ask here instead of keeping a copy.
 Public and read-only; the answer is built once per process, since it changes only with the code."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import functools
 
 from django.http import HttpRequest, JsonResponse
 
-from evaluator.arches import ARCHES
+from evaluator.both_sides.arches import ARCHES
 from evaluator.languages import LANGUAGES
 from portal.accounts.api_auth import api_endpoint
 

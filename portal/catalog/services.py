@@ -9,11 +9,11 @@ from pathlib import Path
 
 from django.db import transaction
 
-from evaluator.arches import ARCHES
-from evaluator.flashinfer_import import ImportedDefinition
+from evaluator.both_sides.arches import ARCHES
+from evaluator.both_sides.taskdata import Definition
+from evaluator.both_sides.taskdata import Task as TaskData
 from evaluator.languages import LANGUAGES
-from evaluator.taskdata import Definition
-from evaluator.taskdata import Task as TaskData
+from evaluator.suite.flashinfer_import import ImportedDefinition
 from portal.catalog.models import ArchitectureTarget, KnowledgePack, Task, Workload
 
 

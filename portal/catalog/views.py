@@ -1,7 +1,7 @@
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from evaluator.arches import ARCHES
+from evaluator.both_sides.arches import ARCHES
 from portal.catalog import selectors
 from portal.catalog.task_panels import task_panels_context
 

@@ -1,4 +1,4 @@
-"""Model fields whose values are names in the evaluator's registries: an architecture (evaluator/arches.py) or a
+"""Model fields whose values are names in the evaluator's registries: an architecture (evaluator/both_sides/arches.py) or a
 kernel language (evaluator/languages.py).
 
 The registry is read when a value is validated and when a form is built, never copied into the field: a field with
@@ -15,7 +15,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.text import capfirst
 
-from evaluator import arches, languages
+from evaluator import languages
+from evaluator.both_sides import arches
 
 
 def arch_choices() -> list[tuple[str, str]]:
@@ -76,7 +77,7 @@ class _RegistryField(models.CharField):
 
 
 class ArchField(_RegistryField):
-    """The name of an architecture in evaluator/arches.py ("sm_90a")."""
+    """The name of an architecture in evaluator/both_sides/arches.py ("sm_90a")."""
 
     default_validators = [validate_arch]
     registry_choices = staticmethod(arch_choices)

@@ -13,7 +13,7 @@ from typing import Any
 
 from portal.core import verdicts
 
-# What an evaluation measured, by canonical name: the verdict's own (evaluator/verdict.py `Performance`), so a
+# What an evaluation measured, by canonical name: the verdict's own (evaluator/both_sides/verdict.py `Performance`), so a
 # measurement is called the same from the evaluator to the API. The interval `speedup_ci95` is given as its two
 # ends, `speedup_ci95_low` and `speedup_ci95_high` (a board row, a CSV line and a dataset column are scalars).
 MEASUREMENT_FIELDS = (
@@ -96,7 +96,7 @@ def measurement(obj: Any, *, arch: str) -> dict[str, Any]:
         "speedup_ci95_low": obj.speedup_ci95_low,
         "speedup_ci95_high": obj.speedup_ci95_high,
         "tflops": obj.tflops,
-        # tflops over the GPU's datasheet dense BF16 peak (evaluator/peaks.py)
+        # tflops over the GPU's datasheet dense BF16 peak (evaluator/checks/peaks.py)
         "fraction_of_peak": obj.fraction_of_peak,
         "gpu_name": obj.gpu_name,
     }

@@ -1,9 +1,9 @@
 """The one place a verdict document becomes the evaluator's typed records (the verdict is the contract).
 
-`parse_verdict` is the only caller of the evaluator's reader (`evaluator.verdict.from_dict`) in the portal, and it
+`parse_verdict` is the only caller of the evaluator's reader (`evaluator.both_sides.verdict.from_dict`) in the portal, and it
 is called only where the portal receives a verdict: the GPU worker's result (`submissions/runner.py`), an imported
 or demo verdict file (`leaderboard/services.py`, `seed_leaderboard`), and a stored row (`Evaluation.verdict_record`,
-read once per row object). Everything else takes the typed `evaluator.verdict.Verdict` and reads its attributes
+read once per row object). Everything else takes the typed `evaluator.both_sides.verdict.Verdict` and reads its attributes
 (`verdict.arch_check.status`, `workload.performance.latency_ms`), never keys of the stored dict; statuses are the
 evaluator's enums (`OverallStatus`, `Status`, `ArchStatus`), which compare equal to the words in the summary columns.
 
@@ -12,7 +12,7 @@ stored documents come from every evaluator version the portal has run. They are 
 once, in one step (`_upgrade`):
 - a figure whose meaning changed since is dropped, so the page says "not recorded" rather than show it under the
   new meaning: `performance.fraction_of_peak` of a schema_version 1 document (some divided by a matmul rate
-  measured on the host, not by the datasheet peak of evaluator/peaks.py);
+  measured on the host, not by the datasheet peak of evaluator/checks/peaks.py);
 - a field added since (`arch_check.trusted_ratio`, `performance.latency_from`, `integrity`, ...) is absent:
   `from_dict` gives it its default; a missing field that has no default (a record an old evaluator or a test
   wrote partly) gets the empty value of its type, and a missing architecture-check status reads as not_requested;
@@ -31,7 +31,7 @@ import typing
 from enum import StrEnum
 from typing import Any
 
-from evaluator.verdict import ArchCheck, ArchStatus, Verdict, from_dict
+from evaluator.both_sides.verdict import ArchCheck, ArchStatus, Verdict, from_dict
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ def parse_verdict(data: Any) -> Verdict | None:
         return None
 
 
-# The schema version whose fraction_of_peak is the datasheet one (evaluator/peaks.py); older documents' may not be.
+# The schema version whose fraction_of_peak is the datasheet one (evaluator/checks/peaks.py); older documents' may not be.
 _DATASHEET_PEAK_SINCE = 2
 
 
@@ -91,7 +91,7 @@ def _complete(cls: type, data: Any) -> dict[str, Any]:
     hints = _hints(cls)
     out = dict(data)
     for f in dataclasses.fields(cls):
-        # A renamed field may be under its old name (evaluator/verdict.py reads both): complete it where it is.
+        # A renamed field may be under its old name (evaluator/both_sides/verdict.py reads both): complete it where it is.
         name = next((n for n in (f.name, f.metadata.get("renamed_from")) if n and n in out), None)
         if name is not None:
             out[name] = _complete_value(hints[f.name], out[name])

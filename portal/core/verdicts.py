@@ -5,10 +5,10 @@ live in `portal/leaderboard/boards/ranking.py`."""
 
 from __future__ import annotations
 
-from evaluator.arches import ARCHES
-from evaluator.verdict import ArchStatus, OverallStatus
+from evaluator.both_sides.arches import ARCHES
+from evaluator.both_sides.verdict import ArchStatus, OverallStatus
 
-# The architecture check's states, in board order: the evaluator's own words (evaluator/verdict.py ArchStatus,
+# The architecture check's states, in board order: the evaluator's own words (evaluator/both_sides/verdict.py ArchStatus,
 # docs/verdict.md) are the one vocabulary of every page, the API and CSV; "" (no arch check recorded) reads as
 # not_requested. Only `verified` ranks; the others are grouped behind ?show=all in this order.
 ARCH_STATES = tuple(

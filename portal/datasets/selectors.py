@@ -20,8 +20,8 @@ from django.conf import settings
 from django.db.models import QuerySet
 from django.http import Http404
 
-from evaluator.arches import ARCHES
-from evaluator.verdict import OverallStatus
+from evaluator.both_sides.arches import ARCHES
+from evaluator.both_sides.verdict import OverallStatus
 from portal.core import serializers
 from portal.datasets.models import ResultsSnapshot
 from portal.leaderboard.boards import selectors as board

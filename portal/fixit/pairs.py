@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluator.verdict import ArchStatus, OverallStatus
+from evaluator.both_sides.verdict import ArchStatus, OverallStatus
 
 PASSED = OverallStatus.PASSED.value
 VERIFIED = ArchStatus.VERIFIED.value

@@ -1,4 +1,4 @@
-"""The verdicts `seed_leaderboard` makes up, built as the evaluator's own typed records (evaluator/verdict.py) so a
+"""The verdicts `seed_leaderboard` makes up, built as the evaluator's own typed records (evaluator/both_sides/verdict.py) so a
 demo row obeys the rules a real one does: stages that ran or not as its status says, a compile log, SASS counts
 that match the instruction check (verified and full only with the target families present and executed), figures
 from one measurement (speedup = baseline latency / latency, TFLOP/s = the task's FLOPs / latency) within what the
@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from evaluator import peaks
-from evaluator import verdict as vm
-from evaluator.arches import ARCHES
-from evaluator.physical_limits import limits_for
-from evaluator.taskdata import load_task
+from evaluator.both_sides import verdict as vm
+from evaluator.both_sides.arches import ARCHES
+from evaluator.both_sides.taskdata import load_task
+from evaluator.checks import peaks
+from evaluator.checks.physical_limits import limits_for
 
 EVALUATOR_VERSION = "0.1.0"
 # The least share of the task's FLOPs that verified tensor cores do; token rows stay under it.

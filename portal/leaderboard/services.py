@@ -14,10 +14,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from evaluator.arches import ARCHES
-from evaluator.ncu import NcuParseError, parse_source_page
-from evaluator.solutions import read_solution
-from evaluator.verdict import Verdict
+from evaluator.arch_check.ncu import NcuParseError, parse_source_page
+from evaluator.both_sides.arches import ARCHES
+from evaluator.both_sides.verdict import Verdict
+from evaluator.suite.solutions import read_solution
 from portal.catalog.models import Task
 from portal.core.verdict_record import parse_verdict
 from portal.leaderboard.cache import leaderboard_changed
@@ -126,7 +126,7 @@ def _import_one(entry: IndexEntry, *, directory: Path, tasks_dir: Path, limit: f
         raise ValueError(f"{entry.verdict} is not JSON ({exc})") from None
     verdict = parse_verdict(document)
     if verdict is None:
-        raise ValueError(f"{entry.verdict} is not a verdict the evaluator writes (evaluator/verdict.py)")
+        raise ValueError(f"{entry.verdict} is not a verdict the evaluator writes (evaluator/both_sides/verdict.py)")
     source_bytes = kernel_path.read_bytes()
     source = source_bytes.decode("utf-8")
     digest = hashlib.sha256(source_bytes).hexdigest()
@@ -213,7 +213,7 @@ def _profiler_files(entry: IndexEntry, directory: Path) -> dict[str, bytes]:
 
 
 def sass_from_ncu_rows(kernels) -> str:
-    """A cuobjdump-style listing from Nsight Compute's source page (evaluator.ncu.parse_source_page), for the
+    """A cuobjdump-style listing from Nsight Compute's source page (evaluator.arch_check.ncu.parse_source_page), for the
     reference verdicts that carry the profiler CSV but no SASS dump: one `Function :` header per kernel."""
     out = []
     for kernel in kernels:

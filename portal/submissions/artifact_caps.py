@@ -18,7 +18,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Sum
 from django.utils import timezone
 
-from evaluator.limits import describe_bytes
+from evaluator.isolation.limits import describe_bytes
 from portal.submissions.evidence_files import EvidenceFile, NotKept, evaluation_cap_reason
 from portal.submissions.models import Artifact, Evaluation
 

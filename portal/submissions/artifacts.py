@@ -9,7 +9,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from evaluator.solutions import LANGUAGE_FILES
+from evaluator.suite.solutions import LANGUAGE_FILES
 from portal.submissions import artifact_caps
 from portal.submissions.evidence_files import EvidenceFile, NotKept
 from portal.submissions.models import Artifact, Evaluation

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from evaluator.verdict import Verdict
+from evaluator.both_sides.verdict import Verdict
 
 # Work-folder paths in messages ("/tmp/…/eval-1/kernel.cu(12): error …") shortened to the file's own name.
 _WORK_PATH = re.compile(r"(?:/[\w.\-]+)+/(kernel\.(?:cu|py))")

@@ -15,7 +15,7 @@ profile folders. A folder walk cannot tell them apart, so nothing is published b
   carries the candidate's prints), each cut to a cap and named `submission-...` with origin `submission`: shown
   as what the submission wrote, never as the evaluator's.
 
-Everything is read under the hostile-file rule (evaluator/hostile_files.py: no links, regular files, sizes capped
+Everything is read under the hostile-file rule (evaluator/both_sides/hostile_files.py: no links, regular files, sizes capped
 before reading). A file that is refused or does not fit the evaluation's byte cap is a `NotKept` with the reason,
 which the evaluation records and its page shows; nothing here raises for a file's sake."""
 
@@ -26,10 +26,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evaluator import hostile_files
-from evaluator.limits import describe_bytes
-from evaluator.sass import count_families
-from evaluator.verdict import Verdict
+from evaluator.binaries.sass import count_families
+from evaluator.both_sides import hostile_files
+from evaluator.both_sides.verdict import Verdict
+from evaluator.isolation.limits import describe_bytes
 from portal.submissions.csv_cells import UnreadableCsv, neutralise
 from portal.submissions.models import Artifact
 
@@ -38,8 +38,8 @@ SASS_MAX_BYTES = 64 * 1024 * 1024  # above any per-evaluation cap: the cap decid
 NCU_CSV_MAX_BYTES = 64 * 1024 * 1024
 LOG_OPEN_MAX_BYTES = 64 * 1024 * 1024  # a log is opened up to this size and cut to the log cap while read
 MAX_SUBMISSION_LOGS = 16
-# The names the evaluator gives its candidate processes' output (evaluator/candidate.py) and the profiled run's log
-# (evaluator/arch_stage.py); the trusted-baseline process's output is not the submission's and not kept.
+# The names the evaluator gives its candidate processes' output (evaluator/measure/candidate.py) and the profiled run's log
+# (evaluator/arch_check/arch_stage.py); the trusted-baseline process's output is not the submission's and not kept.
 _SUBMISSION_LOG = re.compile(r"candidate-[0-9a-f]{8}\.(?:stdout|stderr)|ncu(?:-unsandboxed|-fallback)?\.log")
 _LOGS_CAPS = hostile_files.TreeCaps(max_files=256, max_bytes=1 << 30, max_file_bytes=LOG_OPEN_MAX_BYTES, max_depth=2)
 

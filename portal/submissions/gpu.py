@@ -6,7 +6,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from evaluator.arches import Arch, arch_for_capability
+from evaluator.both_sides.arches import Arch, arch_for_capability
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from functools import cached_property
 from django.conf import settings
 from django.db import models
 
+from evaluator.both_sides.verdict import Verdict
 from evaluator.languages import DEFAULT_LANGUAGE
-from evaluator.solutions import LANGUAGE_FILES
-from evaluator.verdict import Verdict
+from evaluator.suite.solutions import LANGUAGE_FILES
 from portal.catalog.models import Task
 from portal.core.registry_fields import ArchField, LanguageField
 from portal.core.verdict_record import parse_verdict
@@ -103,7 +103,7 @@ class Evaluation(models.Model):
     arch_full = models.BooleanField(default=False)
     ptxbench_verified = models.BooleanField(default=False)
     tensor_core_share = models.FloatField(null=True, blank=True)
-    # Named as the verdict names them (evaluator/verdict.py `Performance`; the interval `speedup_ci95` by its ends).
+    # Named as the verdict names them (evaluator/both_sides/verdict.py `Performance`; the interval `speedup_ci95` by its ends).
     speedup_factor = models.FloatField(null=True, blank=True)
     speedup_ci95_low = models.FloatField(null=True, blank=True)
     speedup_ci95_high = models.FloatField(null=True, blank=True)

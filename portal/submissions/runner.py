@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evaluator.solutions import LANGUAGE_FILES
-from evaluator.verdict import Verdict
+from evaluator.both_sides.verdict import Verdict
+from evaluator.suite.solutions import LANGUAGE_FILES
 from portal.core.verdict_record import parse_verdict
 from portal.submissions import evidence_files
 from portal.submissions.evidence_files import EvidenceFile, NotKept

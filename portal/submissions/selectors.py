@@ -11,8 +11,8 @@ from django.contrib.auth.models import User
 from django.db.models import Prefetch, QuerySet
 from django.utils import timezone
 
-from evaluator.arches import ARCHES
-from evaluator.verdict import STAGES, OverallStatus
+from evaluator.both_sides.arches import ARCHES
+from evaluator.both_sides.verdict import STAGES, OverallStatus
 from portal.core.api_versions import CURRENT_API_VERSION
 from portal.submissions import queueing, serializers
 from portal.submissions.compile_log import first_error_lines

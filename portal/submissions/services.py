@@ -17,9 +17,9 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from evaluator.arches import get_arch
+from evaluator.both_sides.arches import get_arch
+from evaluator.both_sides.verdict import OverallStatus, Verdict
 from evaluator.languages import DEFAULT_LANGUAGE, LANGUAGES
-from evaluator.verdict import OverallStatus, Verdict
 from portal.accounts.services import user_is_banned
 from portal.catalog.models import Task
 from portal.submissions import artifacts, queueing, quotas, visibility

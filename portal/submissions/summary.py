@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from evaluator.verdict import OverallStatus, Verdict, WorkloadResult
+from evaluator.both_sides.verdict import OverallStatus, Verdict, WorkloadResult
 
 
 def _headline(verdict: Verdict, headline: str | None) -> WorkloadResult | None:

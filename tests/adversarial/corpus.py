@@ -27,11 +27,11 @@ REPO = HERE.parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from evaluator.both_sides.taskdata import find_task  # noqa: E402
+from evaluator.both_sides.verdict import OverallStatus, Verdict  # noqa: E402
 from evaluator.errors import EnvironmentProblem  # noqa: E402
-from evaluator.jail import Cgroup, Limits, open_jail  # noqa: E402
+from evaluator.isolation.jail import Cgroup, Limits, open_jail  # noqa: E402
 from evaluator.pipeline import Options, evaluate  # noqa: E402
-from evaluator.taskdata import find_task  # noqa: E402
-from evaluator.verdict import OverallStatus, Verdict  # noqa: E402
 
 MANIFEST = HERE / "corpus.json"
 
@@ -138,7 +138,7 @@ def evaluate_entry(entry: dict[str, Any], *, source_path: Path | None = None, st
 def judge(entry: dict[str, Any], verdict: Verdict | dict[str, Any]) -> tuple[bool, str]:
     """Whether the verdict is the expected one, and what was found (for the table).
 
-    `verdict` is a Verdict or its dict form (evaluator.verdict.to_dict). Expectation fields: see corpus.json's
+    `verdict` is a Verdict or its dict form (evaluator.both_sides.verdict.to_dict). Expectation fields: see corpus.json's
     comment. `reason` is checked only when the status is not PASSED and `min_latency_ms` only when it is, so an
     entry may accept "caught" or "neutralised" (timed at its honest speed).
     """
@@ -213,7 +213,7 @@ def _caught_or_disclosed(codes: list[str], v: dict[str, Any]) -> list[str]:
 
 
 def _as_dict(verdict: Verdict) -> dict[str, Any]:
-    from evaluator.verdict import to_dict
+    from evaluator.both_sides.verdict import to_dict
 
     return to_dict(verdict)
 

@@ -72,8 +72,8 @@ def _shown(blob):
 
 
 def _hunt():
-    from evaluator.inputs import derive_seed, input_deriver, make_inputs
-    from evaluator.taskdata import load_task
+    from evaluator.both_sides.inputs import derive_seed, input_deriver, make_inputs
+    from evaluator.both_sides.taskdata import load_task
 
     job = next((json.loads(Path(a).read_text()) for a in sys.argv if a.endswith(".json")), {})
     task_dir = Path(job["task_dir"])

@@ -274,6 +274,6 @@ def test_every_type_name_a_payload_scans_for_is_a_class_of_the_attacked_process(
 
 
 def test_the_harness_runs_as_the_module_the_payloads_take_for_main():
-    from evaluator.candidate import CHILD_MODULE
+    from evaluator.measure.candidate import CHILD_MODULE
 
     assert CHILD_MODULE == MAIN

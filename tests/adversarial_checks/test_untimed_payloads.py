@@ -81,8 +81,8 @@ def _ranked_call_key() -> tuple[int, ...]:
     """The fingerprint of A in the 8th call of the 2nd batch, as the parent draws it from RUN_SEED."""
     import torch
 
-    from evaluator.inputs import derive_seed, input_deriver, make_inputs
-    from evaluator.taskdata import load_task
+    from evaluator.both_sides.inputs import derive_seed, input_deriver, make_inputs
+    from evaluator.both_sides.taskdata import load_task
 
     task = load_task(TINY)
     a = make_inputs(

@@ -1,4 +1,4 @@
-"""An architecture added to the registry (evaluator/arches.py) and nowhere else reaches every layer: SASS family
+"""An architecture added to the registry (evaluator/both_sides/arches.py) and nowhere else reaches every layer: SASS family
 detection, the Nsight Compute decision with its share rule, the datasheet peaks, the task suite generator and the
 task loader, the portal's model fields, submit form and board queries, the registry endpoint, and the command-line
 client, which reads that answer."""
@@ -13,8 +13,11 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from evaluator import arches, ncu, peaks, sass, taskdata
-from evaluator.verdict import ArchStatus
+from evaluator.arch_check import ncu
+from evaluator.binaries import sass
+from evaluator.both_sides import arches, taskdata
+from evaluator.both_sides.verdict import ArchStatus
+from evaluator.checks import peaks
 from tests.support.cli_support import FakePortal, run_cli, serving
 
 pytestmark = pytest.mark.django_db

@@ -1,5 +1,5 @@
 """The verdict is the contract: the portal reads a stored verdict only through
-portal/core/verdict_record.py (`parse_verdict`, into evaluator/verdict.py's typed records) and compares statuses
+portal/core/verdict_record.py (`parse_verdict`, into evaluator/both_sides/verdict.py's typed records) and compares statuses
 with the evaluator's enums. Catches a dict read of a verdict (`verdict.get("workloads")`,
 `(evaluation.verdict or {})["status"]`) or a status compared with a string literal ("PASSED") coming back
 anywhere in portal/, and an older stored verdict (before arch_check.trusted_ratio, performance.latency_from,
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.verdict import ArchStatus, OverallStatus, Status, Verdict
+from evaluator.both_sides.verdict import ArchStatus, OverallStatus, Status, Verdict
 from portal.core.verdict_record import parse_verdict
 from tests.support import leaderboard_factories as lf
 
@@ -26,7 +26,7 @@ PARSER = PORTAL / "core" / "verdict_record.py"
 
 # A name that holds a verdict: `verdict`, `evaluation.verdict`, `result.verdict`, `latest_verdict`, ...
 _VERDICT_NAME = re.compile(r"^(?:\w+_)?verdict$")
-# Status words of the evaluator's enums: compared as literals, they drift from evaluator/verdict.py unseen.
+# Status words of the evaluator's enums: compared as literals, they drift from evaluator/both_sides/verdict.py unseen.
 STATUS_WORDS = {s.value for s in OverallStatus} | {s.value for s in Status} | {s.value for s in ArchStatus}
 # An operand that is a status or state (`status`, `e.status`, `arch_status`, `arch_state(...)`, `w.state`).
 _STATUS_NAME = re.compile(r"status|state", re.IGNORECASE)
@@ -114,7 +114,7 @@ def test_no_dict_read_of_a_verdict_in_the_portal():
 
 
 def test_no_status_compared_with_a_string_literal_in_the_portal():
-    """Compare with evaluator.verdict's OverallStatus / Status / ArchStatus (they equal the stored words)."""
+    """Compare with evaluator.both_sides.verdict's OverallStatus / Status / ArchStatus (they equal the stored words)."""
     assert _report(status_literals) == []
 
 

@@ -44,8 +44,8 @@ def test_an_unchanged_sync_reads_a_few_tables_and_a_changed_pack_is_still_rewrit
 ):
     import dataclasses
 
-    from evaluator.packs import load_packs
-    from evaluator.taskdata import load_tasks
+    from evaluator.both_sides.taskdata import load_tasks
+    from evaluator.suite.packs import load_packs
     from portal.catalog.services import catalog_sync
 
     tasks, packs = load_tasks(settings.TASKS_DIR), load_packs(settings.TASKS_DIR / "packs")
@@ -68,7 +68,7 @@ def test_an_unchanged_sync_reads_a_few_tables_and_a_changed_pack_is_still_rewrit
 def test_a_workload_listed_by_two_new_tasks_belongs_to_the_last(settings):
     import dataclasses
 
-    from evaluator.taskdata import load_tasks
+    from evaluator.both_sides.taskdata import load_tasks
     from portal.catalog.services import catalog_sync
 
     first, second = load_tasks(settings.TASKS_DIR)[:2]

@@ -10,8 +10,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
+from evaluator.both_sides.taskdata import Definition
 from evaluator.languages import CUDA, LANGUAGES, Language, Prompting
-from evaluator.taskdata import Definition
 from portal.agent.extract import extract_kernel
 from portal.agent.forms import RunForm
 from portal.agent.models import ModelRun

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evaluator.arches import ARCHES
+from evaluator.both_sides.arches import ARCHES
 from evaluator.languages import LANGUAGES
 
 pytestmark = pytest.mark.django_db

@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from evaluator.arches import ARCHES
+from evaluator.both_sides.arches import ARCHES
 from tests.support import leaderboard_factories as lf
 from tests.support.cli_support import FakePortal, config_file, run_cli, serving
 from tests.support.factories import GEMM, make_token, make_user, starter_source, sync_catalog

@@ -18,7 +18,7 @@ def test_queue_names():
 def test_gpu_queue_names_come_from_the_architectures():
     from django.conf import settings
 
-    from evaluator.arches import ARCHES
+    from evaluator.both_sides.arches import ARCHES
     from portal.agent.queueing import QUEUE
 
     assert settings.GPU_QUEUE_NAMES == tuple(arch.queue for arch in ARCHES.values())

@@ -11,7 +11,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
 
-from evaluator import arches, languages
+from evaluator import languages
+from evaluator.both_sides import arches
 
 MADE_UP_ARCH = "sm_999z"
 MADE_UP_LANGUAGE = "futhark"

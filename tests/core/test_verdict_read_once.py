@@ -1,4 +1,4 @@
-"""The verdict is read once, where the portal receives it: the evaluator's reader (`evaluator.verdict.from_dict`,
+"""The verdict is read once, where the portal receives it: the evaluator's reader (`evaluator.both_sides.verdict.from_dict`,
 `from_json`) is called at one place in portal/ (portal/core/verdict_record.py), and that place (`parse_verdict`) is
 called only where a verdict document enters the portal. Catches a second reading layer coming back (a module that
 parses or "completes" a stored document itself) and a reader that re-parses a row's verdict instead of taking

@@ -9,14 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evaluator import arch_stage
-from evaluator.arch_stage import ArchOutcome, run_arch_stage
-from evaluator.candidate import CandidateSetup
-from evaluator.integrity import TIMER_DISAGREEMENT
-from evaluator.integrity_record import absorb_profile
-from evaluator.stats import summarize
-from evaluator.taskdata import load_task
-from evaluator.verdict import (
+from evaluator.arch_check import arch_stage
+from evaluator.arch_check.arch_stage import ArchOutcome, run_arch_stage
+from evaluator.both_sides.stats import summarize
+from evaluator.both_sides.taskdata import load_task
+from evaluator.both_sides.verdict import (
     ArchCheck,
     ArchStatus,
     Correctness,
@@ -28,6 +25,9 @@ from evaluator.verdict import (
     Verdict,
     WorkloadResult,
 )
+from evaluator.checks.integrity import TIMER_DISAGREEMENT
+from evaluator.checks.integrity_record import absorb_profile
+from evaluator.measure.candidate import CandidateSetup
 
 TINY = load_task(Path(__file__).resolve().parent / "tasks" / "tiny_gemm")
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evaluator import ncu as ncu_mod
-from evaluator.arch_stage import run_arch_stage
-from evaluator.candidate import CandidateSetup
-from evaluator.taskdata import load_task
-from evaluator.verdict import ArchStatus, Correctness, SassCounts, StageState, Status, WorkloadResult
+from evaluator.arch_check import ncu as ncu_mod
+from evaluator.arch_check.arch_stage import run_arch_stage
+from evaluator.both_sides.taskdata import load_task
+from evaluator.both_sides.verdict import ArchStatus, Correctness, SassCounts, StageState, Status, WorkloadResult
+from evaluator.measure.candidate import CandidateSetup
 
 TINY = load_task(Path(__file__).resolve().parent / "tasks" / "tiny_gemm")
 
@@ -77,7 +77,7 @@ def test_a_timed_kernel_without_target_instructions_is_still_profiled_to_cross_c
 
 def test_only_the_drivers_setting_says_a_refused_profile_was_the_hosts_doing(tmp_path):
     """A candidate can print ERR_NVGPUCTRPERM itself; the driver's parameter file it cannot write."""
-    from evaluator.arch_stage import counters_restricted
+    from evaluator.arch_check.arch_stage import counters_restricted
 
     params = tmp_path / "params"
     params.write_text("ResmanDebugLevel: 4294967295\nRmProfilingAdminOnly: 1\n")

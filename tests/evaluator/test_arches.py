@@ -1,8 +1,8 @@
-"""The "full" rule is a property of the architecture (evaluator/arches.py), not of the profiler parser."""
+"""The "full" rule is a property of the architecture (evaluator/both_sides/arches.py), not of the profiler parser."""
 
 from __future__ import annotations
 
-from evaluator.arches import ARCHES, get_arch
+from evaluator.both_sides.arches import ARCHES, get_arch
 
 
 def test_hopper_is_full_only_when_gmma_and_tma_both_executed():
@@ -22,7 +22,7 @@ def test_every_architecture_names_known_families_a_share_rule_and_its_own_pack()
     import json
     from pathlib import Path
 
-    from evaluator.arches import FAMILIES, MnemonicShareRule
+    from evaluator.both_sides.arches import FAMILIES, MnemonicShareRule
 
     packs = Path(__file__).resolve().parents[2] / "tasks" / "packs"
     for arch in ARCHES.values():
@@ -36,7 +36,7 @@ def test_every_architecture_names_known_families_a_share_rule_and_its_own_pack()
 
 
 def test_families_match_exactly_or_by_prefix():
-    from evaluator.arches import family_of
+    from evaluator.both_sides.arches import family_of
 
     assert family_of("HGMMA.64x8x16.F32.BF16") == "gmma" and family_of("HGMMAX") is None  # exact
     assert family_of("UTCHMMA") == family_of("UTCBAR.MULTICAST") == family_of("LDTM.x16") == "tcgen05"  # prefix
@@ -47,8 +47,8 @@ def test_families_match_exactly_or_by_prefix():
 def test_the_gpu_model_naming_the_most_words_is_tried_first_across_architectures(monkeypatch):
     from dataclasses import replace
 
-    from evaluator import arches
-    from evaluator.peaks import gpu_model, hbm_tbps
+    from evaluator.both_sides import arches
+    from evaluator.checks.peaks import gpu_model, hbm_tbps
 
     assert gpu_model("NVIDIA H100 PCIe").words == ("H100", "PCIE")
     assert gpu_model("NVIDIA H100 80GB HBM3").words == ("H100",)

@@ -1,5 +1,5 @@
 """The assembler-directive rule reads string literals as the compiler decodes them and statements as
-gas splits them (evaluator/asm_strings.py, applied by evaluator/policy.py).
+gas splits them (evaluator/source_policy/asm_strings.py, applied by evaluator/source_policy/policy.py).
 
 The old rule looked for `.include`/`.incbin` after a blank, `;` or `"` in the undecoded source text; every form
 of the issue got past it and made gas read a file. The real nvcc shows each form is live (the file's bytes end up
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import asm_strings
-from evaluator.compile import compile_kernel, find_nvcc, preprocess
-from evaluator.policy import check_preprocessed, check_source, own_lines
+from evaluator.build.compile import compile_kernel, find_nvcc, preprocess
+from evaluator.source_policy import asm_strings
+from evaluator.source_policy.policy import check_preprocessed, check_source, own_lines
 
 REPO = Path(__file__).resolve().parents[2]
 RUN = "\nTVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run_impl);\n"

@@ -21,15 +21,16 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import cgroups, compile_cache, limits
-from evaluator.compile import LIBRARY_MAX_BYTES, compile_kernel
+from evaluator.both_sides.taskdata import load_task
+from evaluator.both_sides.verdict import CompileResult, OverallStatus, to_json
+from evaluator.build import compile_cache
+from evaluator.build.compile import LIBRARY_MAX_BYTES, compile_kernel
 from evaluator.errors import EnvironmentProblem
-from evaluator.jail import Jail, open_jail
-from evaluator.limits import GiB, Limits, MiB
+from evaluator.isolation import cgroups, limits
+from evaluator.isolation.jail import Jail, open_jail
+from evaluator.isolation.limits import GiB, Limits, MiB
 from evaluator.pipeline import Options, evaluate
-from evaluator.policy import check_source
-from evaluator.taskdata import load_task
-from evaluator.verdict import CompileResult, OverallStatus, to_json
+from evaluator.source_policy.policy import check_source
 from tests.support.factories import LIGHT_KERNEL
 from tests.support.sandbox import sandbox_problem
 
@@ -282,7 +283,7 @@ def test_a_compile_killed_by_the_memory_limit_names_the_limit(tmp_path):
     """The cgroup's OOM kill of the Triton compile or of nvcc is the verdict's message, with the limit. Old behaviour
     caught: the message was "the compile process wrote no manifest" or "nvcc exited with 1", naming no limit."""
     pytest.importorskip("triton")
-    from evaluator.taskdata import find_task
+    from evaluator.both_sides.taskdata import find_task
 
     cgroup, why = cgroups.Cgroup.create(Limits(memory_bytes=2 * GiB))
     if cgroup is None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.compile import OUTPUT_CAP, cap_text, compile_kernel, parse_ptxas_resources
-from evaluator.sass import count_families, disassemble
+from evaluator.binaries.sass import count_families, disassemble
+from evaluator.build.compile import OUTPUT_CAP, cap_text, compile_kernel, parse_ptxas_resources
 
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"
 needs_nvcc = pytest.mark.skipif(

@@ -1,4 +1,4 @@
-"""The compile cache (evaluator/compile_cache.py) with the real nvcc: hits give the same library, misses and
+"""The compile cache (evaluator/build/compile_cache.py) with the real nvcc: hits give the same library, misses and
 tampered entries compile again, failures are never kept."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.compile import compile_kernel
-from evaluator.sass import count_families, disassemble
+from evaluator.binaries.sass import count_families, disassemble
+from evaluator.build.compile import compile_kernel
 from tests.support.factories import LIGHT_KERNEL
 from tests.support.sandbox import sandbox_problem
 
@@ -63,7 +63,7 @@ def test_tampered_entry_is_ignored_and_failures_are_not_kept(tmp_path):
 
 def test_an_unsandboxed_evaluation_neither_reads_nor_fills_the_cache(host_tmp):
     tmp_path = host_tmp
-    from evaluator.jail import Jail
+    from evaluator.isolation.jail import Jail
 
     source = LIGHT_KERNEL  # the cache is the subject, not the kernel
     cache = tmp_path / "cache"
@@ -76,8 +76,8 @@ def test_an_unsandboxed_evaluation_neither_reads_nor_fills_the_cache(host_tmp):
 
 
 def test_what_the_sass_stage_reads_is_kept_with_its_entry_and_checked_before_use(tmp_path):
-    from evaluator import build_stages
-    from evaluator.sass import dump_resource_usage
+    from evaluator.binaries.sass import dump_resource_usage
+    from evaluator.build import build_stages
 
     cache = tmp_path / "cache"
     first = compile_kernel(LIGHT_KERNEL, "sm_90a", tmp_path / "a", cache_dir=cache)
@@ -109,8 +109,8 @@ def test_what_the_sass_stage_reads_is_kept_with_its_entry_and_checked_before_use
 def test_a_sandboxed_compile_extracts_the_kernels_cubin_and_records_its_digest(tmp_path):
     """cuobjdump writes the ELF files into its working folder: inside the sandbox that folder must be the
     writable cubin folder, or the cubin lands in the sandbox's private /tmp and the verdict has no digest."""
-    from evaluator.hashing import sha256_file
-    from evaluator.jail import open_jail
+    from evaluator.build.hashing import sha256_file
+    from evaluator.isolation.jail import open_jail
 
     compiled = compile_kernel(LIGHT_KERNEL, "sm_90a", tmp_path / "a", jail=open_jail(), cache_dir=None)
     assert compiled.result.ok and compiled.cubin is not None
@@ -130,9 +130,9 @@ def test_a_process_that_misses_a_key_another_is_compiling_waits_for_its_entry(tm
     import textwrap
     import time
 
-    from evaluator import compile_cache
-    from evaluator.arches import get_arch
-    from evaluator.compile import BASE_FLAGS, DEPENDENCY_FLAGS, find_nvcc, nvcc_version, tvm_ffi_paths
+    from evaluator.both_sides.arches import get_arch
+    from evaluator.build import compile_cache
+    from evaluator.build.compile import BASE_FLAGS, DEPENDENCY_FLAGS, find_nvcc, nvcc_version, tvm_ffi_paths
 
     built = compile_kernel(LIGHT_KERNEL, "sm_90a", tmp_path / "built", cache_dir=None)
     assert built.result.ok and built.preprocessed is not None
@@ -143,7 +143,7 @@ def test_a_process_that_misses_a_key_another_is_compiling_waits_for_its_entry(tm
         f"""
         import json, sys
         from pathlib import Path
-        from evaluator.compile import compile_kernel
+        from evaluator.build.compile import compile_kernel
         c = compile_kernel(Path({str(KERNELS / "light_kernel.cu")!r}).read_text(), "sm_90a",
                            Path(sys.argv[1]), cache_dir=Path({str(cache)!r}))
         print(json.dumps({{"ok": c.result.ok, "cached": c.result.cached}}))

@@ -1,4 +1,4 @@
-"""The cubin reader refuses every ELF form it does not read in full (evaluator/elf_layout.py, elf_names.py).
+"""The cubin reader refuses every ELF form it does not read in full (evaluator/binaries/elf_layout.py, elf_names.py).
 
 A cubin with extended section numbering (`e_shnum` 0, the count kept in section 0) shows a naive name check
 no sections at all, while cuobjdump reads them all and prints a kernel name holding forged SASS lines, which the
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from evaluator import elf_names
-from evaluator.elf_layout import ElfError, read_layout
-from evaluator.sass import count_families, disassemble
+from evaluator.binaries import elf_names
+from evaluator.binaries.elf_layout import ElfError, read_layout
+from evaluator.binaries.sass import count_families, disassemble
 from tests.fixtures.elf import cubins
 
 FORGED = (
@@ -147,7 +147,7 @@ def test_every_string_of_every_string_table_is_checked_not_only_the_names_in_use
 def test_the_abi_number_nvidia_writes_in_e_version_is_not_a_refusal():
     """ptxas writes its own ABI number in e_version (128 from the ptxas Triton 3.6 carries, on an H200): a cubin
     refused for it would fail every honest Triton kernel there."""
-    from evaluator import elf_layout
+    from evaluator.binaries import elf_layout
     from tests.fixtures.elf import cubins
 
     data = cubins.real()

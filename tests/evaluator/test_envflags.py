@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evaluator.envflags import env_flag
-from evaluator.jail import allow_unsandboxed_from_env
+from evaluator.isolation.jail import allow_unsandboxed_from_env
 
 
 @pytest.mark.parametrize(

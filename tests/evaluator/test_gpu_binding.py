@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from evaluator import envinfo, host
-from evaluator.arch_stage import run_arch_stage
-from evaluator.candidate import CandidateSetup, candidate_env
+from evaluator.arch_check.arch_stage import run_arch_stage
+from evaluator.both_sides.taskdata import load_task
+from evaluator.both_sides.verdict import Correctness, Performance, SassCounts, Status, WorkloadResult
+from evaluator.build.triton_compile import triton_env
 from evaluator.errors import EnvironmentProblem
-from evaluator.sandbox import child_env
-from evaluator.taskdata import load_task
-from evaluator.triton_compile import triton_env
-from evaluator.verdict import Correctness, Performance, SassCounts, Status, WorkloadResult
+from evaluator.isolation.sandbox import child_env
+from evaluator.measure.candidate import CandidateSetup, candidate_env
 
 MINE, NEIGHBOUR = "GPU-22222222-aaaa-bbbb-cccc-111111111111", "GPU-11111111-aaaa-bbbb-cccc-000000000000"
 TINY = load_task(Path(__file__).resolve().parent / "tasks" / "tiny_gemm")

@@ -1,4 +1,4 @@
-"""The hostile-file rule (evaluator/hostile_files.py): the trusted side never follows a link, opens a special file,
+"""The hostile-file rule (evaluator/both_sides/hostile_files.py): the trusted side never follows a link, opens a special file,
 or reads past a cap in a folder candidate code could write. Each test plants what an attacker can plant
 (links to the environment, to secrets, to /dev/zero, to directories; FIFOs; sparse giants) and checks the refusal.
 Mutation caught: replacing any read here with `Path.read_bytes`/`shutil.copytree` (links followed) fails these."""
@@ -10,8 +10,9 @@ import threading
 
 import pytest
 
-from evaluator import elf_names, hostile_files
-from evaluator.hostile_files import Refused, TreeCaps
+from evaluator.binaries import elf_names
+from evaluator.both_sides import hostile_files
+from evaluator.both_sides.hostile_files import Refused, TreeCaps
 
 
 @pytest.fixture

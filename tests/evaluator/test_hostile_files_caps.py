@@ -1,4 +1,4 @@
-"""The two size caps of evaluator/hostile_files.py, told apart: a file above the cap is refused from its size,
+"""The two size caps of evaluator/both_sides/hostile_files.py, told apart: a file above the cap is refused from its size,
 before a byte of it is read; a file that yields more than its size said is refused once the read passes the cap,
 and nothing beyond the cap is returned."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import hostile_files
-from evaluator.hostile_files import Refused
+from evaluator.both_sides import hostile_files
+from evaluator.both_sides.hostile_files import Refused
 
 IN_ACCESS = 0x00000001  # inotify(7): a read of the watched file
 IN_NONBLOCK = 0o4000

@@ -1,4 +1,4 @@
-"""The integrity decisions (evaluator/integrity.py) on synthetic observations: no GPU needed."""
+"""The integrity decisions (evaluator/checks/integrity.py) on synthetic observations: no GPU needed."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from evaluator import integrity as ig
-from evaluator.launches import Launch
+from evaluator.both_sides.launches import Launch
+from evaluator.checks import integrity as ig
 
 
 def test_foreign_kernels_are_names_outside_the_submissions_cubin():
@@ -71,7 +71,7 @@ def test_l2_persistence_is_reported():
 
 
 def test_integrity_record_keeps_each_hold_once():
-    from evaluator.verdict import Integrity
+    from evaluator.both_sides.verdict import Integrity
 
     record = Integrity()
     hold = ig.l2_hold(1024)
@@ -104,7 +104,7 @@ def test_demangled_names_match_their_mangled_kernel_and_nothing_else():
 
 
 def _verdict_with_profile(status):
-    from evaluator.verdict import ArchCheck, Integrity, OverallStatus, Status, Verdict, WorkloadResult
+    from evaluator.both_sides.verdict import ArchCheck, Integrity, OverallStatus, Status, Verdict, WorkloadResult
 
     v = Verdict("t", "gemm", "sm_90a", OverallStatus.PASSED, "now", "0" * 64, 1, ["arch"])
     v.workloads = [WorkloadResult(uuid="w1", axes={}, status=Status.PASSED)]
@@ -114,9 +114,9 @@ def _verdict_with_profile(status):
 
 
 def test_profiled_call_with_other_launches_is_held_and_not_verified():
-    from evaluator.arch_stage import ArchOutcome
-    from evaluator.integrity_record import absorb_profile
-    from evaluator.verdict import ArchStatus
+    from evaluator.arch_check.arch_stage import ArchOutcome
+    from evaluator.both_sides.verdict import ArchStatus
+    from evaluator.checks.integrity_record import absorb_profile
 
     v, check = _verdict_with_profile(ArchStatus.VERIFIED)
     outcome = ArchOutcome(check, launches=[Launch("wgmma_kernel(float *)", (132, 1, 1), (384, 1, 1))])
@@ -134,10 +134,10 @@ def test_the_profiled_time_is_held_against_the_ranked_latency_not_the_candidates
     """Launch records blinded in the candidate process (harness_cupti_blind): its own timer
     says 0.004 ms and agrees with nothing; the trusted clock bounds the ranked latency at cuBLAS's 0.80 ms; the
     profiled call is the submission's SIMT GEMM at 12.9 ms."""
-    from evaluator.arch_stage import ArchOutcome
-    from evaluator.integrity_record import absorb_profile
-    from evaluator.ncu import compare_timers
-    from evaluator.verdict import ArchStatus
+    from evaluator.arch_check.arch_stage import ArchOutcome
+    from evaluator.arch_check.ncu import compare_timers
+    from evaluator.both_sides.verdict import ArchStatus
+    from evaluator.checks.integrity_record import absorb_profile
 
     v, check = _verdict_with_profile(ArchStatus.VERIFIED)
     check.ncu_gpu_time_ms = 12.9
@@ -154,16 +154,16 @@ def test_the_profiled_time_is_held_against_the_ranked_latency_not_the_candidates
 
 
 def _timed(v):
-    from evaluator.verdict import Performance
+    from evaluator.both_sides.verdict import Performance
 
     v.workloads[0].performance = Performance(latency_ms=0.8)
     return v
 
 
 def test_a_profile_that_failed_on_the_candidates_side_holds_a_timed_result_and_a_host_failure_notes_it():
-    from evaluator.arch_stage import ArchOutcome
-    from evaluator.integrity_record import absorb_profile
-    from evaluator.verdict import ArchStatus
+    from evaluator.arch_check.arch_stage import ArchOutcome
+    from evaluator.both_sides.verdict import ArchStatus
+    from evaluator.checks.integrity_record import absorb_profile
 
     v, check = _verdict_with_profile(ArchStatus.ABSENT)
     _timed(v)
@@ -180,10 +180,10 @@ def test_a_profile_that_failed_on_the_candidates_side_holds_a_timed_result_and_a
 
 
 def test_a_kernel_profiled_only_for_the_cross_check_is_held_only_when_the_timed_calls_were_faster():
-    from evaluator.arch_stage import ArchOutcome
-    from evaluator.integrity_record import absorb_profile
-    from evaluator.ncu import compare_timers
-    from evaluator.verdict import ArchStatus
+    from evaluator.arch_check.arch_stage import ArchOutcome
+    from evaluator.arch_check.ncu import compare_timers
+    from evaluator.both_sides.verdict import ArchStatus
+    from evaluator.checks.integrity_record import absorb_profile
 
     def absorbed(ncu_ms, ranked_ms, launches):
         v, check = _verdict_with_profile(ArchStatus.ABSENT)
@@ -202,9 +202,9 @@ def test_a_kernel_profiled_only_for_the_cross_check_is_held_only_when_the_timed_
 
 
 def test_a_foreign_kernel_in_the_profiled_call_fails_its_workload():
-    from evaluator.arch_stage import ArchOutcome
-    from evaluator.integrity_record import absorb_profile
-    from evaluator.verdict import ArchStatus, Status
+    from evaluator.arch_check.arch_stage import ArchOutcome
+    from evaluator.both_sides.verdict import ArchStatus, Status
+    from evaluator.checks.integrity_record import absorb_profile
 
     v, check = _verdict_with_profile(ArchStatus.VERIFIED)
     outcome = ArchOutcome(check, foreign_kernels=["nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"])
@@ -214,7 +214,7 @@ def test_a_foreign_kernel_in_the_profiled_call_fails_its_workload():
 
 
 def test_a_kernel_with_the_submissions_name_but_another_footprint_is_not_the_submissions():
-    from evaluator.verdict import KernelFootprint as F
+    from evaluator.both_sides.verdict import KernelFootprint as F
 
     compiled = {"_Z4gemmv": [F(32, 9472)], "_Z4helpv": [F(12, 0), F(16, 0)]}
     ok = ig.footprint_checks(
@@ -236,9 +236,9 @@ def test_a_kernel_with_the_submissions_name_but_another_footprint_is_not_the_sub
 def test_the_timing_message_footprints_fail_a_runtime_module_with_the_submissions_name():
     """The recorded shape of module_loaded_same_name on the H200: the submission's SIMT gemm_tiled is compiled in
     (32 registers, 8448 + 1024 bytes shared) but a PTX module loaded at run time launches under its name."""
-    from evaluator import protocol
-    from evaluator.verdict import KernelFootprint, Status, WorkloadResult
-    from evaluator.workload_checks import WorkloadRun, check_kernels
+    from evaluator.both_sides import protocol
+    from evaluator.both_sides.verdict import KernelFootprint, Status, WorkloadResult
+    from evaluator.checks.workload_checks import WorkloadRun, check_kernels
 
     name = "_Z10gemm_tiledPK13__nv_bfloat16S1_PS_iii"
     compiled = {name: [KernelFootprint(32, 9472)]}
@@ -270,7 +270,7 @@ def test_launch_records_from_the_wire_are_typed_and_three_dimensional():
     """One Launch record from CUPTI to the comparison (one type from the profiler's record
     to the integrity checks, annotated and stored alike). A record from the candidate process
     whose grid or block is not three integers is a forged or broken channel, not a launch."""
-    from evaluator.protocol import ChannelViolation, launches_of
+    from evaluator.both_sides.protocol import ChannelViolation, launches_of
 
     (launch,) = launches_of([["_Z4gemmv", [132, 1, 1], [384, 1, 1]]])
     assert launch == Launch("_Z4gemmv", (132, 1, 1), (384, 1, 1)) and launch.grid == (132, 1, 1)

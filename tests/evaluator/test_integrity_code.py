@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import ncu, sass
-from evaluator.compile import compile_kernel
-from evaluator.integrity import same_code
-from evaluator.jail import open_jail
+from evaluator.arch_check import ncu
+from evaluator.binaries import sass
+from evaluator.build.compile import compile_kernel
+from evaluator.checks.integrity import same_code
+from evaluator.isolation.jail import open_jail
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "ncu"

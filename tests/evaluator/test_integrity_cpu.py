@@ -10,11 +10,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from evaluator import verdict as vm
-from evaluator.integrity import CHECK_FRACTION, HOST_TIME
+from evaluator.both_sides import verdict as vm
+from evaluator.both_sides.taskdata import load_task
+from evaluator.both_sides.verdict import OverallStatus
+from evaluator.checks.integrity import CHECK_FRACTION, HOST_TIME
 from evaluator.pipeline import Options, evaluate
-from evaluator.taskdata import load_task
-from evaluator.verdict import OverallStatus
 from tests.support.variants import SOURCE, variant_workdir
 
 HERE = Path(__file__).resolve().parent
@@ -91,7 +91,7 @@ def test_a_kernel_whose_in_process_clock_under_reports_is_held_at_the_outside_cl
     """TAMPERED_CLOCK slows the candidate process's host timer 1000x and takes 5 ms a call for real: the parent's
     own clock over the back-to-back batches disagrees, so the result is held (host_time) and the slower figure is
     used. Mutation caught: the trusted-clock hold never applied (`trusted_clock_hold`'s result dropped in
-    evaluator/candidate.py: the kernel then passes unheld at ~5 microseconds a call)."""
+    evaluator/measure/candidate.py: the kernel then passes unheld at ~5 microseconds a call)."""
     v = timed("TAMPERED_CLOCK", batches=3)
     w = v.workloads[0]
     assert v.status == OverallStatus.PASSED, w.message  # correct outputs: held for review, not failed

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from evaluator import languages
-from evaluator.compile import CompiledKernel, find_nvcc
-from evaluator.hostile_files import trusted_beside
+from evaluator.both_sides.hostile_files import trusted_beside
+from evaluator.both_sides.taskdata import load_task
+from evaluator.both_sides.verdict import CompileResult, OverallStatus, Status
+from evaluator.build.compile import CompiledKernel, find_nvcc
 from evaluator.pipeline import Options, evaluate
-from evaluator.taskdata import load_task
-from evaluator.verdict import CompileResult, OverallStatus, Status
 from tests.support.toy_language_loader import CACHE_FILE
 
 HERE = Path(__file__).resolve().parent
@@ -119,7 +119,7 @@ def _language_constants(tree: ast.AST) -> list[ast.AST]:
 
 
 # The verdict's `language` field defaults to the language of documents written before the field existed: data.
-DATA_MODULES = {"verdict.py"}
+DATA_MODULES = {"both_sides/verdict.py"}
 
 
 def test_no_evaluator_module_but_the_registry_names_a_language_for_behaviour():

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from evaluator import languages
-from evaluator.solutions import LANGUAGE_FILES
+from evaluator.suite.solutions import LANGUAGE_FILES
 
 
 def test_each_language_is_found_by_name_and_by_file_suffix():
@@ -22,7 +22,7 @@ def test_each_language_is_found_by_name_and_by_file_suffix():
 
 
 def test_each_language_checks_its_own_policy():
-    from evaluator.taskdata import load_task
+    from evaluator.both_sides.taskdata import load_task
 
     task = load_task(Path(__file__).resolve().parent / "tasks" / "tiny_gemm")
     cuda_findings = languages.CUDA.check_policy('#include <dlfcn.h>\nvoid f(){ dlopen("x", 0); }\n', task)

@@ -1,4 +1,4 @@
-"""Every call of a candidate process runs on inputs the parent draws after its clock starts (evaluator/lent_calls.py),
+"""Every call of a candidate process runs on inputs the parent draws after its clock starts (evaluator/measure/lent_calls.py),
 and the parent's clock over back-to-back batches ranks the candidate and the library alike. On CPU tensors: the
 real pipeline with a host-code candidate, and the parent's side of the protocol against a scripted child."""
 
@@ -13,17 +13,17 @@ from typing import Any
 import jsonschema
 import pytest
 
-from evaluator import protocol
-from evaluator import verdict as vm
-from evaluator.candidate import CandidateSetup, _time, _trials, expect, input_drawer, shared_outputs
-from evaluator.correctness import Checker
-from evaluator.integrity import HOST_TIME
-from evaluator.lent_calls import Lent
+from evaluator.both_sides import protocol
+from evaluator.both_sides import verdict as vm
+from evaluator.both_sides.taskdata import load_task
+from evaluator.both_sides.verdict import Correctness, OverallStatus, Status, WorkloadResult
+from evaluator.checks.integrity import HOST_TIME
+from evaluator.checks.workload_checks import WorkloadRun
+from evaluator.measure.candidate import CandidateSetup, _time, _trials, expect, input_drawer, shared_outputs
+from evaluator.measure.correctness import Checker
+from evaluator.measure.lent_calls import Lent, LentRound, ranked_ms
+from evaluator.measure.timing_plan import Seeds, TimingPlan, TimingRequest
 from evaluator.pipeline import Options, evaluate
-from evaluator.taskdata import load_task
-from evaluator.timing_plan import Seeds, TimingPlan, TimingRequest
-from evaluator.verdict import Correctness, OverallStatus, Status, WorkloadResult
-from evaluator.workload_checks import WorkloadRun
 from tests.support.variants import SOURCE, variant_workdir
 
 HERE = Path(__file__).resolve().parent
@@ -168,3 +168,16 @@ def test_timing_without_a_batch_is_refused():
     opts = Options(device_type="cpu", batches=0, allow_unsandboxed=True)
     with pytest.raises(ValueError, match="at least one batch"):
         evaluate(SOURCE, TASK, "sm_90a", workloads=WORKLOAD, stages=["timing"], options=opts)
+
+
+def test_the_drawing_left_out_is_the_shorter_of_the_baselines_and_the_batchs_own():
+    """Ranked per call = fastest batch's (span - drawing) / calls, the drawing being the baseline's figure or the
+    batch's own, whichever is shorter. Mutation caught: leaving out the baseline's figure alone (a baseline drawing
+    that noise made longer than this batch's ate the calls' time, down to 0 on a loaded CPU host)."""
+    honest = LentRound(protocol.BATCH_ROUND, calls=10, total_ms=12.0, drawing_ms=2.0)
+    assert ranked_ms([honest], drawing_ms=11.5) == pytest.approx(1.0)  # a slow baseline drawing: the batch's own
+    # A candidate working beside the drawing only lengthens its own figure: the baseline's caps it, so it pays.
+    busy = LentRound(protocol.BATCH_ROUND, calls=10, total_ms=12.0, drawing_ms=9.0)
+    assert ranked_ms([busy], drawing_ms=2.0) == pytest.approx(1.0)
+    assert ranked_ms([honest, busy], drawing_ms=2.0) == pytest.approx(1.0)
+    assert ranked_ms([], drawing_ms=2.0) is None

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from gpu_requirements import hopper_problem
 
-from evaluator import verdict as vm
+from evaluator.both_sides import verdict as vm
+from evaluator.both_sides.taskdata import load_task
 from evaluator.pipeline import Options, evaluate
-from evaluator.taskdata import load_task
 
 REPO = Path(__file__).resolve().parents[2]
 TASK = load_task(REPO / "tasks" / "gemm_n7168_k5120")

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.arches import gpu_models
-from evaluator.ncu import (
+from evaluator.arch_check.ncu import (
     NcuParseError,
     compare_timers,
     decide_arch,
@@ -21,8 +20,9 @@ from evaluator.ncu import (
     tensor_evidence,
     tensor_evidence_note,
 )
-from evaluator.sass import count_families
-from evaluator.verdict import ArchStatus
+from evaluator.binaries.sass import count_families
+from evaluator.both_sides.arches import gpu_models
+from evaluator.both_sides.verdict import ArchStatus
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SAMPLE = (FIXTURES / "ncu" / "h200-probe-wgmma-executed.csv").read_text()
@@ -129,7 +129,7 @@ def test_profile_error_status_carries_the_reason():
 
 # --------------------------------------------------------------------------- sm_100a: the tcgen05 share rule
 # UTCHMMA keeps its tile in a descriptor, so the rule sums Nsight Compute's UTC*MMA math-op counters over the
-# submission's kernels (evaluator/arches.py). No Blackwell capture exists here: the raw page below is SYNTHETIC,
+# submission's kernels (evaluator/both_sides/arches.py). No Blackwell capture exists here: the raw page below is SYNTHETIC,
 # written by hand in the format of the real H200 raw page (tests/fixtures/ncu/README.md).
 
 BLACKWELL_SASS = count_families((FIXTURES / "sass" / "blackwell_sm100a.sass").read_text(), "sm_100a")
@@ -174,7 +174,7 @@ def test_blackwell_share_is_the_sum_of_the_utcmma_counters_of_the_submissions_ke
 
 
 def test_an_architecture_without_a_share_rule_is_never_verified(monkeypatch):
-    from evaluator import arches
+    from evaluator.both_sides import arches
 
     monkeypatch.setitem(arches.ARCHES, "sm_100a", replace(arches.ARCHES["sm_100a"], tensor_share=None))
     check = _blackwell(SYNTHETIC_B200_RAW)
@@ -183,7 +183,7 @@ def test_an_architecture_without_a_share_rule_is_never_verified(monkeypatch):
 
 def test_the_blackwell_rule_names_only_counters_ncu_lists_for_gb100():
     """Each counter of the rule is in `ncu --query-metrics --chip gb100` (Nsight Compute 2025.3.1, captured)."""
-    from evaluator.arches import ARCHES
+    from evaluator.both_sides.arches import ARCHES
 
     listed = {
         line.split()[0]
@@ -197,7 +197,7 @@ def test_the_blackwell_rule_names_only_counters_ncu_lists_for_gb100():
 
 
 def test_the_profile_collects_and_reads_the_counters_of_the_architectures_rule():
-    from evaluator.arches import ARCHES
+    from evaluator.both_sides.arches import ARCHES
 
     wanted = ",".join(("gpu__time_duration.sum", *ARCHES["sm_100a"].tensor_share.metrics))
     blackwell = ncu_profile_command("ncu", Path("r"), ["python"], arch="sm_100a")
@@ -208,8 +208,8 @@ def test_the_profile_collects_and_reads_the_counters_of_the_architectures_rule()
 
 
 def test_read_report_asks_the_raw_page_for_the_rules_counters(tmp_path):
-    from evaluator.arches import ARCHES
-    from evaluator.ncu import read_report
+    from evaluator.arch_check.ncu import read_report
+    from evaluator.both_sides.arches import ARCHES
 
     fake = tmp_path / "ncu"
     fake.write_text('#!/bin/sh\nwhile [ "$1" != --page ]; do shift; done\necho "$2 $5"\n')
@@ -224,9 +224,9 @@ def test_read_report_asks_the_raw_page_for_the_rules_counters(tmp_path):
 
 
 def test_the_mnemonic_rule_and_the_tensor_op_counter_agree_on_a_real_h200_capture():
-    from evaluator import tensor_share
-    from evaluator.arches import CounterShareRule
-    from evaluator.ncu import parse_counters
+    from evaluator.arch_check import tensor_share
+    from evaluator.arch_check.ncu import parse_counters
+    from evaluator.both_sides.arches import CounterShareRule
 
     kernels = parse_source_page((FIXTURES / "ncu" / "h200-bf16-matmul-1024-source-hgmma.csv").read_text())
     assert [k.name for k in kernels] == ["nvjet_sm90_tst_128x64_64x8_1x2_h_bz_NNT"]
@@ -411,7 +411,7 @@ def test_evaluator_captures_decide_like_the_gpu_run():
 
 def test_read_report_returns_each_page_of_its_own_import(tmp_path):
     """The two imports run side by side; each output must still come back as the page it asked for."""
-    from evaluator.ncu import read_report
+    from evaluator.arch_check.ncu import read_report
 
     fake = tmp_path / "ncu"
     fake.write_text('#!/bin/sh\nwhile [ "$1" != --page ]; do shift; done\nsleep 0.2\necho "page $2"\n')
@@ -421,7 +421,7 @@ def test_read_report_returns_each_page_of_its_own_import(tmp_path):
 
 
 def test_non_tensor_peaks_name_whole_gpus_and_stay_below_tensor_peaks():
-    from evaluator import peaks
+    from evaluator.checks import peaks
 
     assert peaks.non_tensor_peak_tflops("NVIDIA H200") == 133.8
     assert peaks.non_tensor_peak_tflops("NVIDIA H100 PCIe") == 102.4

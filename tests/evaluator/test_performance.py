@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import protocol
-from evaluator.performance import performance_from_timing
-from evaluator.taskdata import load_task
+from evaluator.both_sides import protocol
+from evaluator.both_sides.taskdata import load_task
+from evaluator.measure.performance import performance_from_timing
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = json.loads((ROOT / "tests/fixtures/timing/gemm_n7168_k5120-h200-timing-events.json").read_text())

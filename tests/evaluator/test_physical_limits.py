@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import peaks
-from evaluator.integrity import BEYOND_PHYSICAL_LIMIT, HOLD_CODES, physical_limit_hold
-from evaluator.physical_limits import PhysicalLimits, io_bytes, limits_for, peak_for_inputs
-from evaluator.taskdata import load_task
+from evaluator.both_sides.taskdata import load_task
+from evaluator.checks import peaks
+from evaluator.checks.integrity import BEYOND_PHYSICAL_LIMIT, HOLD_CODES, physical_limit_hold
+from evaluator.checks.physical_limits import PhysicalLimits, io_bytes, limits_for, peak_for_inputs
 
 REPO = Path(__file__).resolve().parents[2]
 GEMM = load_task(REPO / "tasks" / "gemm_n4096_k4096")

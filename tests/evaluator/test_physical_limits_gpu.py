@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from gpu_requirements import hopper_problem
 
-from evaluator.physical_limits import limits_for
-from evaluator.taskdata import load_task
+from evaluator.both_sides.taskdata import load_task
+from evaluator.checks.physical_limits import limits_for
 
 REPO = Path(__file__).resolve().parents[2]
 TASK = load_task(REPO / "tasks" / "gemm_n7168_k5120")

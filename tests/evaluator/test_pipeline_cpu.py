@@ -12,10 +12,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from evaluator import verdict as vm
+from evaluator.both_sides import verdict as vm
+from evaluator.both_sides.taskdata import load_task
+from evaluator.both_sides.verdict import OverallStatus, Status
 from evaluator.pipeline import Options, evaluate, resolve_stages, select_workloads
-from evaluator.taskdata import load_task
-from evaluator.verdict import OverallStatus, Status
 from tests.support.variants import SOURCE, variant_workdir
 
 HERE = Path(__file__).resolve().parent
@@ -147,7 +147,7 @@ def _task_with_generator(tmp_path, body: str):
 
 
 def test_input_generator_replaces_inputs_on_both_sides(tmp_path):
-    from evaluator.inputs import input_deriver, make_inputs
+    from evaluator.both_sides.inputs import input_deriver, make_inputs
 
     task = _task_with_generator(tmp_path, "def derive(inputs):\n    return {'B': inputs['A'][:1].repeat(48, 1)}\n")
     workload = task.workload("00000000-0000-4000-8000-000000000040")
@@ -166,7 +166,7 @@ def test_input_generator_replaces_inputs_on_both_sides(tmp_path):
 
 
 def test_input_generator_returning_unknown_inputs_is_an_error(tmp_path):
-    from evaluator.inputs import input_deriver, make_inputs
+    from evaluator.both_sides.inputs import input_deriver, make_inputs
 
     task = _task_with_generator(tmp_path, "def derive(inputs):\n    return {'Z': inputs['A']}\n")
     with pytest.raises(ValueError, match="unknown inputs"):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evaluator.policy import MAX_SOURCE_BYTES, check_source, strip_comments
+from evaluator.source_policy.policy import MAX_SOURCE_BYTES, check_source, strip_comments
 
 RUN = "\nTVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run_impl);\n"
 OK = "#include <tvm/ffi/function.h>\nvoid run_impl() {}\n" + RUN

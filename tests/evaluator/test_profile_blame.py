@@ -12,14 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import arch_stage
-from evaluator.arch_stage import run_arch_stage
-from evaluator.candidate import CandidateSetup
-from evaluator.integrity import PROFILE_FAILED
-from evaluator.integrity_record import absorb_profile
-from evaluator.stage_book import new_verdict
-from evaluator.taskdata import load_task
-from evaluator.verdict import (
+from evaluator.arch_check import arch_stage
+from evaluator.arch_check.arch_stage import run_arch_stage
+from evaluator.both_sides.taskdata import load_task
+from evaluator.both_sides.verdict import (
     ArchStatus,
     Correctness,
     Integrity,
@@ -28,6 +24,10 @@ from evaluator.verdict import (
     Status,
     WorkloadResult,
 )
+from evaluator.checks.integrity import PROFILE_FAILED
+from evaluator.checks.integrity_record import absorb_profile
+from evaluator.measure.candidate import CandidateSetup
+from evaluator.stage_book import new_verdict
 
 TINY = load_task(Path(__file__).resolve().parent / "tasks" / "tiny_gemm")
 CANDIDATE_PRINT = (

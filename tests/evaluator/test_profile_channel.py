@@ -8,10 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from evaluator import protocol
-from evaluator.arch_stage import _failure_reason, report_announced
-from evaluator.candidate import CHILD_MODULE, REPO_ROOT
-from evaluator.sandbox import GroupResult
+from evaluator.arch_check.arch_stage import _failure_reason, report_announced
+from evaluator.both_sides import protocol
+from evaluator.isolation.sandbox import GroupResult
+from evaluator.measure.candidate import CHILD_MODULE, REPO_ROOT
 
 NCU_OUTPUT = """==WARNING== Note: Running with unmodified GPU clocks.
 ==PROF== Connected to process 971 (/usr/bin/python3.12)

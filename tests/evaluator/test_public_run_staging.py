@@ -7,9 +7,9 @@ import json
 import shutil
 from pathlib import Path
 
+from evaluator.both_sides.taskdata import HIDDEN_WORKLOADS_FILE, load_task
+from evaluator.both_sides.verdict import OverallStatus
 from evaluator.pipeline import Options, evaluate
-from evaluator.taskdata import HIDDEN_WORKLOADS_FILE, load_task
-from evaluator.verdict import OverallStatus
 from tests.support.variants import SOURCE
 
 TINY = Path(__file__).resolve().parent / "tasks" / "tiny_gemm"
@@ -18,7 +18,7 @@ HIDDEN = ["00000000-0000-4000-8000-0000000000c7", "00000000-0000-4000-8000-00000
 
 
 def test_a_public_run_stages_no_hidden_workload(tmp_path):
-    """Mutation caught: `stage_task` (evaluator/candidate.py) copying hidden_workloads.jsonl for a public run (the
+    """Mutation caught: `stage_task` (evaluator/measure/candidate.py) copying hidden_workloads.jsonl for a public run (the
     hidden run's filtering left as it is)."""
     task_dir = tmp_path / "tiny_gemm"
     shutil.copytree(TINY, task_dir)

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from evaluator.sandbox import CandidateProcess, ChildDied, child_env, run_group
+from evaluator.isolation.sandbox import CandidateProcess, ChildDied, child_env, run_group
 
 CHILD = textwrap.dedent(
     """

@@ -1,4 +1,4 @@
-"""The bubblewrap sandbox (evaluator/jail.py): what candidate code can and cannot do inside it, the refusal
+"""The bubblewrap sandbox (evaluator/isolation/jail.py): what candidate code can and cannot do inside it, the refusal
 without it, the mode recorded in verdicts; the policy after macro expansion; hidden workloads and redaction.
 
 Tests of the sandbox's properties skip (with the reason) where bubblewrap cannot start; the refusal and the
@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import verdict as vm
-from evaluator.jail import Cgroup, Limits, SandboxUnavailable, open_jail
+from evaluator.both_sides import verdict as vm
+from evaluator.both_sides.taskdata import load_task
+from evaluator.both_sides.verdict import OverallStatus
+from evaluator.isolation.jail import Cgroup, Limits, SandboxUnavailable, open_jail
+from evaluator.isolation.sandbox import run_group
 from evaluator.pipeline import Options, evaluate, select_workloads
-from evaluator.policy import check_preprocessed
-from evaluator.sandbox import run_group
-from evaluator.taskdata import load_task
-from evaluator.verdict import OverallStatus
+from evaluator.source_policy.policy import check_preprocessed
 from tests.support.factories import LIGHT_KERNEL
 
 HERE = Path(__file__).resolve().parent
@@ -139,7 +139,7 @@ def test_the_hosts_tmp_on_the_import_path_is_never_bound_over_the_private_one(tm
     """A worker started from a script in /tmp has /tmp on sys.path. The jail bound the host's /tmp read-only over
     the sandbox's private tmpfs: every compile failed ("No usable temporary directory") and the candidate could list
     other evaluations' folders there. Mutation caught: /tmp kept in `visible_paths`."""
-    from evaluator.jail import visible_paths
+    from evaluator.isolation.jail import visible_paths
 
     jail = _jail_or_skip()
     monkeypatch.setattr(sys, "path", [*sys.path, "/tmp"])
@@ -250,7 +250,7 @@ def test_process_limit_holds_a_fork_bomb_and_everything_is_killed():
 
 
 def test_compiler_runs_sandboxed_with_a_clean_environment(tmp_path, monkeypatch):
-    from evaluator.compile import compile_kernel
+    from evaluator.build.compile import compile_kernel
 
     jail = _jail_or_skip()
     monkeypatch.setenv("DATABASE_URL", "postgres://secret")
@@ -336,7 +336,7 @@ def test_files_under_etc_that_others_may_not_read_are_empty_inside(tmp_path):
     without the mask candidate code could read it even with every capability dropped."""
     import secrets
 
-    from evaluator.jail import private_paths
+    from evaluator.isolation.jail import private_paths
 
     jail = _jail_or_skip()
     if os.geteuid() != 0:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evaluator import cgroups
-from evaluator.jail import Jail, Limits, SandboxLedger
+from evaluator.both_sides.taskdata import load_task
+from evaluator.both_sides.verdict import OverallStatus
+from evaluator.isolation import cgroups
+from evaluator.isolation.jail import Jail, Limits, SandboxLedger
 from evaluator.pipeline import Options, evaluate
-from evaluator.taskdata import load_task
-from evaluator.verdict import OverallStatus
 
 HERE = Path(__file__).resolve().parent
 TINY = load_task(HERE / "tasks" / "tiny_gemm")

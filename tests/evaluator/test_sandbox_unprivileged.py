@@ -1,4 +1,4 @@
-"""Candidate code never holds real root (evaluator/jail.py): whoever starts the evaluator, a sandboxed process has
+"""Candidate code never holds real root (evaluator/isolation/jail.py): whoever starts the evaluator, a sandboxed process has
 no root id and no capability, and cannot open a host setting under /proc/sys for writing.
 
 The tests start processes the way the stages do (`open_jail` + `run_group`); those that need root to mean anything
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import jail as jail_mod
-from evaluator.jail import Jail, Limits, SandboxUnavailable, open_jail
-from evaluator.sandbox import run_group
+from evaluator.isolation import jail as jail_mod
+from evaluator.isolation.jail import Jail, Limits, SandboxUnavailable, open_jail
+from evaluator.isolation.sandbox import run_group
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the uid drop is only exercised when the suite runs as root")
 

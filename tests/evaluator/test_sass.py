@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evaluator.sass import count_families, instruction_family, mma_flops_per_issue, parse_sass
+from evaluator.binaries.sass import count_families, instruction_family, mma_flops_per_issue, parse_sass
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sass"
 HOPPER = (FIXTURES / "hopper_sm90a.sass").read_text()
@@ -93,8 +93,8 @@ def test_empty_input():
 
 
 def test_resource_usage_per_function_from_a_shared_library_and_a_cubin():
-    from evaluator.sass import parse_resource_usage
-    from evaluator.verdict import KernelFootprint
+    from evaluator.binaries.sass import parse_resource_usage
+    from evaluator.both_sides.verdict import KernelFootprint
 
     # `cuobjdump --dump-resource-usage` of a tvm-ffi library (two fatbin ELFs, one with no function) and of a
     # cubin with three kernels: SHARED counts the 1 KB the driver reserves (ptxas said 8448 and 400 bytes smem).

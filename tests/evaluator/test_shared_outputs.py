@@ -1,4 +1,4 @@
-"""The CPU form of the parent-owned batch outputs (evaluator/shared_outputs.py): the child's views and the parent's
+"""The CPU form of the parent-owned batch outputs (evaluator/both_sides/shared_outputs.py): the child's views and the parent's
 are the same bytes, the parent's capture is a private copy, and the region cannot be resized by whoever holds it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import os
 import pytest
 import torch
 
-from evaluator.shared_outputs import SharedOutputs, open_slots
+from evaluator.both_sides.shared_outputs import SharedOutputs, open_slots
 
 
 def test_the_parent_captures_what_the_child_wrote_and_keeps_its_own_copy():

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from evaluator.compare import compare_output, worst
-from evaluator.stats import bootstrap_speedup, merge_intervals, quantile, summarize
-from evaluator.verdict import Status
+from evaluator.both_sides.stats import bootstrap_speedup, merge_intervals, quantile, summarize
+from evaluator.both_sides.verdict import Status
+from evaluator.measure.compare import compare_output, worst
 
 
 def test_summary_and_quantiles():

@@ -1,4 +1,4 @@
-"""The tensor work the GPU witnesses over a timing process (evaluator/tensor_witness.py): pure arithmetic on GPM
+"""The tensor work the GPU witnesses over a timing process (evaluator/arch_check/tensor_witness.py): pure arithmetic on GPM
 readings and the verdict it changes. The readings are the shapes NVML gives; the H200 figures are in
 docs/runs/integrity/h200-2026-12-04b/."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from evaluator.tensor_witness import MIN_WINDOW_S, GpmReading, Witness, judge, witness
-from evaluator.verdict import ArchCheck, ArchStatus
+from evaluator.arch_check.tensor_witness import MIN_WINDOW_S, GpmReading, Witness, judge, witness
+from evaluator.both_sides.verdict import ArchCheck, ArchStatus
 
 H200_BF16 = 989.4
 GEMM_8192 = 2 * 8192 * 7168 * 5120  # FLOPs of one call of the headline GEMM's largest workload

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.integrity import BEYOND_PHYSICAL_LIMIT, L2_PERSISTENCE
-from evaluator.performance import rank_by_trusted_clock
-from evaluator.physical_limits import limits_for
-from evaluator.taskdata import load_task
-from evaluator.verdict import Correctness, Performance, Status, WorkloadResult
-from evaluator.workload_checks import WorkloadRun, judge_timing
+from evaluator.both_sides.taskdata import load_task
+from evaluator.both_sides.verdict import Correctness, Performance, Status, WorkloadResult
+from evaluator.checks.integrity import BEYOND_PHYSICAL_LIMIT, L2_PERSISTENCE
+from evaluator.checks.physical_limits import limits_for
+from evaluator.checks.workload_checks import WorkloadRun, judge_timing
+from evaluator.measure.performance import rank_by_trusted_clock
 
 REPO = Path(__file__).resolve().parents[2]
 GEMM = load_task(REPO / "tasks" / "gemm_n4096_k4096")

@@ -16,11 +16,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from evaluator import verdict as vm
+from evaluator.binaries.sass import resource_usage
+from evaluator.both_sides import verdict as vm
+from evaluator.both_sides.taskdata import find_task
+from evaluator.both_sides.verdict import OverallStatus
 from evaluator.pipeline import Options, evaluate
-from evaluator.sass import resource_usage
-from evaluator.taskdata import find_task
-from evaluator.verdict import OverallStatus
 from tests.support.factories import REPO
 
 pytest.importorskip("triton", reason="Triton is not installed (pip install '.[triton]')")

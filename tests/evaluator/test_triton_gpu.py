@@ -49,7 +49,7 @@ STARTER_TASKS = ("gemm_n256_k7168", "mha_with_lse_d96", "mha_with_lse_d64_causal
 
 @pytest.mark.parametrize("task", STARTER_TASKS)
 def test_triton_starter_passes_on_the_smallest_workload_without_the_target_instructions(task):
-    from evaluator.taskdata import find_task
+    from evaluator.both_sides.taskdata import find_task
 
     smallest = find_task(REPO / "tasks", task).workloads[0]
     starter = REPO / "tasks" / task / "starter_triton.py"

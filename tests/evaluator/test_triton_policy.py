@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evaluator.triton_policy import check_source
+from evaluator.source_policy.triton_policy import check_source
 from tests.support.factories import REPO
 
 REFERENCE = REPO / "tasks/gemm_n4096_k4096/solutions/triton_tma_wgmma/kernel.py"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from evaluator.triton_policy import check_source
+from evaluator.source_policy.triton_policy import check_source
 from tests.support.factories import REPO
 
 IMPORTS = "import torch\nimport triton\nimport triton.language as tl\n"

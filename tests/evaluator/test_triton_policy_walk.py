@@ -1,4 +1,4 @@
-"""The walk behind the Triton policy's allowlist (evaluator/triton_policy_walk.py) and the committed table it
+"""The walk behind the Triton policy's allowlist (evaluator/source_policy/triton_policy_walk.py) and the committed table it
 generates: regenerating gives the committed file; every name the table admits is, read live, a Triton (or
 math/torch) function, class or constant or a language namespace, never another module, a builtin of the
 loader/eval/exec family or a container; and the names known to reach them are refused with their reason.
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import triton_policy_table as table
-from evaluator import triton_policy_walk as walk
-from evaluator.triton_policy import HOST_ATTRIBUTES, VALUE_ATTRIBUTES
+from evaluator.source_policy import triton_policy_table as table
+from evaluator.source_policy import triton_policy_walk as walk
+from evaluator.source_policy.triton_policy import HOST_ATTRIBUTES, VALUE_ATTRIBUTES
 
 triton = pytest.importorskip("triton", reason="Triton is not installed (pip install '.[triton]')")
 tl = pytest.importorskip("triton.language")

@@ -1,4 +1,4 @@
-"""The Triton policy checks exactly what Triton compiles (evaluator/triton_source.py).
+"""The Triton policy checks exactly what Triton compiles (evaluator/source_policy/triton_source.py).
 
 Triton compiles, for each `@triton.jit` function, the text from the first line starting `def name(` of the
 function's dedented lines; a `def` line inside a string (a decorator's argument, a nested kernel's docstring)
@@ -16,8 +16,8 @@ import sys
 
 import pytest
 
-from evaluator import triton_source
-from evaluator.triton_policy import check_source
+from evaluator.source_policy import triton_source
+from evaluator.source_policy.triton_policy import check_source
 from tests.support.factories import REPO
 
 ADVERSARIAL = REPO / "tests" / "adversarial"
@@ -201,9 +201,9 @@ def test_the_smuggled_exec_runs_in_the_compile_only_past_the_policy(tmp_path):
     """End to end on CPU: with the policy skipped the compile prints the smuggled exec's marker; through the
     policy the file is refused and nothing is compiled."""
     pytest.importorskip("triton")
+    from evaluator.both_sides.taskdata import find_task
+    from evaluator.both_sides.verdict import OverallStatus
     from evaluator.pipeline import Options, evaluate
-    from evaluator.taskdata import find_task
-    from evaluator.verdict import OverallStatus
 
     task = find_task(REPO / "tasks", "gemm_n4096_k4096")
     source = (ADVERSARIAL / "triton_source_decorator_string_def.py").read_text()

@@ -2,8 +2,9 @@
 
 `evaluator/candidate_process/` holds the code that executes inside processes of candidate shape (the candidate's
 own process, the profiled process, the trusted-baseline process) and in the Triton ahead-of-time compile, which
-runs the submission's Python: submitted code shares those interpreters, so what that code reports is a hint. The
-rest of `evaluator/` is the trusted parent, except the modules used on both sides, listed below with why.
+runs the submission's Python: submitted code shares those interpreters, so what that code reports is a hint.
+`evaluator/both_sides/` holds the modules those processes load from the rest of the package, each for the reason
+listed below; every other folder is the trusted parent only.
 
 Checked by reading the source with `ast` (tests/support/evaluator_imports.py), every import counted: module level,
 inside functions, and under `if TYPE_CHECKING:` for the rules on what imports what.
@@ -21,6 +22,7 @@ import pytest
 from tests.support.evaluator_imports import (
     CANDIDATE_PACKAGE,
     EVALUATOR,
+    SHARED_PACKAGE,
     import_edges,
     in_package,
     loaded_by,
@@ -28,55 +30,46 @@ from tests.support.evaluator_imports import (
     trust_violations,
 )
 
-# The root modules that code in evaluator/candidate_process/ may import, and why each is needed on both sides.
-USED_ON_BOTH_SIDES = {
-    "evaluator.protocol": "the one message format: the child builds events and reads commands, the parent the reverse",
-    "evaluator.inputs": "inputs drawn from the same per-call seeds on both sides; poisoning; the library baseline",
-    "evaluator.taskdata": "the child loads its staged task (definition, workload, baselines) like the parent",
-    "evaluator.shared_outputs": "batch outputs in memory the parent owns: it creates the region, the child maps it",
-    "evaluator.launches": "the Launch record the child's CUPTI timer builds and the parent parses back",
-    "evaluator.stats": "merge_intervals, the union of activity intervals the child's timer measures with",
-    "evaluator.triton_settings": "the Triton settings (cache key) the compile and the candidate process must share",
+# Why each module of evaluator/both_sides/ runs in candidate processes too. A new entry means more of the trusted
+# side runs where candidate code can patch it: say why.
+WHY_ON_BOTH_SIDES = {
+    "evaluator.both_sides.protocol": "the one message format: the child builds events and reads commands",
+    "evaluator.both_sides.inputs": "the layout of each call's inputs on the lent slots, the same on both sides",
+    "evaluator.both_sides.taskdata": "the child loads its staged task (definition, workload, baselines) like the parent",
+    "evaluator.both_sides.shared_outputs": "the lent slots: the parent creates the regions, the child maps them",
+    "evaluator.both_sides.launches": "the Launch record the child's CUPTI timer builds and the parent parses back",
+    "evaluator.both_sides.stats": "merge_intervals, the union of activity intervals the child's timer measures with",
+    "evaluator.both_sides.triton_settings": "the Triton settings (cache key) the compile and the candidate share",
+    "evaluator.both_sides.verdict": "evaluator.both_sides.stats names TimingStats",
+    "evaluator.both_sides.arches": "evaluator.both_sides.taskdata checks targets against the known architectures",
+    "evaluator.both_sides.flops": "evaluator.both_sides.taskdata evaluates FLOP expressions",
+    "evaluator.both_sides.task_families": "evaluator.both_sides.inputs draws each input by its family's rule",
+    "evaluator.both_sides.hostile_files": "evaluator.both_sides.protocol reads the profile result file with it",
+    "evaluator.both_sides.gpu_share": "evaluator.both_sides.shared_outputs maps device memory through it",
 }
-# Root modules that the candidate side loads only because a module above imports them (nothing there calls them
-# directly). A new entry here means more of the trusted side runs where candidate code can patch it: say why.
-LOADED_AS_DEPENDENCY = {
-    "evaluator": "the package's __init__ (docstring and version only), run by every process of the package",
-    "evaluator.verdict": "evaluator.stats names TimingStats",
-    "evaluator.arches": "evaluator.taskdata checks targets against the known architectures",
-    "evaluator.flops": "evaluator.taskdata evaluates FLOP expressions",
-    "evaluator.task_families": "evaluator.inputs draws each input by its task family's rule, the same on both sides",
-    "evaluator.hostile_files": "evaluator.protocol reads the profile result file (a parent-side function) with it",
-    "evaluator.gpu_share": "evaluator.shared_outputs maps device memory through it",
-}
-BOTH_SIDES_NOTE = "both sides of the trust boundary"
+# Package files every such process runs on the way to the modules above: docstrings only.
+PACKAGE_FILES = {"evaluator", SHARED_PACKAGE}
 
 
-def test_the_trusted_side_never_imports_candidate_process_code_and_the_candidate_side_only_shared_modules():
-    assert trust_violations(EVALUATOR, CANDIDATE_PACKAGE, set(USED_ON_BOTH_SIDES)) == []
+def test_the_trusted_side_never_imports_candidate_process_code_and_the_candidate_side_only_both_sides():
+    assert trust_violations(EVALUATOR, CANDIDATE_PACKAGE, SHARED_PACKAGE) == []
 
 
-def test_the_root_modules_loaded_in_candidate_processes_are_the_listed_ones_and_say_so():
+def test_both_sides_holds_exactly_what_candidate_processes_load_and_says_why():
     modules = package_modules(EVALUATOR)
     inside = {m for m in modules if in_package(m, CANDIDATE_PACKAGE)}
     loaded = {m for m in loaded_by(inside, import_edges()) if not in_package(m, CANDIDATE_PACKAGE)}
-    listed = set(USED_ON_BOTH_SIDES) | set(LOADED_AS_DEPENDENCY)
-    assert loaded <= listed, f"root modules loaded in candidate processes but not listed: {sorted(loaded - listed)}"
-    assert listed <= loaded, f"listed but no longer loaded there (drop them): {sorted(listed - loaded)}"
-    # Each says so in its docstring, and no other root module claims it.
-    claims = set()
-    for name, path in modules.items():
-        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-        if BOTH_SIDES_NOTE in " ".join(doc.split()):
-            claims.add(name)
-    shared = listed - {"evaluator"}  # the package docstring describes the whole layout instead
-    assert shared - claims == set(), f"no '{BOTH_SIDES_NOTE}' note in the docstring of {sorted(shared - claims)}"
-    assert claims - listed == set(), f"'{BOTH_SIDES_NOTE}' claimed by modules not listed here: {claims - listed}"
+    shared = {m for m in modules if in_package(m, SHARED_PACKAGE)}
+    assert loaded - PACKAGE_FILES == set(WHY_ON_BOTH_SIDES), "loaded in candidate processes, or listed, but not both"
+    assert shared - {SHARED_PACKAGE} == set(WHY_ON_BOTH_SIDES), "a module of both_sides/ that no candidate loads"
+    for package in PACKAGE_FILES:  # run by every such process: nothing there but the docstring and a version
+        tree = ast.parse(modules[package].read_text(encoding="utf-8"))
+        assert not [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))], package
 
 
 def test_the_processes_the_parent_starts_by_name_are_candidate_process_modules():
-    from evaluator.candidate import CHILD_MODULE, child_command
-    from evaluator.triton_compile import TRITON_AOT_MODULE
+    from evaluator.build.triton_compile import TRITON_AOT_MODULE
+    from evaluator.measure.candidate import CHILD_MODULE, child_command
 
     modules = package_modules(EVALUATOR)
     for name in (CHILD_MODULE, TRITON_AOT_MODULE):
@@ -113,11 +106,13 @@ def _package(root: Path, files: dict[str, str]) -> Path:
 
 BASE = {
     "evaluator/__init__.py": "",
-    "evaluator/protocol.py": "",
-    "evaluator/pipeline.py": "from evaluator import protocol\n",
+    "evaluator/both_sides/__init__.py": "",
+    "evaluator/both_sides/protocol.py": "from evaluator.both_sides import launches\n",
+    "evaluator/both_sides/launches.py": "",
+    "evaluator/pipeline.py": "from evaluator.both_sides import protocol\n",
     "evaluator/candidate_process/__init__.py": "",
-    "evaluator/candidate_process/child.py": "from evaluator import protocol\nfrom . import timing\n",
-    "evaluator/candidate_process/timing.py": "from evaluator.protocol import X\n",
+    "evaluator/candidate_process/child.py": "from evaluator.both_sides import protocol\nfrom . import timing\n",
+    "evaluator/candidate_process/timing.py": "from evaluator.both_sides.protocol import X\n",
 }
 
 
@@ -134,7 +129,7 @@ BASE = {
             "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from evaluator.candidate_process import child\n",
             "pipeline:3 imports evaluator.candidate_process.child",
         ),
-        # (b) the candidate side importing a trusted module that is not on the list
+        # (b) the candidate side importing a module from outside both_sides/
         ("evaluator/candidate_process/timing.py", "from evaluator.pipeline import run\n", "timing:1 imports"),
         (
             "evaluator/candidate_process/timing.py",
@@ -142,12 +137,16 @@ BASE = {
             "imports evaluator.pipeline",
         ),
         ("evaluator/candidate_process/timing.py", "import evaluator\n", "imports evaluator, which"),
+        ("evaluator/candidate_process/timing.py", "import evaluator.both_sides\n", "imports evaluator.both_sides,"),
+        # (c) both_sides/ reaching the trusted side, which would then run in candidate processes
+        ("evaluator/both_sides/launches.py", "from evaluator.pipeline import run\n", "imports only its own"),
+        ("evaluator/both_sides/launches.py", "def f():\n    from .. import pipeline\n", "imports only"),
     ],
 )
 def test_the_layout_check_catches_a_violation(tmp_path, module, source, expected):
     """The check itself, on a small package of the same shape: clean, then with one violating import."""
     package = _package(tmp_path, BASE)
-    assert trust_violations(package, CANDIDATE_PACKAGE, {"evaluator.protocol"}) == []
+    assert trust_violations(package, CANDIDATE_PACKAGE, SHARED_PACKAGE) == []
     (tmp_path / module).write_text(source)
-    found = trust_violations(package, CANDIDATE_PACKAGE, {"evaluator.protocol"})
+    found = trust_violations(package, CANDIDATE_PACKAGE, SHARED_PACKAGE)
     assert len(found) == 1 and expected in found[0], found

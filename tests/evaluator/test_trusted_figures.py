@@ -3,8 +3,8 @@ floor measured by the trusted baseline process."""
 
 from __future__ import annotations
 
-from evaluator.integrity import HOST_SLACK_MS, INCONSISTENT_FIGURES, consistency_hold, trusted_clock_hold
-from evaluator.trusted_baseline import FLOOR_FACTOR, host_slack_ms
+from evaluator.checks.integrity import HOST_SLACK_MS, INCONSISTENT_FIGURES, consistency_hold, trusted_clock_hold
+from evaluator.measure.trusted_baseline import FLOOR_FACTOR, host_slack_ms
 
 GEMM_FLOPS = 2 * 8192 * 7168 * 5120
 

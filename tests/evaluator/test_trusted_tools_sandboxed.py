@@ -1,5 +1,5 @@
 """The toolkit's binary readers run on candidate-made files inside the compile sandbox, and their failure on such a
-file is the submission's verdict (evaluator/binary_tools.py, sass.py, build_stages.sass_stage).
+file is the submission's verdict (evaluator/binaries/binary_tools.py, sass.py, build_stages.sass_stage).
 
 Run outside the sandbox, cuobjdump would read candidate cubins with the host in reach, and a cubin it rejects
 would crash the evaluation, retried as an infrastructure failure that shows the traceback (host paths).
@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import build_stages
-from evaluator.binary_tools import ToolFailed, read_binary, redact
-from evaluator.compile import CompiledKernel, find_cuobjdump
-from evaluator.jail import Jail, open_jail
-from evaluator.sass import disassemble
+from evaluator.binaries.binary_tools import ToolFailed, read_binary, redact
+from evaluator.binaries.sass import disassemble
+from evaluator.both_sides.taskdata import find_task
+from evaluator.both_sides.verdict import CompileResult, OverallStatus, StageState, Status
+from evaluator.build import build_stages
+from evaluator.build.compile import CompiledKernel, find_cuobjdump
+from evaluator.isolation.jail import Jail, open_jail
 from evaluator.stage_book import StageBook, new_verdict
-from evaluator.taskdata import find_task
-from evaluator.verdict import CompileResult, OverallStatus, StageState, Status
 from tests.fixtures.elf import cubins
 from tests.support.factories import REPO
 from tests.support.sandbox import sandbox_problem

@@ -10,9 +10,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from evaluator import verdict as vm
-from evaluator.schema import SCHEMA_PATH, schema_text
-from evaluator.verdict import (
+from evaluator.both_sides import verdict as vm
+from evaluator.both_sides.verdict import (
     ArchCheck,
     ArchStatus,
     Correctness,
@@ -22,6 +21,7 @@ from evaluator.verdict import (
     Verdict,
     WorkloadResult,
 )
+from evaluator.schema import SCHEMA_PATH, schema_text
 
 REPO = Path(__file__).resolve().parents[2]
 KERNELS = REPO / "tests" / "kernels"

@@ -1,6 +1,6 @@
 """Every walk of a folder candidate code could write counts folders and files together and has a time limit
-(evaluator/hostile_files.py `TreeCaps`), and the Triton build folder is held to the cache's byte cap
-(evaluator/triton_compile.py `BUILD_CAPS`).
+(evaluator/both_sides/hostile_files.py `TreeCaps`), and the Triton build folder is held to the cache's byte cap
+(evaluator/build/triton_compile.py `BUILD_CAPS`).
 
 200,000 empty folders in the Triton cache cost a walk that counts only files 22 s, and the build folder beside
 the cache could otherwise hold 3 GiB. The trees here are smaller, with
@@ -15,8 +15,9 @@ import time
 
 import pytest
 
-from evaluator import hostile_files, triton_compile
-from evaluator.hostile_files import Refused, TreeCaps
+from evaluator.both_sides import hostile_files
+from evaluator.both_sides.hostile_files import Refused, TreeCaps
+from evaluator.build import triton_compile
 
 WALKS = {
     "list_files": lambda root, caps: hostile_files.list_files(root, caps=caps),

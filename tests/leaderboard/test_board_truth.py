@@ -52,7 +52,7 @@ def test_hopper_vs_blackwell_is_left_out_when_no_model_has_both(client):
 def test_negative_controls_are_never_called_or_plotted_expert_references(client):
     """Catches simt_dead_wgmma and simt_token_wgmma (marked `"role": "negative_control"` in their solution.json)
     shown with the "expert reference" tag and drawn as "expert reference" diamonds on the distribution chart."""
-    from evaluator.solutions import find_solutions
+    from evaluator.suite.solutions import find_solutions
     from tests.support.factories import REPO, sync_catalog
 
     controls = {s.folder.name for s in find_solutions(REPO / "tasks") if s.role == "negative_control"}
@@ -227,7 +227,7 @@ def test_a_row_the_evaluator_held_for_inconsistent_figures_is_listed_apart_with_
     """Catches a row shown ranked while its verdict holds it (the evaluator's inconsistent_figures: speedup and
     latencies are not one measurement), and a portal that re-runs the evaluator's check on its own: a row whose
     figures disagree but whose verdict holds nothing is the evaluator's call, not the portal's."""
-    from evaluator.integrity import INCONSISTENT_FIGURES
+    from evaluator.checks.integrity import INCONSISTENT_FIGURES
     from portal.core.verdict_record import parse_verdict
     from tests.support.factories import sync_catalog
 

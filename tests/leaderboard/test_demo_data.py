@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from evaluator.physical_limits import peak_for_inputs
-from evaluator.taskdata import load_task
+from evaluator.both_sides.taskdata import load_task
+from evaluator.checks.physical_limits import peak_for_inputs
 from portal.core import context_processors
 from portal.leaderboard.management.commands.seed_leaderboard import PEAK_TFLOPS
 from tests.support.factories import sync_catalog

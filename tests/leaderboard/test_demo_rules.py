@@ -15,11 +15,11 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 
-from evaluator import peaks
-from evaluator import verdict as vm
-from evaluator.arches import ARCHES
-from evaluator.physical_limits import limits_for
-from evaluator.taskdata import load_task
+from evaluator.both_sides import verdict as vm
+from evaluator.both_sides.arches import ARCHES
+from evaluator.both_sides.taskdata import load_task
+from evaluator.checks import peaks
+from evaluator.checks.physical_limits import limits_for
 from portal.submissions.summary import summarise_verdict
 from tests.support.factories import sync_catalog
 from tests.support.leaderboard_factories import leaderboard_isolation  # noqa: F401 - autouse fixture

@@ -73,7 +73,7 @@ def test_status_page_links_the_evaluation_page_and_shows_unknown_resources_as_a_
 
 
 def test_evaluation_page_shows_the_gpus_own_witness_of_the_tensor_work(client):
-    """The share the GPU's counters saw over the timed process (evaluator/tensor_witness.py) is shown beside the
+    """The share the GPU's counters saw over the timed process (evaluator/arch_check/tensor_witness.py) is shown beside the
     profile's; without a reading, the verdict's note says why."""
     sync_catalog()
     witnessed = {"witness_tensor_share": 1.2893, "witness_any_tensor_pct": 1.8745, "witness_seconds": 4.765}

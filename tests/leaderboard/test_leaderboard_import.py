@@ -182,7 +182,7 @@ def test_every_committed_verdict_imports_through_the_import_command_as_its_row()
     runs: every entry imports (--strict), each stored verdict is the file itself, its row's status, arch status and
     speedup come from it, and each one, read as the evaluator reads verdicts, is a valid verdict of today's schema
     (the older CUDA files predate fields added since, which the evaluator's defaults fill)."""
-    from evaluator import verdict as vm
+    from evaluator.both_sides import verdict as vm
     from portal.submissions import artifacts
     from tests.support.verdicts import validate
 

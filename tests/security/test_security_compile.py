@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import includes
-from evaluator.compile import compile_kernel, find_nvcc, tvm_ffi_paths
+from evaluator.build import includes
+from evaluator.build.compile import compile_kernel, find_nvcc, tvm_ffi_paths
 from evaluator.errors import EnvironmentProblem
-from evaluator.jail import TOOLCHAIN_ETC, open_jail
-from evaluator.policy import check_preprocessed, check_source
+from evaluator.isolation.jail import TOOLCHAIN_ETC, open_jail
+from evaluator.source_policy.policy import check_preprocessed, check_source
 
 RUN = "\nTVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run_impl);\n"
 needs_nvcc = pytest.mark.skipif(
@@ -230,9 +230,9 @@ def test_compile_sandbox_shows_the_toolchain_alone(tmp_path):
 def test_pipeline_rejects_a_header_that_leads_outside_the_roots_and_publishes_nothing_of_it(tmp_path):
     # A relative include the policy allows, through a link in the build folder to a file the compile sandbox
     # shows (under /usr, outside every include root): only the -MD check can see where it led.
+    from evaluator.both_sides.taskdata import find_task
+    from evaluator.both_sides.verdict import to_json
     from evaluator.pipeline import Options, evaluate
-    from evaluator.taskdata import find_task
-    from evaluator.verdict import to_json
 
     target = Path("/usr/lib/os-release")
     if not target.is_file():

@@ -1,4 +1,4 @@
-"""A result the evaluator held as beyond the GPU's physical limit (evaluator/integrity.py, beyond_physical_limit) is
+"""A result the evaluator held as beyond the GPU's physical limit (evaluator/checks/integrity.py, beyond_physical_limit) is
 held when the worker records it (never ranked, the evaluator's reason shown to reviewers); the portal takes the
 verdict's hold and does not re-check the rate against a peak of its own."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from evaluator import peaks
-from evaluator.integrity import BEYOND_PHYSICAL_LIMIT
+from evaluator.checks import peaks
+from evaluator.checks.integrity import BEYOND_PHYSICAL_LIMIT
 from portal.core.verdict_record import parse_verdict
 from portal.leaderboard import cache
 from portal.submissions.models import Evaluation

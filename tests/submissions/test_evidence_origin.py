@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.sass import count_families
+from evaluator.binaries.sass import count_families
 from portal.core.verdict_record import parse_verdict
 from portal.submissions import evidence_files
 from portal.submissions.evidence_files import collect
@@ -229,11 +229,11 @@ def test_the_page_shows_only_the_evaluators_listing_whatever_else_ends_in_sass(c
 
 
 def test_the_collector_reads_the_sass_stages_own_path():
-    """The path the evaluator's SASS stage writes its listing to (evaluator/build_stages.py), as the runner lays
+    """The path the evaluator's SASS stage writes its listing to (evaluator/build/build_stages.py), as the runner lays
     out the evaluator's work folder: a move there must move the collector's name too."""
-    from evaluator.build_stages import trusted_sass_path
-    from evaluator.compile import CompiledKernel
-    from evaluator.verdict import CompileResult
+    from evaluator.both_sides.verdict import CompileResult
+    from evaluator.build.build_stages import trusted_sass_path
+    from evaluator.build.compile import CompiledKernel
 
     build = Path("/w/evaluator/build")
     compiled = CompiledKernel(CompileResult(ok=True, command=[], returncode=0, seconds=0.0, output=""), None, None)

@@ -29,7 +29,7 @@ if not REHEARSAL:
 
 from django.test import override_settings  # noqa: E402
 
-from evaluator.solutions import find_solutions  # noqa: E402
+from evaluator.suite.solutions import find_solutions  # noqa: E402
 from portal.catalog.models import Task  # noqa: E402
 from portal.submissions.models import Evaluation, Submission  # noqa: E402
 from portal.submissions.services import submission_create  # noqa: E402

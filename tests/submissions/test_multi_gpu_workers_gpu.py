@@ -30,7 +30,7 @@ if len(HOPPER) < 2:
         allow_module_level=True,
     )
 
-from evaluator.performance import TRUSTED_BOUND_MARGIN  # noqa: E402
+from evaluator.measure.performance import TRUSTED_BOUND_MARGIN  # noqa: E402
 from portal.catalog.models import Task  # noqa: E402
 from portal.submissions.models import Evaluation, GpuWorker, Submission  # noqa: E402
 from portal.submissions.services import submission_create  # noqa: E402

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from evaluator import verdict as vm
-from evaluator.verdict import OverallStatus
+from evaluator.both_sides import verdict as vm
+from evaluator.both_sides.verdict import OverallStatus
 from portal.core.verdict_record import parse_verdict
 from portal.submissions.evidence_files import collect
 from tests.adversarial import corpus

@@ -12,7 +12,7 @@ import dataclasses
 import json
 import os
 
-from evaluator.sass import count_families
+from evaluator.binaries.sass import count_families
 from portal.core.verdict_record import parse_verdict
 from portal.submissions.evidence_files import collect
 from tests.support import leaderboard_factories as lf

@@ -69,10 +69,10 @@ def test_worker_refuses_without_a_sandbox_unless_an_operator_allows_it(monkeypat
     assert not GpuWorker.objects.exists()
     if os.geteuid() == 0:
         # A root worker runs unsandboxed candidates as the sandbox user, who must be able to start Python: this
-        # machine's may sit under /root, so the allowed run uses the system's (evaluator/jail.py check_reachable).
-        import evaluator.jail
+        # machine's may sit under /root, so the allowed run uses the system's (evaluator/isolation/jail.py check_reachable).
+        import evaluator.isolation.jail
 
-        monkeypatch.setattr(evaluator.jail.sys, "executable", "/usr/bin/python3")
+        monkeypatch.setattr(evaluator.isolation.jail.sys, "executable", "/usr/bin/python3")
     call_command(
         "gpu_worker", "--cpu-stages-only", "--arch", "sm_90a", "--burst", "--allow-unsandboxed", "--name", "risky"
     )

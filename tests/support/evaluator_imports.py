@@ -14,6 +14,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 EVALUATOR = REPO / "evaluator"
 CANDIDATE_PACKAGE = "evaluator.candidate_process"
+SHARED_PACKAGE = "evaluator.both_sides"
 
 
 @dataclass(frozen=True)
@@ -118,18 +119,21 @@ def loaded_by(starts: set[str], all_edges: list[Edge]) -> set[str]:
     return seen
 
 
-def trust_violations(package_dir: Path, candidate_package: str, allowed_from_root: set[str]) -> list[str]:
-    """The two layout rules, as messages (empty: the layout holds):
+def trust_violations(package_dir: Path, candidate_package: str, shared_package: str) -> list[str]:
+    """The layout rules, as messages (empty: the layout holds):
     (a) no module outside `candidate_package` imports from it, not even under TYPE_CHECKING or in a function;
-    (b) modules inside it import, from the rest of the package, only `allowed_from_root`."""
+    (b) modules inside it import, from the rest of the package, only modules of `shared_package`;
+    (c) modules of `shared_package` import only each other (what they import runs on the candidate side too)."""
     out = []
     for e in import_edges(package_dir):
         inside_importer = in_package(e.importer, candidate_package)
         inside_imported = in_package(e.imported, candidate_package)
+        shared_importer = in_package(e.importer, shared_package)
+        shared_imported = in_package(e.imported, shared_package) and e.imported != shared_package
         if not inside_importer and inside_imported:
             out.append(f"{e.importer}:{e.line} imports {e.imported} (the trusted side imports candidate-process code)")
-        if inside_importer and not inside_imported and e.imported not in allowed_from_root:
-            out.append(
-                f"{e.importer}:{e.line} imports {e.imported}, which is not on the list of modules used on both sides"
-            )
+        elif inside_importer and not inside_imported and not shared_imported:
+            out.append(f"{e.importer}:{e.line} imports {e.imported}, which is not in {shared_package}")
+        elif shared_importer and not shared_imported:
+            out.append(f"{e.importer}:{e.line} imports {e.imported}: {shared_package} imports only its own modules")
     return out

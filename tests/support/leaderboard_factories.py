@@ -67,7 +67,7 @@ def verdict(
     families: dict[str, dict[str, int]] | None = None,
     witness: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A verdict document in evaluator/verdict.py's shape, with one (headline) workload; completed with the
+    """A verdict document in evaluator/both_sides/verdict.py's shape, with one (headline) workload; completed with the
     evaluator's defaults and validated against evaluator/verdict.schema.json (tests/support/verdicts.py)."""
     from tests.support.verdicts import complete
 

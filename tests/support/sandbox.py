@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 
 from evaluator.errors import EnvironmentProblem
-from evaluator.jail import open_jail
+from evaluator.isolation.jail import open_jail
 
 
 @functools.cache

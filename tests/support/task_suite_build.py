@@ -8,11 +8,11 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from evaluator.compile import compile_kernel
+from evaluator.build.compile import compile_kernel
 
 
 def compile_starter(source: Path, out: Path, arch: str = "sm_90a") -> None:
-    """The evaluator's compile (evaluator/compile.py: the ABI's build line, and the compile cache when one is set);
+    """The evaluator's compile (evaluator/build/compile.py: the ABI's build line, and the compile cache when one is set);
     raises with nvcc's output on failure."""
     compiled = compile_kernel(source.read_text(encoding="utf-8"), arch, out.with_suffix(".build"))
     if compiled.library is None:

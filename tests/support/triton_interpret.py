@@ -1,6 +1,6 @@
 """Run a task's Triton starter in Triton's interpreter on CPU against the task's reference, the evaluator's way:
-inputs from `evaluator.inputs.make_inputs` (with the task's input generator), NaN-poisoned outputs, the
-reference from the definition, `evaluator.compare.compare_output` with the task's tolerance.
+inputs from `evaluator.both_sides.inputs.make_inputs` (with the task's input generator), NaN-poisoned outputs, the
+reference from the definition, `evaluator.measure.compare.compare_output` with the task's tolerance.
 
 Its own process, because TRITON_INTERPRET must be set before triton is imported:
 
@@ -46,10 +46,10 @@ def interpret(task_name: str, file: str, *shapes: str) -> list[dict]:
     """Run `file`'s `run` for each shape in the interpreter; per shape and output, the comparison's result."""
     import torch
 
+    from evaluator.both_sides.inputs import alloc_outputs, input_deriver, load_reference, make_inputs, torch_dtype
+    from evaluator.both_sides.taskdata import Workload, find_task
     from evaluator.candidate_process.triton_aot import load_candidate
-    from evaluator.compare import compare_output
-    from evaluator.inputs import alloc_outputs, input_deriver, load_reference, make_inputs, torch_dtype
-    from evaluator.taskdata import Workload, find_task
+    from evaluator.measure.compare import compare_output
 
     task = find_task(REPO / "tasks", task_name)
     d = task.definition

@@ -2,7 +2,7 @@
 
 `complete(partial)` takes the fields a test cares about and returns a whole verdict in the evaluator's own shape:
 every field the test left out gets the evaluator's default (or an empty value of its type when the evaluator has
-none), through the evaluator's dataclasses (evaluator/verdict.py), and the result is validated against the schema.
+none), through the evaluator's dataclasses (evaluator/both_sides/verdict.py), and the result is validated against the schema.
 A field the evaluator does not write, a wrong type or an unknown status fails the test that built it, so a portal
 test can never pass on a verdict the evaluator could not produce. `validate(document)` only checks."""
 
@@ -14,12 +14,10 @@ import json
 import types
 import typing
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
-from evaluator import verdict as vm
-
-SCHEMA_PATH = Path(vm.__file__).with_name("verdict.schema.json")
+from evaluator.both_sides import verdict as vm
+from evaluator.schema import SCHEMA_PATH
 
 
 @functools.cache

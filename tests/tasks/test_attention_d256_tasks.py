@@ -13,8 +13,8 @@ import sys
 import pytest
 import torch
 
+from evaluator.both_sides.taskdata import Task, load_task
 from evaluator.languages import LANGUAGES
-from evaluator.taskdata import Task, load_task
 from tests.support.task_suite_math import excess_error, load_function, tolerance_ratio
 from tests.tasks.test_task_suite import REFERENCE_MARGIN, REPO, TASKS
 

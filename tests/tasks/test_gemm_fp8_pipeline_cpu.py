@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
+from evaluator.both_sides.taskdata import load_task
+from evaluator.both_sides.verdict import OverallStatus
 from evaluator.pipeline import Options, evaluate
-from evaluator.taskdata import load_task
-from evaluator.verdict import OverallStatus
 from tests.tasks.test_task_suite import REPO
 
 SOURCE = (REPO / "tests" / "kernels" / "cpu_gemm_fp8.cu").read_text()

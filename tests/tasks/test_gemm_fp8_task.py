@@ -12,11 +12,12 @@ import sys
 import pytest
 import torch
 
-from evaluator import physical_limits, task_families
-from evaluator.compare import compare_output
-from evaluator.flops import evaluate_flops
-from evaluator.inputs import input_deriver, make_inputs, scalar_input
-from evaluator.taskdata import Task, TensorSpec, Workload, find_task, load_tasks
+from evaluator.both_sides import task_families
+from evaluator.both_sides.flops import evaluate_flops
+from evaluator.both_sides.inputs import input_deriver, make_inputs, scalar_input
+from evaluator.both_sides.taskdata import Task, TensorSpec, Workload, find_task, load_tasks
+from evaluator.checks import physical_limits
+from evaluator.measure.compare import compare_output
 from tests.support.task_suite_math import excess_error, gemm_exact, load_function
 from tests.tasks.test_task_suite import REPO, TASKS
 
@@ -161,7 +162,7 @@ def test_a_float8_scalar_input_keeps_its_fraction():
 
 def test_the_triton_starter_passes_the_policy_and_the_reference_in_the_interpreter(task):
     pytest.importorskip("triton", reason="Triton is not installed (pip install '.[triton]')")
-    from evaluator.triton_policy import check_source
+    from evaluator.source_policy.triton_policy import check_source
 
     starter = TASKS / NAME / "starter_triton.py"
     params = [s.name for s in (*task.definition.inputs, *task.definition.outputs)]
@@ -192,7 +193,7 @@ def test_the_cuda_starter_compiles_for_sm90a(tmp_path):
 
 
 def test_every_family_names_pack_pages_that_a_pack_renders():
-    from evaluator.packs import DEFAULT_ROOT, load_packs
+    from evaluator.suite.packs import DEFAULT_ROOT, load_packs
 
     fragments = {
         f
@@ -207,8 +208,8 @@ def test_every_family_names_pack_pages_that_a_pack_renders():
 @pytest.mark.slow  # seconds of Triton compile
 def test_the_triton_starter_compiles_for_sm90a_without_wgmma_or_tma(task, allow_unsandboxed_without_bwrap):
     pytest.importorskip("triton", reason="Triton is not installed (pip install '.[triton]')")
+    from evaluator.both_sides.verdict import OverallStatus
     from evaluator.pipeline import Options, evaluate
-    from evaluator.verdict import OverallStatus
 
     source = (TASKS / NAME / "starter_triton.py").read_text(encoding="utf-8")
     verdict = evaluate(

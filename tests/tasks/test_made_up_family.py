@@ -1,4 +1,4 @@
-"""A made-up task family, added to a temporary copy of the registry (evaluator/task_families.py) with its templates
+"""A made-up task family, added to a temporary copy of the registry (evaluator/both_sides/task_families.py) with its templates
 in a temporary folder, reaches every layer that reads the registry: make_suite writes its task folder (group,
 FLOPs, tolerance, baseline, reference, a starter per language), the task loads, its inputs are drawn by the
 family's rule, its FLOPs and bytes are the family's, and the comparison applies the family's tolerance."""
@@ -11,13 +11,14 @@ import sys
 import pytest
 import torch
 
-from evaluator import physical_limits, task_families
-from evaluator.correctness import Checker
-from evaluator.flops import evaluate_flops
-from evaluator.inputs import make_inputs
+from evaluator.both_sides import task_families
+from evaluator.both_sides.flops import evaluate_flops
+from evaluator.both_sides.inputs import make_inputs
+from evaluator.both_sides.task_families import Draw, TaskFamily, Tolerance, TrustedFile
+from evaluator.both_sides.taskdata import load_task
+from evaluator.checks import physical_limits
 from evaluator.languages import LANGUAGES
-from evaluator.task_families import Draw, TaskFamily, Tolerance, TrustedFile
-from evaluator.taskdata import load_task
+from evaluator.measure.correctness import Checker
 from tests.tasks.test_task_suite import REPO
 
 FAMILY = TaskFamily(

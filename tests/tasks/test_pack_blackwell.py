@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.compile import find_cuobjdump, find_nvcc, nvcc_command
+from evaluator.binaries.sass import count_families, disassemble, parse_sass
+from evaluator.build.compile import find_cuobjdump, find_nvcc, nvcc_command
 from evaluator.errors import EnvironmentProblem
-from evaluator.packs import load_pack
-from evaluator.policy import check_source
-from evaluator.sass import count_families, disassemble, parse_sass
+from evaluator.source_policy.policy import check_source
+from evaluator.suite.packs import load_pack
 
 REPO = Path(__file__).resolve().parents[2]
 PACKS = REPO / "tasks" / "packs"
@@ -37,7 +37,7 @@ def _tools() -> tuple[str, str]:
 
 
 def _dump_sass(cuobjdump: str, binary: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """The evaluator's disassembler (evaluator/sass.py). cuobjdump hands sm_100a disassembly to nvdisasm; the
+    """The evaluator's disassembler (evaluator/binaries/sass.py). cuobjdump hands sm_100a disassembly to nvdisasm; the
     wheels install both into the same bin folder, so that folder goes on PATH for the call."""
     path = f"{Path(cuobjdump).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     if shutil.which("nvdisasm", path=path) is None:

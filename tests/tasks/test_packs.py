@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.arches import ARCHES
-from evaluator.compile import find_cuobjdump, find_nvcc, nvcc_command
+from evaluator.binaries.sass import count_families, disassemble, parse_sass
+from evaluator.both_sides.arches import ARCHES
+from evaluator.both_sides.taskdata import TaskDataError
+from evaluator.build.compile import find_cuobjdump, find_nvcc, nvcc_command
 from evaluator.errors import EnvironmentProblem
-from evaluator.packs import DEFAULT_ROOT, TOKENIZER, count_tokens, load_pack, load_packs, main
-from evaluator.policy import check_source
-from evaluator.sass import count_families, disassemble, parse_sass
-from evaluator.taskdata import TaskDataError
+from evaluator.source_policy.policy import check_source
+from evaluator.suite.packs import DEFAULT_ROOT, TOKENIZER, count_tokens, load_pack, load_packs, main
 
 REPO = Path(__file__).resolve().parents[2]
 PACKS = REPO / "tasks" / "packs"

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from evaluator.jail import allow_unsandboxed_from_env, find_bwrap
+from evaluator.both_sides.taskdata import find_task
+from evaluator.isolation.jail import allow_unsandboxed_from_env, find_bwrap
 from evaluator.pipeline import evaluate
-from evaluator.solutions import Solution, find_solutions
-from evaluator.taskdata import find_task
+from evaluator.suite.solutions import Solution, find_solutions
 from tests.support.factories import REPO
 
 SOLUTIONS = find_solutions(REPO / "tasks")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from evaluator.taskdata import Task, TaskDataError, evaluate_flops, load_task, load_tasks
+from evaluator.both_sides.taskdata import Task, TaskDataError, evaluate_flops, load_task, load_tasks
 from tests.support.task_suite_build import compile_all, distinct_starters
 from tests.support.task_suite_math import (
     attention_exact,

@@ -14,9 +14,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from evaluator.arches import arch_for_capability  # noqa: E402
-from evaluator.inputs import input_deriver, make_inputs  # noqa: E402
-from evaluator.taskdata import Task, Workload, load_tasks  # noqa: E402
+from evaluator.both_sides.arches import arch_for_capability  # noqa: E402
+from evaluator.both_sides.inputs import input_deriver, make_inputs  # noqa: E402
+from evaluator.both_sides.taskdata import Task, Workload, load_tasks  # noqa: E402
 from tests.support.task_suite_build import compile_all  # noqa: E402
 from tests.support.task_suite_math import (  # noqa: E402
     attention_exact,

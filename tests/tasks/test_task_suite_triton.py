@@ -18,10 +18,10 @@ import sys
 
 import pytest
 
+from evaluator.both_sides.taskdata import find_task
+from evaluator.both_sides.verdict import OverallStatus
 from evaluator.pipeline import Options, evaluate
-from evaluator.taskdata import find_task
-from evaluator.triton_policy import check_source
-from evaluator.verdict import OverallStatus
+from evaluator.source_policy.triton_policy import check_source
 from tests.tasks.test_task_suite import BWD, FWD, GEMM, REPO, SUITE, TASKS
 
 pytest.importorskip("triton", reason="Triton is not installed (pip install '.[triton]')")

@@ -11,7 +11,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
-from evaluator.verdict import ArchStatus, OverallStatus, Status, WorkloadResult
+from evaluator.both_sides.verdict import ArchStatus, OverallStatus, Status, WorkloadResult
 from portal.core import numbers, verdicts
 from portal.core.numbers import significant
 

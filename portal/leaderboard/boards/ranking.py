@@ -11,8 +11,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from evaluator.arches import ARCHES
-from evaluator.verdict import ArchStatus, OverallStatus
+from evaluator.both_sides.arches import ARCHES
+from evaluator.both_sides.verdict import ArchStatus, OverallStatus
 from portal.core.verdicts import ARCH_STATE_MEANING, ARCH_STATES, ROW_STATUS, arch_badge, arch_state, verdict_phrase
 
 TURN_LIMITS = (1, 4, 8)  # the k a model leaderboard can be read at
@@ -30,7 +30,7 @@ BOARD_GROUPS = (RANKED_STATE, HELD_GROUP, *ARCH_STATES[1:])
 
 # --------------------------------------------------------------------------- kernels
 
-NEGATIVE_CONTROL = "negative_control"  # evaluator/solutions.py ROLES
+NEGATIVE_CONTROL = "negative_control"  # evaluator/suite/solutions.py ROLES
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class KernelRow:
     arch: str = ""
     status: str = OverallStatus.PASSED.value  # only correct evaluations reach a board
     language: str = "cuda"  # the submission's kernel language ("cuda", "triton")
-    # A reference row's role (evaluator/solutions.py ROLES): "expert", or "negative_control" for a kernel written to
+    # A reference row's role (evaluator/suite/solutions.py ROLES): "expert", or "negative_control" for a kernel written to
     # fail the instruction check, never labelled or plotted as an expert reference; "" for everyone else's kernels.
     reference_role: str = ""
     is_synthetic: bool = False  # made up by seed_leaderboard, never measured: marked on its row and in every export

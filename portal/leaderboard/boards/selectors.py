@@ -13,9 +13,9 @@ from django.apps import apps
 from django.conf import settings
 from django.db.models import Exists, OuterRef, Q
 
-from evaluator.arches import ARCHES
+from evaluator.both_sides.arches import ARCHES
+from evaluator.both_sides.verdict import OverallStatus
 from evaluator.languages import LANGUAGES
-from evaluator.verdict import OverallStatus
 from portal.catalog.models import Task
 from portal.leaderboard.boards import ranking
 from portal.leaderboard.boards.ranking import KernelRow, ModelRow, SummaryRow
@@ -131,7 +131,7 @@ def kernel_speedups(gen: Generation, *, arch: str, gpu: str = "") -> dict[str, l
 @functools.lru_cache(maxsize=4)
 def _reference_roles(tasks_dir: str) -> dict[tuple[str, str], str]:
     """(task slug, solution name) -> role of every reference solution under tasks/ (solution.json `role`)."""
-    from evaluator.solutions import read_solution
+    from evaluator.suite.solutions import read_solution
 
     roles = {}
     for meta in sorted(Path(tasks_dir).glob("*/solutions/*/solution.json")):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from evaluator.arches import ARCHES
+from evaluator.both_sides.arches import ARCHES
 from portal.catalog.models import Task
 from portal.leaderboard.boards import ranking, selectors
 from portal.leaderboard.cache import Generation

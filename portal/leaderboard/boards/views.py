@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from evaluator.arches import ARCHES
+from evaluator.both_sides.arches import ARCHES
 from portal.core.registry_fields import language_choices
 from portal.leaderboard.boards import ranking, selectors
 from portal.leaderboard.boards.selectors import BadQuery, BoardQuery

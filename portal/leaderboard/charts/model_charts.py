@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from evaluator.arches import ARCHES
+from evaluator.both_sides.arches import ARCHES
 from portal.leaderboard.boards import ranking, selectors
 from portal.leaderboard.boards.selectors import BoardQuery
 from portal.leaderboard.cache import Generation

@@ -9,7 +9,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from evaluator.arches import ARCHES
+from evaluator.both_sides.arches import ARCHES
 from portal.leaderboard.boards import ranking
 from portal.leaderboard.boards import selectors as boards
 from portal.leaderboard.boards.selectors import BoardQuery

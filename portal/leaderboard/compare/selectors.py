@@ -12,7 +12,7 @@ from typing import Any
 
 from django.http import Http404
 
-from evaluator.verdict import Verdict
+from evaluator.both_sides.verdict import Verdict
 from portal.core import serializers
 from portal.leaderboard.boards import ranking, selectors
 from portal.leaderboard.boards.ranking import ModelRow

@@ -7,7 +7,7 @@ from urllib.parse import urlencode
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
-from evaluator.arches import ARCHES
+from evaluator.both_sides.arches import ARCHES
 from portal.core.api_versions import CURRENT_API_VERSION, api_version
 from portal.core.registry_fields import language_choices
 from portal.leaderboard.boards import ranking, selectors

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from evaluator.verdict import Verdict
+from evaluator.both_sides.verdict import Verdict
 from portal.leaderboard.attachments import sha256_hex
 from portal.submissions.csv_cells import UnreadableCsv, neutralise
 

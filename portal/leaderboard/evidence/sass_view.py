@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from evaluator.sass import instruction_family
+from evaluator.binaries.sass import instruction_family
 
 SASS_LINES_SHOWN = 1500  # longer listings are cut here, with a link to the whole file
 _INSTRUCTION = re.compile(r"^\s*/\*[0-9a-fA-F]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_.]*)")

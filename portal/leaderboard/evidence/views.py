@@ -9,7 +9,7 @@ from typing import BinaryIO
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from evaluator.arches import ARCHES
+from evaluator.both_sides.arches import ARCHES
 from portal.core.verdicts import arch_badge, verdict_phrase
 from portal.leaderboard.attachments import attachment
 from portal.leaderboard.boards.selectors import models_available

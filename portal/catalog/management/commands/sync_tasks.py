@@ -7,8 +7,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from evaluator.flashinfer_import import load_flashinfer_dir
-from evaluator.taskdata import TaskDataError, load_tasks
+from evaluator.both_sides.taskdata import TaskDataError, load_tasks
+from evaluator.suite.flashinfer_import import load_flashinfer_dir
 from portal.catalog.services import catalog_import, catalog_sync
 
 
@@ -30,7 +30,7 @@ class Command(BaseCommand):
                 items = load_flashinfer_dir(root)
                 report = catalog_import(items=items)
             else:
-                from evaluator.packs import load_packs
+                from evaluator.suite.packs import load_packs
 
                 root = Path(tasks_dir) if tasks_dir else settings.TASKS_DIR
                 tasks = load_tasks(root)

@@ -28,9 +28,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.utils import timezone
 
-from evaluator import peaks
-from evaluator.arches import ARCHES
-from evaluator.verdict import OverallStatus, to_dict
+from evaluator.both_sides.arches import ARCHES
+from evaluator.both_sides.verdict import OverallStatus, to_dict
+from evaluator.checks import peaks
 from portal.accounts.models import Profile
 from portal.catalog.models import Task
 from portal.leaderboard.cache import leaderboard_changed
@@ -49,7 +49,7 @@ MODELS = [
     "MiniMaxAI/MiniMax-M2",
 ]
 BATCH = 2000
-# Datasheet dense BF16 peak (TFLOP/s) of each GPU the seed names (evaluator/peaks.py): no made-up kernel goes above it.
+# Datasheet dense BF16 peak (TFLOP/s) of each GPU the seed names (evaluator/checks/peaks.py): no made-up kernel goes above it.
 PEAK_TFLOPS = {name: peaks.peak_tflops(name) for name in ("NVIDIA H100 80GB HBM3", "NVIDIA H200", "NVIDIA B200")}
 LIBRARY_FRACTION = (0.45, 0.75)  # the library's share of peak on a task, drawn once per task
 # An integrity hold as the evaluator words one: a demo row is held only with its reason.

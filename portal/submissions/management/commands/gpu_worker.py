@@ -15,9 +15,9 @@ from django.db import close_old_connections, connections
 from django.db.models import Q
 from django.utils import timezone
 
-from evaluator.arches import ARCHES
-from evaluator.jail import SandboxUnavailable, check_reachable, open_jail
-from evaluator.verdict import CPU_STAGES
+from evaluator.both_sides.arches import ARCHES
+from evaluator.both_sides.verdict import CPU_STAGES
+from evaluator.isolation.jail import SandboxUnavailable, check_reachable, open_jail
 from portal.submissions.envfile import EnvFileUnsafe, env_file_check
 from portal.submissions.gpu import detect_gpus
 from portal.submissions.models import GpuWorker

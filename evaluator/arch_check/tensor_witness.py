@@ -1,0 +1,160 @@
+"""Tensor-core use witnessed from outside the candidate process: the GPU's own counters over the timing process's
+life, read through NVML GPM by the trusted parent.
+
+Nsight Compute counts the target instructions in one profiled call, in a process that can tell it is profiled (the
+injection library is visible): a kernel can take a wgmma path there and a SIMT path when timed. So the parent
+also asks the GPU how much of the time its SMs spent on tensor operations (`NVML_GPM_METRIC_ANY_TENSOR_UTIL`)
+between two samples taken around the whole life of the candidate's timing process. Every GPU call of that process
+runs on inputs the parent drew and counts (trials, timed rounds, batches: evaluator/measure/lent_calls.py); the parent's
+own work inside the window draws inputs and compares outputs, neither on tensor cores; the references, the
+library baseline and the profile all run outside it.
+
+The witnessed tensor work is that utilisation times the GPU's dense tensor peak for the task's dtype times the
+window: the FLOPs the tensor cores could have done in the time they were busy. `verified` needs it to reach the
+share threshold of the task's FLOPs for the calls made in the window (evaluator/checks/integrity_record.py). Measured on
+an H200 against cuBLAS bf16 GEMMs in another process, 1 s windows read 1.00x-1.16x the achieved rate and fp32 SIMT
+0%; windows under 0.25 s read low, and the GPU wants samples more than 100 ms apart, so a shorter window is not
+judged. GPM is device-wide: work of another process on the same GPU would count, which the worker's one-GPU-per-
+worker rule (evaluator/host.py) excludes. What the witness cannot tell: tensor work that does not compute the
+outputs (a dummy wgmma kernel beside a SIMT one) counts as tensor work; that kernel pays for it in its ranked time
+(docs/threat-model.md).
+
+Parent side only. `witness` and `judge` are pure; `GpmWindow` is the edge (NVML).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from evaluator.both_sides.verdict import ArchCheck, ArchStatus
+from evaluator.envinfo import nvml_handle
+
+# Shorter windows read low (see above); NVML wants its two samples at least 100 ms apart.
+MIN_WINDOW_S = 0.25
+
+
+@dataclass(frozen=True)
+class GpmReading:
+    """What the GPU said about one window."""
+
+    seconds: float
+    any_tensor_pct: float  # percent of the window the SMs spent on tensor operations (0-100)
+    sm_pct: float | None = None  # percent of SMs busy, for the record
+
+
+@dataclass(frozen=True)
+class Witness:
+    """The witnessed tensor work against the task's FLOPs for the calls of the window."""
+
+    seconds: float
+    any_tensor_pct: float
+    tensor_flops: float  # any_tensor_pct / 100 x dense peak x seconds
+    task_flops: float  # the task's FLOPs per call x the calls in the window
+    share: float
+
+
+def witness(reading: GpmReading, peak_tflops: float, flops_per_call: float, calls: int) -> Witness | str:
+    """The witness of one window, or why there is none."""
+    if reading.seconds < MIN_WINDOW_S:
+        return f"the timing process lived {reading.seconds:.3f} s, under the {MIN_WINDOW_S} s a GPM reading needs"
+    if not peak_tflops or not flops_per_call or calls <= 0:
+        return "no dense tensor peak or no task FLOPs for this workload"
+    tensor = reading.any_tensor_pct / 100.0 * peak_tflops * 1e12 * reading.seconds
+    task = flops_per_call * calls
+    return Witness(reading.seconds, reading.any_tensor_pct, tensor, task, tensor / task)
+
+
+def judge(check: ArchCheck, found: Witness | str) -> None:
+    """Record the witness in `check`; a `verified` result whose witnessed share is below the threshold becomes
+    `token` (the target instructions ran in the profiled call, but the timed process's tensor work falls short)."""
+    if isinstance(found, str):
+        check.witness_note = f"tensor work not witnessed: {found}"
+        return
+    check.witness_tensor_share = round(found.share, 4)
+    check.witness_any_tensor_pct = round(found.any_tensor_pct, 4)
+    check.witness_seconds = round(found.seconds, 3)
+    threshold = check.share_threshold or 0.0
+    if check.status == ArchStatus.VERIFIED and found.share < threshold:
+        check.status = ArchStatus.TOKEN
+        check.reason = (
+            f"not verified: the profiled call executed the target instructions, but over the timing process the GPU "
+            f"witnessed tensor work of {found.share:.0%} of the task's FLOPs (needed: {threshold:.0%})"
+        )
+
+
+class GpmWindow:
+    """Two GPM samples of one GPU, taken by `start` and `stop`; `reason` says why there is no reading."""
+
+    def __init__(self, gpu_uuid: str | None) -> None:
+        self.reason = ""
+        self._nvml: Any = None
+        self._handle: Any = None
+        self._first: Any = None
+        self._t0 = 0.0
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self._nvml = pynvml
+            self._handle = nvml_handle(pynvml, gpu_uuid)
+            if self._handle is None:
+                self.reason = "no GPU UUID to sample among several GPUs"
+                return
+            if not pynvml.nvmlGpmQueryDeviceSupport(self._handle).isSupportedDevice:
+                self.reason = "this GPU does not support GPM metrics"
+        except Exception as exc:  # noqa: BLE001 - any NVML failure means no witness, with the reason recorded
+            self.reason = f"NVML GPM unavailable ({type(exc).__name__}: {exc})"
+
+    def start(self) -> None:
+        if self.reason:
+            return
+        try:
+            self._first = self._nvml.nvmlGpmSampleAlloc()
+            self._nvml.nvmlGpmSampleGet(self._handle, self._first)
+            self._t0 = time.monotonic()
+        except Exception as exc:  # noqa: BLE001
+            self.reason = f"GPM sample failed ({type(exc).__name__}: {exc})"
+
+    def stop(self) -> GpmReading | None:
+        """The reading since `start`, or None (then `reason` says why)."""
+        if self.reason:
+            return None
+        nvml = self._nvml
+        seconds = time.monotonic() - self._t0
+        second = None
+        try:
+            if seconds < 0.11:  # NVML refuses samples closer than 100 ms
+                return self._refuse(f"a window of {seconds:.3f} s is too short for GPM")
+            second = nvml.nvmlGpmSampleAlloc()
+            nvml.nvmlGpmSampleGet(self._handle, second)
+            request = nvml.c_nvmlGpmMetricsGet_t()
+            request.version = nvml.NVML_GPM_METRICS_GET_VERSION
+            request.numMetrics = 2
+            request.sample1, request.sample2 = self._first, second
+            request.metrics[0].metricId = nvml.NVML_GPM_METRIC_ANY_TENSOR_UTIL
+            request.metrics[1].metricId = nvml.NVML_GPM_METRIC_SM_UTIL
+            nvml.nvmlGpmMetricsGet(request)
+            if request.metrics[0].nvmlReturn != nvml.NVML_SUCCESS:
+                return self._refuse(f"GPM gave no tensor utilisation (NVML return {request.metrics[0].nvmlReturn})")
+            sm = float(request.metrics[1].value) if request.metrics[1].nvmlReturn == nvml.NVML_SUCCESS else None
+            return GpmReading(seconds, float(request.metrics[0].value), sm)
+        except Exception as exc:  # noqa: BLE001
+            return self._refuse(f"GPM reading failed ({type(exc).__name__}: {exc})")
+        finally:
+            for sample in (self._first, second):
+                if sample is not None:
+                    try:
+                        nvml.nvmlGpmSampleFree(sample)
+                    except Exception:  # noqa: BLE001, S110 - freeing must not mask the reading
+                        pass
+            self._first = None
+            try:
+                nvml.nvmlShutdown()
+            except Exception:  # noqa: BLE001, S110
+                pass
+
+    def _refuse(self, reason: str) -> GpmReading | None:
+        self.reason = reason
+        return None
