@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One session's GPU pass on an offline H200 (the device tool runs it from the repo root), in eight modes:
+# One session's GPU pass on an offline H200 (the device tool runs it from the repo root), in nine modes:
 #   smoke   references, the headline GEMM's phases, four corpus entries: a changed evaluator's first look.
 #   fixit   tests/fixit/test_fixit_gpu.py alone (~2 minutes); FIXIT_REPEAT=3 runs it three times in a row, after
 #           the headline GEMM's phase table (bench/evaluator_phases.py) when PHASES=1.
@@ -13,6 +13,10 @@
 #           portal's GPU path with a CPU load), detached like corpus: `holds start`, then `holds wait` at once.
 #           All seven references take ~40 min: FALSE_HOLDS_ONLY=task/solution,... runs a part per session, and
 #           FALSE_HOLDS_THEN=... a second part after it.
+#   first   a changed evaluator's first look, detached like corpus (`first start`, then `first wait` at once): the
+#           lent-calls and evaluator GPU tests, every sm_90a reference kernel (verdicts kept), the library baselines
+#           of NEW_TASKS (default: the FP8 GEMM and d256 attention tasks; their outputs' error against the reference
+#           is what their tolerance rests on), and FIRST_ENTRIES of the corpus; about 12 minutes.
 #   corpus  the whole adversarial corpus twice back to back in one process (tests/adversarial/corpus.py
 #           --repeat 2, or CORPUS_REPEAT), started detached so that it outlives one device call: `corpus start`, then
 #           `corpus wait` in the next call (it waits up to WAIT_S and prints the table when done).
@@ -143,6 +147,40 @@ if [ "$mode" = holds ] && [ "$sub" = wait ]; then
     echo "false-hold run still running: $(grep -c 'Successfully completed' "$WORK/holds.log") evaluations done"
     cp "$WORK/holds.jsonl" "$WORK/holds-env.log" "$FINAL/" 2>/dev/null  # the rounds finished so far
   fi
+  exit 0
+fi
+
+if [ "$mode" = first ] && [ "$sub" = run ]; then  # the steps themselves (`first start` runs this detached)
+  begin
+  step gpu-tests "${GPU_TESTS_LIMIT:-420}" 30 python3 -m pytest -m gpu -q -p no:cacheprovider -rA \
+    tests/evaluator/test_lent_calls_gpu.py tests/evaluator/test_gpu_evaluator.py
+  step references "${REF_LIMIT:-480}" 24 python3 scripts/gpu_references.py --out "$WORK/verdicts" --prebuild 8
+  mkdir -p "$WORK/baselines"
+  # shellcheck disable=SC2086  # the task names are words
+  step baselines "${BASELINES_LIMIT:-240}" 20 python3 scripts/measure_baselines.py --out "$WORK/baselines" \
+    --tasks ${NEW_TASKS:-gemm_fp8_n7168_k5120 mha_with_lse_d256 mha_with_lse_d256_causal}
+  step corpus-entries "${ENTRY_LIMIT:-300}" 12 python3 tests/adversarial/corpus.py --prebuild 8 \
+    --json "$WORK/corpus-first.json" \
+    --only "${FIRST_ENTRIES:-untimed_seed_prediction,triton_untimed_timer_forgery,harness_profile_branch,control_reference_hopper}"
+  echo "exit 0" > "$WORK/first.done"
+  finish
+fi
+if [ "$mode" = first ] && [ "$sub" = start ]; then
+  rm -f "$WORK/first.done"
+  setsid nohup bash "$0" first run >/dev/null 2>&1 < /dev/null &
+  sleep 2; echo "first look started: $(date -u)"
+  sub=wait
+fi
+if [ "$mode" = first ] && [ "$sub" = wait ]; then
+  end=$(( $(date +%s) + ${WAIT_S:-570} ))
+  while [ ! -f "$WORK/first.done" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 5; done
+  grep -E "^[a-z-]+: exit [0-9]+ in [0-9]+ s$" "$WORK/first.log"
+  if [ -f "$WORK/first.done" ]; then
+    grep -hE "passed|failed|^ *(ok|NO) |  \[1\] |differs|TFLOP" "$WORK"/{gpu-tests,references,baselines,corpus-entries}.log | tail -60
+  else
+    echo "first look still running: $(tail -1 "$WORK/first.log")"
+  fi
+  pack; cp "$WORK/first.log" "$WORK/env.log" "$FINAL/" 2>/dev/null
   exit 0
 fi
 

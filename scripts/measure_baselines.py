@@ -37,9 +37,11 @@ sys.path.insert(0, str(REPO))
 from evaluator.both_sides.inputs import input_deriver  # noqa: E402
 from evaluator.both_sides.inputs import make_inputs as draw_inputs  # noqa: E402
 from evaluator.both_sides.stats import summarize  # noqa: E402
+from evaluator.both_sides.task_families import FAMILIES  # noqa: E402
 from evaluator.both_sides.taskdata import Task, Workload, evaluate_flops, load_tasks  # noqa: E402
 
-GROUP_ORDER = {"gemm": 0, "mha_fwd": 1, "mha_bwd": 2, "gemm_fp8": 3}
+# Groups in the task-families registry's order (a task of no registered family last).
+GROUP_ORDER = {group: i for i, group in enumerate(dict.fromkeys(f.group for f in FAMILIES.values()))}
 
 
 @dataclass
@@ -269,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     tasks = [t for t in load_tasks(REPO / "tasks") if "suite:ptxbench" in t.definition.tags]
     if args.tasks:
         tasks = [t for t in tasks if t.name in set(args.tasks)]
-    tasks.sort(key=lambda t: (GROUP_ORDER.get(t.group, 9), t.name))
+    tasks.sort(key=lambda t: (GROUP_ORDER.get(t.group, len(GROUP_ORDER)), t.name))
     env = environment(args.device)
     timer = Timer(args.device)
     env["timing_method"] = timer.method + (f" ({timer.fallback_reason})" if timer.fallback_reason else "")

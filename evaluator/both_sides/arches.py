@@ -197,6 +197,11 @@ ARCHES: dict[str, Arch] = {
 }
 
 
+# The architecture a page or form opens on when the request names none.
+DEFAULT_ARCH = "sm_90a"
+assert DEFAULT_ARCH in ARCHES
+
+
 def get_arch(name: str) -> Arch:
     """Return the architecture called `name`, or raise ValueError listing the known ones."""
     try:

@@ -207,15 +207,6 @@ def preprocessed_findings(own_lines: Iterable[tuple[int, str]]) -> list[PolicyFi
 # --------------------------------------------------------------------------- what nvcc opened
 
 
-def read_dependencies(path: Path) -> list[str] | None:
-    """The prerequisites of a make-style dependency file (`nvcc -MD -MF`); None when it was not written."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="surrogateescape")
-    except OSError:
-        return None
-    return parse_dependencies(text)
-
-
 def parse_dependencies(text: str) -> list[str]:
     """The prerequisites named by the text of a make-style dependency file."""
     text = text.replace("\\\n", " ")

@@ -59,14 +59,6 @@ def token_revoke(*, user: User, token_id: int) -> bool:
 NOT_AUTHENTICATED = "invalid, revoked or banned API token"
 
 
-def token_authenticate(raw: str) -> User | None:
-    """The active, unbanned user owning this live token, or None."""
-    try:
-        return token_check(raw).user
-    except TokenRefused:
-        return None
-
-
 def token_check(raw: str) -> ApiToken:
     """The live token `raw` is (its `user` active and unbanned), or TokenRefused. An expired token is told so (only
     its holder can ask); anything else gets one message, whatever was wrong."""

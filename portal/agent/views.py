@@ -9,6 +9,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from evaluator.both_sides.arches import DEFAULT_ARCH
 from evaluator.languages import DEFAULT_LANGUAGE
 from portal.accounts.api_auth import api_endpoint
 from portal.agent import budget, selectors, services
@@ -35,7 +36,7 @@ def run_mine(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def run_new(request: HttpRequest) -> HttpResponse:
-    form = RunForm(request.POST or None, initial={"arch": "sm_90a", "pack_variant": "arch"})
+    form = RunForm(request.POST or None, initial={"arch": DEFAULT_ARCH, "pack_variant": "arch"})
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:

@@ -1,7 +1,7 @@
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from evaluator.both_sides.arches import ARCHES
+from evaluator.both_sides.arches import ARCHES, DEFAULT_ARCH
 from portal.catalog import selectors
 from portal.catalog.task_panels import task_panels_context
 
@@ -33,7 +33,7 @@ def task_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "task": task,
             "arches": ARCHES,
             "targets": targets,
-            "first_arch": arches[0] if arches else "sm_90a",
+            "first_arch": arches[0] if arches else DEFAULT_ARCH,
             "languages": selectors.task_languages(task),
             **task_panels_context(task, arches),
         },

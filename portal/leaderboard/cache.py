@@ -46,7 +46,7 @@ STALE_KEEP_SECONDS = 30  # a superseded generation's value stays in the store th
 STALE_RENDER_SECONDS = 2  # a page rendered from stale values is reused this long (per process), then rendered again
 # The store holds pickles, and a pickle names the module of each class in it (the board rows of boards/ranking.py, the
 # trajectories of charts/turns.py): when such a class moves, raise this, or a process reads a pickle naming a module its
-# code no longer has (an error on every page until the generation changes). 2: both live in sub-packages.
+# code no longer has (an error on every page until the generation changes).
 STORE_FORMAT = 2
 _MAX_ENTRIES = 4000
 _GENERATIONS_KEPT = 2  # per scope in process memory: the current one and the one before (stale reads)

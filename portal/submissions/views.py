@@ -9,6 +9,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from evaluator.both_sides.arches import DEFAULT_ARCH
 from evaluator.languages import DEFAULT_LANGUAGE
 from portal.accounts.api_auth import api_endpoint
 from portal.catalog.models import Task
@@ -28,7 +29,7 @@ def submit(request: HttpRequest) -> HttpResponse:
         # Say why the login page comes up; `next` brings the visitor back here (through sign-up too).
         messages.info(request, "Log in to submit a kernel (no account yet? Sign up below, it takes a minute).")
         return redirect_to_login(request.get_full_path())
-    initial = {"task": request.GET.get("task"), "arch": request.GET.get("arch") or "sm_90a"}
+    initial = {"task": request.GET.get("task"), "arch": request.GET.get("arch") or DEFAULT_ARCH}
     form = SubmissionForm(request.POST or None, request.FILES or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data

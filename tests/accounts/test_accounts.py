@@ -7,7 +7,7 @@ import hashlib
 import pytest
 
 from portal.accounts.models import ApiToken
-from portal.accounts.services import token_authenticate, user_ban
+from portal.accounts.services import TokenRefused, token_check, user_ban
 from tests.support.factories import GEMM, make_token, make_user, starter_source, sync_catalog
 
 pytestmark = pytest.mark.django_db
@@ -42,7 +42,7 @@ def test_token_is_shown_once_and_stored_only_as_a_hash(client):
     assert token.digest == hashlib.sha256(raw.encode()).hexdigest()
     assert raw not in str(ApiToken.objects.values().get())  # nothing stored holds the token itself
     assert raw not in client.get("/accounts/tokens/").content.decode()  # and it is never shown again
-    assert token_authenticate(raw) == user
+    assert token_check(raw).user == user
 
 
 def test_revoked_token_no_longer_authenticates(client):
@@ -51,11 +51,12 @@ def test_revoked_token_no_longer_authenticates(client):
     client.force_login(user)
     token = ApiToken.objects.get(user=user)
     client.post(f"/accounts/tokens/{token.id}/revoke")
-    assert token_authenticate(raw) is None
+    with pytest.raises(TokenRefused):
+        token_check(raw)
     other = make_user("mallory")
     raw2 = make_token(other)
     client.post(f"/accounts/tokens/{ApiToken.objects.get(user=other).id}/revoke")  # not alice's to revoke
-    assert token_authenticate(raw2) == other
+    assert token_check(raw2).user == other
 
 
 def test_banned_user_cannot_log_in_submit_or_use_tokens(client):
@@ -65,7 +66,8 @@ def test_banned_user_cannot_log_in_submit_or_use_tokens(client):
     user_ban(user=user, reason="gaming the timer")
     response = client.post("/accounts/login/", {"username": "eve", "password": "correct horse battery staple"})
     assert response.status_code == 200 and "This account is banned." in response.content.decode()
-    assert token_authenticate(raw) is None
+    with pytest.raises(TokenRefused):
+        token_check(raw)
     response = client.post(
         "/api/v1/submissions",
         {"task": GEMM, "arch": "sm_90a", "source": starter_source()},

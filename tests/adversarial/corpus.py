@@ -17,7 +17,10 @@ import json
 import os
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -288,6 +291,13 @@ def main(argv: list[str] | None = None) -> int:
         help="before round 1, compile the GPU entries' kernels into the compile cache with N parallel nvcc runs",
     )
     parser.add_argument(
+        "--beside",
+        type=int,
+        default=2,
+        metavar="N",
+        help="in a round with GPU entries, run the CPU entries N at a time beside them (0: all one after another)",
+    )
+    parser.add_argument(
         "--no-compile-cache",
         action="store_true",
         help="compile every kernel every time (default: a compile cache private to this run, as a worker keeps one)",
@@ -308,18 +318,11 @@ def main(argv: list[str] | None = None) -> int:
     failed = not_run = 0
     for round_no in range(1, args.repeat + 1):
         start = time.monotonic()
-        outcomes = []
         record = {"round": round_no, "complete": False, "wall_seconds": 0.0, "outcomes": []}
         everything.append(record)
-        for entry in chosen:
-            outcome = run_entry(entry, caps)
-            verdict = "not run: " + outcome.skipped if outcome.skipped else "ok" if outcome.ok else "NOT OK"
-            print(f"  [{round_no}] {outcome.name}: {outcome.actual} ({verdict})", flush=True)
-            outcomes.append(outcome)
-            record["outcomes"].append(outcome.__dict__)
-            record["wall_seconds"] = time.monotonic() - start
-            _save(args.json, everything)  # after every entry: a run stopped by its time limit keeps what it did
-        record["complete"] = True
+        done = _recorder(round_no, record, everything, args.json)
+        outcomes = run_round(chosen, caps, done, beside=args.beside)
+        record["complete"], record["wall_seconds"] = True, time.monotonic() - start
         _save(args.json, everything)
         print(f"\n== corpus round {round_no}: {len(outcomes)} entries, wall time {record['wall_seconds']:.1f} s ==")
         print(table(outcomes), flush=True)
@@ -330,11 +333,53 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed else 4 if not_run else 0
 
 
+def _recorder(
+    round_no: int, record: dict[str, Any], everything: list[dict[str, Any]], path: Path | None
+) -> Callable[[Outcome], None]:
+    """What to do with each outcome of a round as it ends (from any thread): print it, add it to the round's record,
+    save everything (a run stopped by its time limit keeps what it did)."""
+    lock, start = threading.Lock(), time.monotonic()
+
+    def done(outcome: Outcome) -> None:
+        verdict = "not run: " + outcome.skipped if outcome.skipped else "ok" if outcome.ok else "NOT OK"
+        with lock:
+            print(f"  [{round_no}] {outcome.name}: {outcome.actual} ({verdict})", flush=True)
+            record["outcomes"].append(outcome.__dict__)
+            record["wall_seconds"] = time.monotonic() - start
+            _save(path, everything)
+
+    return done
+
+
+def run_round(
+    chosen: list[dict[str, Any]], caps: dict[str, str | None], done: Callable[[Outcome], None], *, beside: int
+) -> list[Outcome]:
+    """Every entry once, each outcome handed to `done` as it ends; the outcomes in `chosen`'s order.
+
+    With `beside` > 0 and GPU entries to run here, the CPU entries (no GPU stage: policy, compile and SASS only) run
+    `beside` at a time in threads while the GPU entries run one after another in this thread. They never touch the
+    GPU; what the GPU entries see of them is a few busy cores of the host, as on a loaded worker."""
+
+    def one(entry: dict[str, Any]) -> Outcome:
+        outcome = run_entry(entry, caps)
+        done(outcome)
+        return outcome
+
+    gpu_here = any(e.get("gpu") and not unmet(e, caps) for e in chosen)
+    aside = [e for e in chosen if not e.get("gpu")] if beside > 0 and gpu_here else []
+    by_name: dict[str, Outcome] = {}
+    with ThreadPoolExecutor(max_workers=max(1, beside)) as pool:
+        pending = {e["name"]: pool.submit(one, e) for e in aside}
+        for entry in chosen:
+            if entry["name"] not in pending:
+                by_name[entry["name"]] = one(entry)
+        by_name.update({name: future.result() for name, future in pending.items()})
+    return [by_name[e["name"]] for e in chosen]
+
+
 def prebuild(chosen: list[dict[str, Any]], workers: int) -> None:
     """Fill the compile cache with the GPU entries' kernels, `workers` nvcc runs at a time (the rounds then spend
     their time on the GPU stages; the cache key is the source, flags and toolchain, so nothing else changes)."""
-    from concurrent.futures import ThreadPoolExecutor
-
     todo = [e for e in chosen if e.get("gpu") and not e.get("needs") and not e.get("secrets")]
     start = time.monotonic()
     with ThreadPoolExecutor(max_workers=workers) as pool:

@@ -1,4 +1,4 @@
-"""corpus.judge on synthetic verdict dicts: the issue-14 expectation fields (held, arch_not, stdout_lacks) and the
+"""corpus.judge on synthetic verdict dicts: the expectation fields (held, arch_not, stdout_lacks) and the
 rules for reason / min_latency_ms, plus the manifest's own consistency. No evaluation is run here."""
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ def test_the_language_namespaces_hold_nothing_but_what_was_judged():
         ("triton.language.math", "T", "typing.TypeVar"),
     ],
 )
-def test_the_reaches_of_issue_28_are_refused_with_their_reason(ns: str, name: str, why: str):
+def test_the_known_reaches_are_refused_with_their_reason(ns: str, name: str, why: str):
     assert name not in table.ADMITTED[ns]
     assert why in table.REFUSED[ns][name]
 

@@ -13,7 +13,7 @@ from django.apps import apps
 from django.conf import settings
 from django.db.models import Exists, OuterRef, Q
 
-from evaluator.both_sides.arches import ARCHES
+from evaluator.both_sides.arches import ARCHES, DEFAULT_ARCH
 from evaluator.both_sides.verdict import OverallStatus
 from evaluator.languages import LANGUAGES
 from portal.catalog.models import Task
@@ -41,7 +41,7 @@ class BoardQuery:
 
 def parse_query(params, gen: Generation, *, task_required: bool = False) -> BoardQuery:
     """Validate request parameters (arch, task, k, gpu, sort) against what exists; raise BadQuery."""
-    arch = params.get("arch") or "sm_90a"
+    arch = params.get("arch") or DEFAULT_ARCH
     if arch not in ARCHES:
         raise BadQuery(f"unknown architecture {arch!r}; use one of: {', '.join(ARCHES)}")
     task = params.get("task") or ""

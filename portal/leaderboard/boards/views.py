@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from evaluator.both_sides.arches import ARCHES
+from evaluator.both_sides.arches import ARCHES, DEFAULT_ARCH
 from portal.core.registry_fields import language_choices
 from portal.leaderboard.boards import ranking, selectors
 from portal.leaderboard.boards.selectors import BadQuery, BoardQuery
@@ -49,7 +49,7 @@ def _render(request: HttpRequest, template: str, context: dict, gen: Generation,
 
 def _fallback_query(request: HttpRequest) -> BoardQuery:
     """Defaults to redraw the filters with after a bad request, keeping what was valid."""
-    arch = request.GET.get("arch") if request.GET.get("arch") in ARCHES else "sm_90a"
+    arch = request.GET.get("arch") if request.GET.get("arch") in ARCHES else DEFAULT_ARCH
     return BoardQuery(arch=arch, task="", k=ranking.TURN_LIMITS[-1], gpu="", sort=ranking.DEFAULT_SORT)
 
 
@@ -123,7 +123,7 @@ def kernel_leaderboard(request: HttpRequest) -> HttpResponse:
     gen = Generation()
     params = request.GET.copy()
     if not params.get("task"):
-        arch = params.get("arch") if params.get("arch") in ARCHES else "sm_90a"
+        arch = params.get("arch") if params.get("arch") in ARCHES else DEFAULT_ARCH
         tasks = selectors.tasks_for_arch(gen, arch)
         if tasks:
             # Open on a board with something ranked (a fresh portal has verdicts of the expert kernels for some

@@ -81,8 +81,8 @@ def trace(kind: str, **properties) -> dict:
 
 
 def layout(fig: PlainFigure, *, title: str, x: str, y: str, height: int = 400) -> PlainFigure:
-    # Title and legend are placed against the figure's edges (yref "container") and reserve their own margin: the
-    # legend used to sit at a fraction of the plot's height below it (y=-0.2), over the axis title on short charts
+    # Title and legend are placed against the figure's edges (yref "container") and reserve their own margin: a
+    # legend placed at a fraction of the plot's height below it (y=-0.2) lands over the axis title on short charts
     # and ~230 px below it on the tall per-task chart. static/js/leaderboard.js wraps the title on narrow screens.
     fig.update_layout(
         title={"text": title, "x": 0, "xref": "container", "y": 1, "yref": "container", "yanchor": "top",
