@@ -35,6 +35,7 @@ V1_NAMES = {
     "speedup_ci95_low": "speedup_ci_low",
     "speedup_ci95_high": "speedup_ci_high",
     "fraction_of_peak": "peak_fraction",
+    "section": "group",  # a kernel board row's board section
 }
 # ... and the deprecated aliases it adds beside them, per resource: alias -> the canonical field(s) it repeats.
 V1_ALIASES: dict[str, dict[str, str | tuple[str, ...]]] = {

@@ -1,7 +1,8 @@
 """The columns of each config of a public result snapshot (docs/api.md, "Public result datasets"). One Arrow schema
 per config: the Parquet files have exactly these columns, also with 0 rows, and the JSONL lines the same keys. The
-measurements carry the verdict's names (portal/core/serializers.py MEASUREMENT_FIELDS) since format results-2
-(snapshot.py MANIFEST_FORMAT); versions published before keep version 1's names."""
+measurements carry the verdict's names (portal/core/serializers.py MEASUREMENT_FIELDS) since format results-2, and
+a row's board section is `board_section` since results-3 (snapshot.py MANIFEST_FORMAT); versions published before
+keep their names."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ EVALUATION_SCHEMA = pa.schema(
         ("review_state", pa.string()),  # "" (none needed), held, confirmed
         ("finished_at", pa.string()),  # ISO 8601, UTC
         ("rank", pa.int64()),  # the kernel board's rank; null for references and kernels that are not verified
-        ("board_group", pa.string()),  # the board section (its arch_status); "" outside the board
+        ("board_section", pa.string()),  # the board section (its arch_status); "" outside the board
         ("verdict_sha256", pa.string()),
         ("evaluation_url", pa.string()),
         ("bundle_url", pa.string()),

@@ -1,7 +1,7 @@
 """Reads for the public result snapshots: the rows of each config, and the versions.
 
 What may go in is decided by the rules every page asks, never restated here:
-- `ranked`: the kernel boards themselves (`portal.leaderboard.boards.selectors.kernel_board`, every group: the
+- `ranked`: the kernel boards themselves (`portal.leaderboard.boards.selectors.kernel_board`, every section: the
   ranking rules of `ranking.py`: finished, PASSED, public, not hidden, not a banned user's, not held or rejected,
   the ranked check passed), keeping only measured rows (a speedup), then checked once more against
   `visibility.public_submissions`. STATIC_ONLY never reaches a board.
@@ -40,7 +40,7 @@ def _public_submissions() -> QuerySet[Submission]:
     return visibility.public_submissions(Submission.objects.all())
 
 
-def _evaluation_row(evaluation: Evaluation, *, rank: int | None, group: str) -> dict[str, Any]:
+def _evaluation_row(evaluation: Evaluation, *, rank: int | None, section: str) -> dict[str, Any]:
     submission = evaluation.submission
     artifacts = sorted(evaluation.artifacts.all(), key=lambda a: a.name)
     evidence = f"/evidence/evaluations/{evaluation.id}"
@@ -66,7 +66,7 @@ def _evaluation_row(evaluation: Evaluation, *, rank: int | None, group: str) -> 
         "review_state": evaluation.review_state,
         "finished_at": serializers.iso(evaluation.finished_at),
         "rank": rank,
-        "board_group": group,
+        "board_section": section,
         "verdict_sha256": next((a.sha256 for a in artifacts if a.name == "verdict.json"), None),
         "evaluation_url": _site(f"{evidence}/"),
         "bundle_url": _site(f"/evidence/submissions/{submission.id}/bundle.zip"),
@@ -93,7 +93,7 @@ def ranked_rows() -> list[dict[str, Any]]:
     for arch in ARCHES:
         for task in board.tasks_for_arch(gen, arch):
             placed.extend(
-                (r.evaluation_id, r.rank, r.group)
+                (r.evaluation_id, r.rank, r.section)
                 for r in board.kernel_board(gen, task=task, arch=arch)
                 if r.speedup_factor is not None
             )
@@ -107,7 +107,7 @@ def ranked_rows() -> list[dict[str, Any]]:
         and e.purpose == Evaluation.Purpose.PUBLIC
         and e.review_state not in withheld
     }
-    return [_evaluation_row(by_id[i], rank=rank, group=group) for i, rank, group in placed if i in by_id]
+    return [_evaluation_row(by_id[i], rank=rank, section=section) for i, rank, section in placed if i in by_id]
 
 
 def held_rows() -> list[dict[str, Any]]:
@@ -123,7 +123,7 @@ def held_rows() -> list[dict[str, Any]]:
         .prefetch_related("artifacts")
         .order_by("finished_at", "id")
     )
-    return [_evaluation_row(e, rank=None, group="") for e in held.iterator(chunk_size=BATCH)]
+    return [_evaluation_row(e, rank=None, section="") for e in held.iterator(chunk_size=BATCH)]
 
 
 def turn_rows() -> list[dict[str, Any]]:

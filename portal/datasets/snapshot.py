@@ -19,13 +19,14 @@ from typing import Any
 from portal.datasets.files import card_front_matter, jsonl_bytes, parquet_bytes, sha256_bytes
 from portal.datasets.schemas import CONFIGS
 
-# 2: the measurements by the verdict's names (`speedup_factor`, `speedup_ci95_low`/`_high`,
-# `fraction_of_peak`); versions published before are results-1, with version 1's names, and are not rewritten.
-MANIFEST_FORMAT = "ptxbench-portal.results-2"
+# 3: a row's board section is `board_section`. 2: the measurements by the verdict's names (`speedup_factor`,
+# `speedup_ci95_low`/`_high`, `fraction_of_peak`). Versions published in an earlier format are not rewritten:
+# results-1 has version 1's names, results-1 and results-2 say `board_group`.
+MANIFEST_FORMAT = "ptxbench-portal.results-3"
 
 _DESCRIPTIONS = {
     "ranked": "every measured kernel on a public kernel board (both architectures, every task): the ranked "
-    "(verified) ones with their `rank`, then the other correct ones by `board_group`, and the expert references",
+    "(verified) ones with their `rank`, then the other correct ones by `board_section`, and the expert references",
     "held": "public evaluations held for an admin's review (a result far above the library or the GPU's peak); "
     "never on a board until confirmed",
     "turns": "every finished turn of public model runs: the kernel the model wrote, its verdict, its tokens",

@@ -66,7 +66,7 @@ def test_every_config_of_a_demo_snapshot_opens_with_datasets(results_dir, tmp_pa
     for path, entry in manifest["files"].items():
         data = (folder / path).read_bytes()
         assert hashlib.sha256(data).hexdigest() == entry["sha256"] and len(data) == entry["bytes"]
-    assert manifest["format"] == "ptxbench-portal.results-2"  # the canonical names (docs/api.md)
+    assert manifest["format"] == "ptxbench-portal.results-3"  # the canonical names (docs/api.md)
     assert manifest["licence"] == "cc-by-4.0" and 'license: "cc-by-4.0"' in (folder / "README.md").read_text()
     row = ResultsSnapshot.objects.get(version=1)
     assert row.manifest_sha256 == hashlib.sha256((folder / "manifest.json").read_bytes()).hexdigest()
@@ -81,7 +81,7 @@ def test_every_config_of_a_demo_snapshot_opens_with_datasets(results_dir, tmp_pa
 
     ranked = _jsonl(folder / "ranked" / "train.jsonl")
     assert {r["status"] for r in ranked} == {"PASSED"} and all(r["speedup_factor"] is not None for r in ranked)
-    assert {r["board_group"] for r in ranked if r["rank"] is not None} == {"verified"}
+    assert {r["board_section"] for r in ranked if r["rank"] is not None} == {"verified"}
     assert all(r["review_state"] != "held" for r in ranked)
     held = _jsonl(folder / "held" / "train.jsonl")
     assert {r["review_state"] for r in held} == {"held"}
@@ -126,9 +126,9 @@ def test_ranked_holds_only_what_a_public_board_shows_measured(results_dir):
     rows = _jsonl(folder / "ranked" / "train.jsonl")
     by_name = {r["name"]: r for r in rows}
     assert set(by_name) == {"fast.cu", "expert.cu", "token.cu"}
-    assert (by_name["fast.cu"]["rank"], by_name["fast.cu"]["board_group"]) == (1, "verified")
+    assert (by_name["fast.cu"]["rank"], by_name["fast.cu"]["board_section"]) == (1, "verified")
     assert by_name["expert.cu"]["rank"] is None and by_name["expert.cu"]["kind"] == "reference"
-    assert by_name["token.cu"]["rank"] is None and by_name["token.cu"]["board_group"] == "token"
+    assert by_name["token.cu"]["rank"] is None and by_name["token.cu"]["board_section"] == "token"
     fast = by_name["fast.cu"]
     assert fast["evaluation_id"] == str(ranked.id) and fast["source"] == ranked.submission.source
     assert fast["source_sha256"] == hashlib.sha256(fast["source"].encode()).hexdigest()
@@ -156,7 +156,7 @@ def test_ranked_holds_only_what_a_public_board_shows_measured(results_dir):
     ]
 
 
-def test_an_empty_snapshot_keeps_every_column_and_loads_streaming(results_dir):
+def test_an_empty_snapshot_keeps_every_column_and_loads_streaming(results_dir, tmp_path):
     import datasets
 
     (results_dir / "v1").mkdir(parents=True)
@@ -170,7 +170,9 @@ def test_an_empty_snapshot_keeps_every_column_and_loads_streaming(results_dir):
         assert table.num_rows == 0 and table.schema.names == schema.names
         assert (folder / config / "train.jsonl").read_bytes() == b""
         # `datasets` cannot materialise a split of 0 rows (huggingface/datasets#8401); streaming opens it.
-        streamed = datasets.load_dataset(str(folder), config, split="train", streaming=True)
+        # A private cache: the shared one keeps the features of an earlier build of a folder with these file names.
+        hf = str(tmp_path / "hf")
+        streamed = datasets.load_dataset(str(folder), config, split="train", streaming=True, cache_dir=hf)
         assert list(streamed) == [] and list(streamed.features) == schema.names
     card = (folder / "README.md").read_text()
     assert card.count("- config_name: ") == len(CONFIGS)

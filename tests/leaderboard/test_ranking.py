@@ -10,7 +10,7 @@ import pytest
 
 from portal.core import numbers, verdicts
 from portal.leaderboard.boards import ranking
-from portal.leaderboard.boards.selectors import BoardQuery, kernel_board, model_groups
+from portal.leaderboard.boards.selectors import BoardQuery, kernel_board, model_entries
 from portal.leaderboard.cache import Generation
 from tests.support import leaderboard_factories as lf
 from tests.support.leaderboard_factories import GEMM, leaderboard_isolation  # noqa: F401 - autouse fixture
@@ -24,7 +24,7 @@ BOARD = {"task": GEMM, "arch": "sm_90a"}
 def test_verified_kernels_rank_first_even_when_an_absent_one_is_faster():
     mixed_board()
     rows = kernel_board(Generation(), task=GEMM, arch="sm_90a")
-    assert [(r.name, r.rank, r.group) for r in rows] == [
+    assert [(r.name, r.rank, r.section) for r in rows] == [
         ("mid.cu", 1, "verified"),
         ("slow.cu", 2, "verified"),
         ("token.cu", None, "token"),
@@ -144,7 +144,7 @@ def q(**kw) -> BoardQuery:
 
 def test_one_model_with_three_runs_is_one_row():
     three_runs_of_one_model()
-    rows = model_groups(Generation(), q())
+    rows = model_entries(Generation(), q())
     # Default order: correct-plus-verified rate (Y 4/4, X on H200 6/12, X on H100 0/4).
     assert [(g.model, g.gpu, g.n_runs) for g in rows] == [
         ("Model Y", "H200", 1),

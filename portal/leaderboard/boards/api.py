@@ -105,7 +105,7 @@ def _model_table(request: HttpRequest, *, name: str, task_required: bool) -> Htt
     else:
         csv_wanted = request.GET.get("format") == "csv"
         records = [
-            serializers.model_entry(g, with_runs=not csv_wanted, v=v) for g in selectors.model_groups(gen, query)
+            serializers.model_entry(g, with_runs=not csv_wanted, v=v) for g in selectors.model_entries(gen, query)
         ]
         columns = list(serializers.MODEL_FIELDS)
     return _table(request, name=name, query=query, records=records, columns=columns, extra=extra)

@@ -18,14 +18,14 @@ from portal.core.verdicts import ARCH_STATE_MEANING, ARCH_STATES, ROW_STATUS, ar
 TURN_LIMITS = (1, 4, 8)  # the k a model leaderboard can be read at
 
 
-# --------------------------------------------------------------------------- board groups
+# --------------------------------------------------------------------------- board sections
 
 # The words of a verdict (architecture states, row statuses, the phrase) are portal/core/verdicts.py. Only
 # `verified` ranks; the other states are grouped behind ?show=all in ARCH_STATES order.
 RANKED_STATE = ArchStatus.VERIFIED.value
 # A correct row held for review (its reason shown) is a board section of its own, after the verified one.
-HELD_GROUP = "held"
-BOARD_GROUPS = (RANKED_STATE, HELD_GROUP, *ARCH_STATES[1:])
+HELD_SECTION = "held"
+SECTION_ORDER = (RANKED_STATE, HELD_SECTION, *ARCH_STATES[1:])
 
 
 # --------------------------------------------------------------------------- kernels
@@ -83,9 +83,9 @@ class KernelRow:
         return arch_badge(self.arch_status, self.arch_full)
 
     @property
-    def group(self) -> str:
+    def section(self) -> str:
         """The board section the row belongs to: "held" when held for review, else its architecture state."""
-        return HELD_GROUP if self.held_reason else arch_state(self.arch_status)
+        return HELD_SECTION if self.held_reason else arch_state(self.arch_status)
 
     @property
     def verdict_phrase(self) -> str:
@@ -106,7 +106,7 @@ def _speed_order(row: KernelRow) -> tuple:
 
 def _board_order(row: KernelRow) -> tuple:
     # Verified first, then the held rows, then each other state as a block in ARCH_STATES order; by speed inside.
-    return (BOARD_GROUPS.index(row.group), *_speed_order(row))
+    return (SECTION_ORDER.index(row.section), *_speed_order(row))
 
 
 def rank_kernels(rows: Iterable[KernelRow]) -> list[KernelRow]:
@@ -126,7 +126,7 @@ def rank_kernels(rows: Iterable[KernelRow]) -> list[KernelRow]:
     position = 0
     previous: tuple[float | None, int] | None = None
     for row in ordered:
-        if row.is_reference or row.group != RANKED_STATE:
+        if row.is_reference or row.section != RANKED_STATE:
             ranked.append(replace(row, rank=None))
             continue
         position += 1
@@ -151,11 +151,11 @@ def board_sections(
     """Split a ranked board into the verified section (always shown), the held rows (shown greyed, each with its
     reason, unless hide_held) and the others by state (shown with ?show=all); an empty state gets no section."""
     verified = BoardSection(
-        RANKED_STATE, ARCH_STATE_MEANING[RANKED_STATE], [r for r in rows if r.group == RANKED_STATE]
+        RANKED_STATE, ARCH_STATE_MEANING[RANKED_STATE], [r for r in rows if r.section == RANKED_STATE]
     )
-    held = BoardSection(HELD_GROUP, ROW_STATUS["held"], held_rows(rows, held))
+    held = BoardSection(HELD_SECTION, ROW_STATUS["held"], held_rows(rows, held))
     others = [
-        BoardSection(state, ARCH_STATE_MEANING[state], [r for r in rows if r.group == state])
+        BoardSection(state, ARCH_STATE_MEANING[state], [r for r in rows if r.section == state])
         for state in ARCH_STATES[1:]
     ]
     # Hiding the held rows only takes them out of the table: the page still counts them (held_rows), so a board
@@ -165,12 +165,12 @@ def board_sections(
 
 def held_rows(rows: list[KernelRow], held: list[KernelRow] = ()) -> list[KernelRow]:
     """The rows a board holds for review: those listed apart (selectors.held_kernels) and any held in `rows`."""
-    return [*held, *(r for r in rows if r.group == HELD_GROUP)]
+    return [*held, *(r for r in rows if r.section == HELD_SECTION)]
 
 
 def visible_rows(rows: list[KernelRow], *, show_all: bool) -> list[KernelRow]:
     """What a board shows in one list (JSON, CSV): the verified rows, then the others when asked for."""
-    return list(rows) if show_all else [r for r in rows if r.group == RANKED_STATE]
+    return list(rows) if show_all else [r for r in rows if r.section == RANKED_STATE]
 
 
 # --------------------------------------------------------------------------- GPU models
@@ -351,7 +351,7 @@ def mean_interval(values: Iterable[float | None]) -> tuple[float | None, float |
 
 
 @dataclass(frozen=True)
-class ModelGroup:
+class ModelEntry:
     """One model on one architecture, GPU model and kernel language: its runs (per-task ModelRows or SummaryRows
     at the same k) folded into one leaderboard row. Rates pool the runs' trajectories (so each shows its n); the speedup and
     the correct-plus-verified rate are also given as a mean over runs with a 95% interval."""
@@ -403,8 +403,8 @@ def group_key(row: ModelRow | SummaryRow, arch: str | None = None) -> tuple[str,
     return row.model_id, gpu_model(row.gpu_name, arch) or row.gpu_name, row.language
 
 
-def group_by_model(rows: Iterable[ModelRow | SummaryRow], arch: str | None = None) -> list[ModelGroup]:
-    """Fold run rows into one ModelGroup per (model, GPU model, language); unsorted (sort with sort_rows)."""
+def entries_by_model(rows: Iterable[ModelRow | SummaryRow], arch: str | None = None) -> list[ModelEntry]:
+    """Fold run rows into one ModelEntry per (model, GPU model, language); unsorted (sort with sort_rows)."""
     grouped: dict[tuple[str, str, str], list[Any]] = {}
     for row in rows:
         grouped.setdefault(group_key(row, arch), []).append(row)
@@ -419,7 +419,7 @@ def group_by_model(rows: Iterable[ModelRow | SummaryRow], arch: str | None = Non
         a_low, a_high = (max(0.0, a_low), min(1.0, a_high)) if a_low is not None else (None, None)
         s_low = max(0.0, s_low) if s_low is not None else None
         out.append(
-            ModelGroup(
+            ModelEntry(
                 model=group_label(runs),
                 model_id=model_id,
                 gpu=gpu,

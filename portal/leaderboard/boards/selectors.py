@@ -182,7 +182,7 @@ def _kernel_rows(*, arch: str) -> dict[str, list[KernelRow]]:
 
 def has_ranked(gen: Generation, *, task: str, arch: str) -> bool:
     """Whether the task's board on this architecture ranks at least one kernel (an expert's counts)."""
-    return any(r.rank is not None or (r.is_expert_reference and r.group == ranking.RANKED_STATE)
+    return any(r.rank is not None or (r.is_expert_reference and r.section == ranking.RANKED_STATE)
                for r in kernel_board(gen, task=task, arch=arch))  # fmt: skip
 
 
@@ -297,7 +297,7 @@ def model_summary(gen: Generation, query: BoardQuery) -> list[SummaryRow]:
     return ranking.sort_rows(runs, query.sort)
 
 
-def model_groups(gen: Generation, query: BoardQuery) -> list[ranking.ModelGroup]:
+def model_entries(gen: Generation, query: BoardQuery) -> list[ranking.ModelEntry]:
     """The model board: one row per model, GPU model and language, folding its runs (the task's rows, or each
     run's summary across tasks when no task is chosen), in the query's sort order."""
     runs = (
@@ -305,7 +305,7 @@ def model_groups(gen: Generation, query: BoardQuery) -> list[ranking.ModelGroup]
         if query.task
         else _summaries(gen, arch=query.arch, k=query.k, gpu=query.gpu, language=query.language)
     )
-    return ranking.sort_rows(ranking.group_by_model(runs, query.arch), query.sort)
+    return ranking.sort_rows(ranking.entries_by_model(runs, query.arch), query.sort)
 
 
 def _summaries(gen: Generation, *, arch: str, k: int, gpu: str, language: str = "") -> list[SummaryRow]:

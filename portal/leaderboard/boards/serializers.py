@@ -31,7 +31,7 @@ KERNEL_FIELDS = (
     "name",
     "submitter",
     "language",
-    "group",
+    "section",
     *MEASUREMENT_FIELDS,
     "peak_tflops",
     "badge",
@@ -58,7 +58,7 @@ def kernel_entry(row: ranking.KernelRow, *, v: int = CURRENT_API_VERSION) -> dic
         "name": row.name,
         "submitter": row.submitter,
         "language": row.language,
-        "group": row.group,
+        "section": row.section,
         **measurement(row, arch=row.arch),
         # the denominator of fraction_of_peak, as the verdict used it (the dense peak for the task's dtype)
         "peak_tflops": peak_denominator(row.tflops, row.fraction_of_peak),
@@ -67,7 +67,7 @@ def kernel_entry(row: ranking.KernelRow, *, v: int = CURRENT_API_VERSION) -> dic
         "evaluation_id": row.evaluation_id,
         "submission_id": row.submission_id,
         "source_sha256": row.source_sha256,
-        "held_reason": row.held_reason or None,  # group "held": why the row is not ranked
+        "held_reason": row.held_reason or None,  # section "held": why the row is not ranked
         "is_synthetic": row.is_synthetic,  # made up by seed_leaderboard, never measured
     }
     return to_version(record, v, "kernel")
@@ -155,35 +155,35 @@ MODEL_FIELDS = (
 )
 
 
-def model_entry(group: ranking.ModelGroup, *, with_runs: bool = True, v: int = CURRENT_API_VERSION) -> dict[str, Any]:
+def model_entry(entry: ranking.ModelEntry, *, with_runs: bool = True, v: int = CURRENT_API_VERSION) -> dict[str, Any]:
     """One model board row: a model on one GPU model in one kernel language, its runs folded (the runs listed
     under `runs`)."""
     record = {
-        "model": group.model,
-        "model_id": group.model_id,
-        "gpu_model": group.gpu,
-        "language": group.language,
-        "k": group.k,
-        "runs_count": group.n_runs,
-        "trajectories": group.trajectories,
-        "correct": group.correct,
-        "correct_arch": group.correct_arch,
-        "correct_rate": group.correct_rate,
-        "correct_arch_rate": group.arch_rate,
-        "correct_arch_rate_mean": group.arch_rate_mean,
-        "correct_arch_rate_ci_low": group.arch_rate_ci_low,
-        "correct_arch_rate_ci_high": group.arch_rate_ci_high,
-        "speedup": group.speedup,
-        "speedup_ci_low": group.speedup_ci_low,
-        "speedup_ci_high": group.speedup_ci_high,
-        "speedup_n": group.speedup_n,
-        "tokens": group.tokens,
-        "complete": group.complete,
-        "latest_run_id": group.run_id,
-        "is_synthetic": group.is_synthetic,  # some of its runs were made up by seed_leaderboard
+        "model": entry.model,
+        "model_id": entry.model_id,
+        "gpu_model": entry.gpu,
+        "language": entry.language,
+        "k": entry.k,
+        "runs_count": entry.n_runs,
+        "trajectories": entry.trajectories,
+        "correct": entry.correct,
+        "correct_arch": entry.correct_arch,
+        "correct_rate": entry.correct_rate,
+        "correct_arch_rate": entry.arch_rate,
+        "correct_arch_rate_mean": entry.arch_rate_mean,
+        "correct_arch_rate_ci_low": entry.arch_rate_ci_low,
+        "correct_arch_rate_ci_high": entry.arch_rate_ci_high,
+        "speedup": entry.speedup,
+        "speedup_ci_low": entry.speedup_ci_low,
+        "speedup_ci_high": entry.speedup_ci_high,
+        "speedup_n": entry.speedup_n,
+        "tokens": entry.tokens,
+        "complete": entry.complete,
+        "latest_run_id": entry.run_id,
+        "is_synthetic": entry.is_synthetic,  # some of its runs were made up by seed_leaderboard
     }
     if with_runs:
-        record["runs"] = [run_entry(r, v=v) for r in group.runs]
+        record["runs"] = [run_entry(r, v=v) for r in entry.runs]
     return record
 
 

@@ -108,7 +108,7 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
         return _render(request, "leaderboard/models.html", context, gen, status=400)
     context = _filters(gen, query)
     context["models_available"] = selectors.models_available()
-    context["groups"] = selectors.model_groups(gen, query)
+    context["entries"] = selectors.model_entries(gen, query)
     context["show_language"] = True
     context["task_count"] = len(context["tasks"])
     context["sort_links"] = _sort_links(query)
@@ -150,7 +150,7 @@ def kernel_leaderboard(request: HttpRequest) -> HttpResponse:
     context["show_all"] = show_all
     context["hide_held"] = hide_held
     context["held_count"] = len(ranking.held_rows(rows, held))
-    context["others_count"] = sum(1 for r in rows if r.group not in (ranking.RANKED_STATE, ranking.HELD_GROUP))
+    context["others_count"] = sum(1 for r in rows if r.section not in (ranking.RANKED_STATE, ranking.HELD_SECTION))
     context["charts"] = _chart_blocks(gen, query, ("distribution",))
     # The downloads take the filters only: their table never has the held rows (the JSON lists them apart).
     context["query_string"] = _query_string(query, sort="", k="")

@@ -27,9 +27,9 @@ def _top_two_models(gen: Generation, query) -> list[str]:
     if not selectors.models_available():
         return []
     ids: list[str] = []
-    for group in selectors.model_groups(gen, query):
-        if group.model_id not in ids:
-            ids.append(group.model_id)
+    for entry in selectors.model_entries(gen, query):
+        if entry.model_id not in ids:
+            ids.append(entry.model_id)
     return ids[:2]
 
 
