@@ -183,8 +183,9 @@ class Performance:
     # The library baseline's timing stats (the baseline, docs/glossary.md; the reference is the PyTorch oracle that
     # correctness compares with, and is never timed).
     baseline_timing: TimingStats | None = field(default=None, metadata={"renamed_from": "reference"})
-    tflops: float | None = None  # task FLOPs / candidate median
-    fraction_of_peak: float | None = None  # tflops / the GPU's datasheet dense BF16 peak (evaluator/checks/peaks.py)
+    tflops: float | None = None  # task FLOPs / latency_ms
+    # tflops / the GPU's datasheet dense peak for the task's dtype (evaluator/checks/peaks.py)
+    fraction_of_peak: float | None = None
     # Who measured `baseline_timing`: "trusted process" (a process that loads no submission code) or, in
     # verdicts before it, the candidate's own process ("candidate process").
     baseline_measured_by: str | None = field(
@@ -193,8 +194,8 @@ class Performance:
     # The trusted process's own clock over back-to-back batches of library calls, minus their GPU time: the host
     # cost per call of a Python-driven call on this host right now (the trusted-clock check's slack scales with it).
     host_floor_ms: float | None = field(default=None, metadata={"added": "schema_version 2"})
-    # The candidate process's own median (CUPTI or CUDA events), a hint: `latency_ms` is it only while the parent's
-    # clock agrees (evaluator/measure/performance.py, bound_by_trusted_clock). `latency_from` names the figure that ranks.
+    # The candidate process's own median (CUPTI or CUDA events), a hint that never ranks: `latency_ms` is the parent's
+    # clock over batches (evaluator/measure/performance.py, rank_by_trusted_clock). `latency_from` names that figure.
     in_process_latency_ms: float | None = field(default=None, metadata={"added": "schema_version 2"})
     latency_from: str | None = field(default=None, metadata={"added": "schema_version 2"})
 

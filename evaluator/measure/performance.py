@@ -38,8 +38,8 @@ def performance_from_timing(
     """`message` is a timing event (evaluator.both_sides.protocol.timing_event) already checked by protocol.check_timing.
 
     `baseline` is the id of the task's library baseline, `flops` the task's FLOPs for this workload,
-    `peak_tflops` the GPU's datasheet dense BF16 peak (evaluator/checks/peaks.py; None when unknown), `workload` the uuid
-    for notes.
+    `peak_tflops` the GPU's datasheet dense peak for the task's dtype (checks/physical_limits.py; None when unknown),
+    `workload` the uuid for notes.
     """
     notes = []
     method = message["method"]

@@ -97,7 +97,7 @@ def measurement(obj: Any, *, arch: str) -> dict[str, Any]:
         "speedup_ci95_low": obj.speedup_ci95_low,
         "speedup_ci95_high": obj.speedup_ci95_high,
         "tflops": obj.tflops,
-        # tflops over the GPU's datasheet dense BF16 peak (evaluator/checks/peaks.py)
+        # tflops over the GPU's datasheet dense peak for the task's dtype (the verdict's own figure)
         "fraction_of_peak": obj.fraction_of_peak,
         "gpu_name": obj.gpu_name,
     }
