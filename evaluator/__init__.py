@@ -11,18 +11,18 @@ Public entry points live in submodules; `python -m evaluator --help` is the comm
 - `evaluator.arch_check.ncu.parse_source_page(csv_text) -> list[SourceKernel]` and `decide_arch(...) -> ArchCheck` (pure)
 - `evaluator.both_sides.taskdata.find_task(root, name) -> Task`
 
-Layout: the folders show the trust boundary (docs/architecture.md, "Evaluator modules"; checked by
-tests/evaluator/test_trust_layout.py).
+Layout: one folder per concern, and the folders show the trust boundary (docs/architecture.md, "Evaluator
+modules"; checked by tests/evaluator/test_trust_layout.py).
 
 - `evaluator/candidate_process/`: code that executes inside processes of candidate shape (the candidate's own
   process, the profiled process, the trusted-baseline process) and in the Triton ahead-of-time compile, which runs
   the submission's Python. Submitted code can rewrite anything there, so whatever it reports is a hint to the
   parent unless cross-checked. The parent starts those modules by name (`python -m`) and never imports them.
-- This folder's root is the trusted parent (pipeline, policy, compile, SASS, correctness compare, trusted-baseline
-  driver, Nsight Compute parsing, sandbox and jail), except the few modules used on both sides of the boundary,
-  each of which says so in its docstring: `protocol`, `inputs`, `taskdata`, `launches`, `stats`, `shared_outputs`,
-  `gpu_share`, `triton_settings`, and, as their dependencies only, `verdict`, `arches`, `flops`, `hostile_files`
-  (and this file, which every process of the package runs).
+- `evaluator/both_sides/`: what those processes load from the rest of the package (the protocol, the lent slots,
+  the inputs, the task data and the registries they read), and nothing it does not import itself.
+- Everything else is the trusted parent: this folder's root (the command, the stage order, the language seam, host
+  facts, the verdict schema), `source_policy/`, `build/`, `binaries/`, `measure/`, `arch_check/`, `checks/`,
+  `isolation/` and `suite/`. This file runs in every process of the package: it holds no import.
 """
 
 __version__ = "0.1.0"
