@@ -20,7 +20,8 @@ from portal.core.serializers import MEASUREMENT_FIELDS, V1_NAMES, canonical_name
 from portal.leaderboard.boards.ranking import KernelRow
 
 REPO = Path(__file__).resolve().parents[2]
-OLD = frozenset(V1_NAMES[k] for k in MEASUREMENT_FIELDS if k in V1_NAMES)  # speedup, speedup_ci_low, ..._high, peak_fraction
+# speedup, speedup_ci_low, speedup_ci_high, peak_fraction: the renamed measurements (not a board row's `group`)
+OLD = frozenset(V1_NAMES[k] for k in MEASUREMENT_FIELDS if k in V1_NAMES)
 ALLOWED = {REPO / "portal/core/serializers.py"}  # the one table of version 1's names
 
 # Queryset / model-manager methods and expressions whose string arguments and keywords are field paths.
