@@ -27,12 +27,15 @@ run_one() {  # run_one LABEL COMMIT: one fresh clone, one `make test`, one JSON 
   rc=0
   (cd "$dir/repo" && make test) >"$log" 2>&1 || rc=$?
   t1=$(date +%s.%N)
-  # pytest's last line: "2493 passed, 4 skipped, 1 warning in 327.37s (0:05:27)"
-  summary=$(grep -E '^[0-9]+ passed.* in [0-9.]+s' "$log" | tail -1 || true)
+  # pytest's last line: "2493 passed, 4 skipped, 1 warning in 327.37s (0:05:27)" (or "2 failed, 2491 passed, ...")
+  summary=$(grep -E '^([0-9]+ failed, )?[0-9]+ passed.* in [0-9.]+s' "$log" | tail -1 || true)
+  if [ "$rc" != 0 ]; then  # a failed run keeps its log beside the rows, to say why
+    cp "$log" "${out%.jsonl}-$label-$(date -u +%H%M%S).log"
+  fi
   python3 - "$label" "$commit" "$t0" "$t1" "$rc" "$summary" "$(nproc)" "$(cat /proc/loadavg)" <<'EOF' | tee -a "$out"
 import json, re, sys, datetime
 label, commit, t0, t1, rc, summary, cores, loadavg = sys.argv[1:]
-passed = re.match(r"(\d+) passed", summary)
+passed = re.search(r"(\d+) passed", summary)
 pytest_s = re.search(r" in ([0-9.]+)s", summary)
 print(json.dumps({
     "label": label, "commit": commit, "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
