@@ -13,6 +13,7 @@ evaluator/both_sides/stats.py names `TimingStats`; verdicts are built and writte
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import types
 import typing
@@ -432,7 +433,7 @@ def from_dict(data: dict[str, Any]) -> Verdict:
 
 
 def _build(cls: type, data: Any) -> Any:
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     kwargs = {}
     for f in dataclasses.fields(cls):
         # A renamed field is read under its old name too (documents written before the rename).
@@ -440,6 +441,13 @@ def _build(cls: type, data: Any) -> Any:
         if name is not None:
             kwargs[f.name] = _convert(hints[f.name], data[name])
     return cls(**kwargs)
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    """A record class's field types, resolved once: `typing.get_type_hints` evaluates every annotation string on each
+    call, which was most of the time of reading a verdict."""
+    return typing.get_type_hints(cls)
 
 
 def _convert(hint: Any, value: Any) -> Any:
