@@ -20,6 +20,7 @@ first_row=$(( $(wc -l < "$out") + 1 ))  # the summary reads only this invocation
 run_one() {  # run_one LABEL COMMIT: one fresh clone, one `make test`, one JSON row
   local label=$1 commit=$2 dir log t0 t1 rc summary
   dir=$(mktemp -d /tmp/suite-time.XXXXXX)
+  chmod 755 "$dir"  # as a clone anywhere else: the sandbox user must reach the checkout (tests run it unsandboxed)
   git clone -q "$repo" "$dir/repo"
   git -C "$dir/repo" checkout -q "$commit"
   log=$dir/make-test.log
