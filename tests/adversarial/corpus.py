@@ -366,7 +366,8 @@ def run_round(
         return outcome
 
     gpu_here = any(e.get("gpu") and not unmet(e, caps) for e in chosen)
-    aside = [e for e in chosen if not e.get("gpu")] if beside > 0 and gpu_here else []
+    # An entry with planted secrets changes this process's environment while it runs: never in a thread.
+    aside = [e for e in chosen if not e.get("gpu") and not e.get("secrets")] if beside > 0 and gpu_here else []
     by_name: dict[str, Outcome] = {}
     with ThreadPoolExecutor(max_workers=max(1, beside)) as pool:
         pending = {e["name"]: pool.submit(one, e) for e in aside}
