@@ -17,6 +17,7 @@ import functools
 import json
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -448,6 +449,51 @@ def _hints(cls: type) -> dict[str, Any]:
     """A record class's field types, resolved once: `typing.get_type_hints` evaluates every annotation string on each
     call, which was most of the time of reading a verdict."""
     return typing.get_type_hints(cls)
+
+
+def complete_fields(
+    cls: type,
+    data: Any,
+    empty: Callable[[type, str, Any], Any],
+    check: Callable[[type, Any], None] = lambda cls, data: None,
+) -> Any:
+    """`data`, a document of record `cls`, with every field that has no default present, nested records completed
+    the same way: a field the document lacks becomes `empty(cls, name, its type)`. `check(cls, data)` sees each
+    record's document first (to refuse what its caller cannot read); a document that is not a dict is returned as
+    it is. A renamed field is completed where it is, under its old name (`from_dict` reads both). A shallow copy at
+    each level: `data` is never modified."""
+    check(cls, data)
+    if not isinstance(data, dict):
+        return data
+    hints = _hints(cls)
+    out = dict(data)
+    for f in dataclasses.fields(cls):
+        name = next((n for n in (f.name, f.metadata.get("renamed_from")) if n and n in out), None)
+        if name is not None:
+            out[name] = _complete_value(hints[f.name], out[name], empty, check)
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            out[f.name] = empty(cls, f.name, hints[f.name])
+    return out
+
+
+def _complete_value(
+    hint: Any, value: Any, empty: Callable[[type, str, Any], Any], check: Callable[[type, Any], None]
+) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _complete_value(args[0], value, empty, check) if len(args) == 1 else value
+    if origin is list and isinstance(value, list):
+        (item,) = typing.get_args(hint)
+        return [_complete_value(item, v, empty, check) for v in value]
+    if origin is dict and isinstance(value, dict):
+        _, item = typing.get_args(hint)
+        return {k: _complete_value(item, v, empty, check) for k, v in value.items()}
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return complete_fields(hint, value, empty, check)
+    return value
 
 
 def _convert(hint: Any, value: Any) -> Any:

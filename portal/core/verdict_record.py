@@ -24,14 +24,13 @@ figure the verdict carries, for an old document either."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 import types
 import typing
 from enum import StrEnum
 from typing import Any
 
-from evaluator.both_sides.verdict import ArchCheck, ArchStatus, Verdict, from_dict
+from evaluator.both_sides.verdict import ArchCheck, ArchStatus, Verdict, complete_fields, from_dict
 
 log = logging.getLogger(__name__)
 
@@ -79,43 +78,15 @@ def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "workloads": upgraded}
 
 
-@functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
 def _complete(cls: type, data: Any) -> dict[str, Any]:
     """`data` with every field of dataclass `cls` that has no default present, nested records completed too."""
+    completed: dict[str, Any] = complete_fields(cls, data, _empty, _must_be_record)
+    return completed
+
+
+def _must_be_record(cls: type, data: Any) -> None:
     if not isinstance(data, dict):
         raise _Unreadable(f"{cls.__name__} is a {type(data).__name__}, not a record")
-    hints = _hints(cls)
-    out = dict(data)
-    for f in dataclasses.fields(cls):
-        # A renamed field may be under its old name (evaluator/both_sides/verdict.py reads both): complete it where it is.
-        name = next((n for n in (f.name, f.metadata.get("renamed_from")) if n and n in out), None)
-        if name is not None:
-            out[name] = _complete_value(hints[f.name], out[name])
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            out[f.name] = _empty(cls, f.name, hints[f.name])
-    return out
-
-
-def _complete_value(hint: Any, value: Any) -> Any:
-    if value is None:
-        return None
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(hint) if a is not type(None)]
-        return _complete_value(args[0], value) if len(args) == 1 else value
-    if origin is list and isinstance(value, list):
-        (item,) = typing.get_args(hint)
-        return [_complete_value(item, v) for v in value]
-    if origin is dict and isinstance(value, dict):
-        _, item = typing.get_args(hint)
-        return {k: _complete_value(item, v) for k, v in value.items()}
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        return _complete(hint, value)
-    return value
 
 
 def _empty(cls: type, name: str, hint: Any) -> Any:
