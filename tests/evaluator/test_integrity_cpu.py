@@ -7,7 +7,6 @@ import json
 import re
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from evaluator.both_sides import verdict as vm
@@ -16,10 +15,10 @@ from evaluator.both_sides.verdict import OverallStatus
 from evaluator.checks.integrity import CHECK_FRACTION, HOST_TIME
 from evaluator.pipeline import Options, evaluate
 from tests.support.variants import SOURCE, variant_workdir
+from tests.support.verdicts import validate
 
 HERE = Path(__file__).resolve().parent
 TASK = load_task(HERE / "tasks" / "tiny_gemm")
-SCHEMA = json.loads((HERE.parents[1] / "evaluator" / "verdict.schema.json").read_text())
 WORKLOAD = "00000000-0000-4000-8000-000000000016"
 
 
@@ -37,7 +36,7 @@ def timed(variant: str | None, **options):
             | options
         )
         verdict = evaluate(SOURCE, TASK, "sm_90a", workloads=WORKLOAD, stages=["timing"], options=opts)
-    jsonschema.validate(json.loads(vm.to_json(verdict)), SCHEMA)
+    validate(json.loads(vm.to_json(verdict)))
     return verdict
 
 

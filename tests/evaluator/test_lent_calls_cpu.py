@@ -10,7 +10,6 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 from evaluator.both_sides import protocol
@@ -25,10 +24,10 @@ from evaluator.measure.lent_calls import Lent, LentRound, ranked_ms
 from evaluator.measure.timing_plan import Seeds, TimingPlan, TimingRequest
 from evaluator.pipeline import Options, evaluate
 from tests.support.variants import SOURCE, variant_workdir
+from tests.support.verdicts import validate
 
 HERE = Path(__file__).resolve().parent
 TASK = load_task(HERE / "tasks" / "tiny_gemm")
-SCHEMA = json.loads((HERE.parents[1] / "evaluator" / "verdict.schema.json").read_text())
 WORKLOAD = "00000000-0000-4000-8000-000000000016"
 
 
@@ -39,7 +38,7 @@ def ranked(variant: str | None) -> vm.Verdict:
         )
         opts.workdir = work
         verdict = evaluate(SOURCE, TASK, "sm_90a", workloads=WORKLOAD, stages=["timing"], options=opts)
-    jsonschema.validate(json.loads(vm.to_json(verdict)), SCHEMA)
+    validate(json.loads(vm.to_json(verdict)))
     return verdict
 
 

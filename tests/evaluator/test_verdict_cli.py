@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from evaluator.both_sides.verdict import (
     WorkloadResult,
 )
 from evaluator.schema import SCHEMA_PATH, schema_text
+from tests.support.verdicts import complete
 
 REPO = Path(__file__).resolve().parents[2]
 KERNELS = REPO / "tests" / "kernels"
@@ -240,3 +242,77 @@ def test_cli_compile_error_is_a_verdict(tmp_path):
     data = json.loads(out.read_text())
     assert data["status"] == "COMPILE_ERROR" and "nope" in data["compile"]["output"]
     assert data["sass"] is None
+
+
+def _mutations(document: dict) -> list[dict]:
+    """Documents one edit away from `document`, most of them invalid: each kind of rule the schema states."""
+    out = []
+    for edit in (
+        lambda d: d.update(status="MOSTLY_PASSED"),  # enum
+        lambda d: d.update(surprise=1),  # additionalProperties
+        lambda d: d.pop("task"),  # required
+        lambda d: d.update(source_bytes="many"),  # type
+        lambda d: d.update(stages_requested="compile"),  # array
+        lambda d: d["workloads"][0].update(status=None) if d.get("workloads") else d.update(arch=7),
+        lambda d: d["workloads"][0].update(extra=[]) if d.get("workloads") else d.update(task=None),
+    ):
+        mutated = copy.deepcopy(document)
+        edit(mutated)
+        out.append(mutated)
+    return out
+
+
+def test_the_suites_fast_validator_agrees_with_the_reference_one():
+    """The tests validate verdicts with jsonschema-rs (tests/support/verdicts.py) for speed; this holds it to the
+    reference implementation on documents of every status (hand-built, and the H200 runs' committed ones, written
+    by older evaluators and missing fields the schema now requires) and on documents broken in each way the schema
+    forbids: the same verdict, the same places named."""
+    import jsonschema_rs
+
+    reference = jsonschema.Draft202012Validator(SCHEMA)
+    fast = jsonschema_rs.Draft202012Validator(SCHEMA)
+    current = [json.loads(vm.to_json(_sample())), *(complete({"status": status.value}) for status in OverallStatus)]
+    older = [json.loads(p.read_text()) for p in sorted((REPO / "docs" / "verdicts").glob("*-h200.json"))]
+    assert all(not list(fast.iter_errors(d)) for d in current) and all(list(fast.iter_errors(d)) for d in older)
+    documents = current + older
+    assert len(documents) > 15
+    checked = 0
+    for document in documents:
+        for candidate in (document, *_mutations(document)):
+            expected = sorted(tuple(map(str, e.absolute_path)) for e in reference.iter_errors(candidate))
+            got = sorted(tuple(map(str, e.instance_path)) for e in fast.iter_errors(candidate))
+            assert got == expected, (expected, got)
+            checked += 1
+    assert checked == len(documents) * 8
+
+
+def test_writing_a_verdict_gives_what_asdict_gives():
+    """`to_dict` walks the records itself for speed; it must give exactly `dataclasses.asdict` with enum fields as
+    their values, on verdicts of every status and on the committed H200 ones (nested records, lists of records,
+    dicts of records, enums in lists)."""
+    import dataclasses
+    from enum import StrEnum
+
+    def reference(verdict):
+        return dataclasses.asdict(
+            verdict, dict_factory=lambda items: {k: (v.value if isinstance(v, StrEnum) else v) for k, v in items}
+        )
+
+    verdicts = [_sample(), *(vm.from_dict(complete({"status": s.value})) for s in OverallStatus)]
+    verdicts += [vm.from_dict(json.loads(p.read_text())) for p in sorted((REPO / "docs" / "verdicts").glob("*.json"))
+                 if "workloads" in p.read_text()]  # fmt: skip
+    assert len(verdicts) > 15
+    for verdict in verdicts:
+        written = vm.to_dict(verdict)
+        assert written == reference(verdict)
+        assert _shape(written) == _shape(reference(verdict))  # key order and the exact types (an enum == its value)
+        assert vm.from_dict(written) == verdict
+
+
+def _shape(value):
+    """A value with every leaf replaced by its exact type and every dict by its items in order."""
+    if isinstance(value, dict):
+        return [(k, _shape(v)) for k, v in value.items()]
+    if isinstance(value, (list, tuple)):
+        return (type(value), [_shape(v) for v in value])
+    return type(value)

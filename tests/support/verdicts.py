@@ -22,17 +22,19 @@ from evaluator.schema import SCHEMA_PATH
 
 @functools.cache
 def _validator() -> Any:
-    import jsonschema
+    """The schema compiled once. jsonschema-rs rather than the pure-Python jsonschema: the suite validates about
+    ten thousand verdicts (the demo rows alone are over five thousand) and this is ~15x faster on them, with the
+    same draft (2020-12) and the same errors (tests/evaluator/test_verdict_cli.py holds the two together)."""
+    import jsonschema_rs
 
-    schema = json.loads(SCHEMA_PATH.read_text())
-    return jsonschema.Draft202012Validator(schema)
+    return jsonschema_rs.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
 
 
 def validate(document: dict[str, Any]) -> dict[str, Any]:
     """`document` unchanged when it is a valid verdict; an AssertionError naming every problem otherwise."""
-    problems = sorted(_validator().iter_errors(document), key=lambda e: list(map(str, e.absolute_path)))
+    problems = sorted(_validator().iter_errors(document), key=lambda e: list(map(str, e.instance_path)))
     if problems:
-        lines = [f"{'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message[:300]}" for e in problems[:20]]
+        lines = [f"{'/'.join(map(str, e.instance_path)) or '(top)'}: {e.message[:300]}" for e in problems[:20]]
         raise AssertionError("not a valid verdict (evaluator/verdict.schema.json):\n  " + "\n  ".join(lines))
     return document
 
