@@ -12,7 +12,7 @@ INSTALL := bash scripts/install_python.sh $(VENV)
 RUFF := $(VENV)/bin/ruff
 # pytest-xdist workers for `make test` and `make test-fast` (docs/testing.md): two, one a core on the 2-core CI machine.
 TEST_WORKERS ?= 2
-PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist load
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist worksteal
 
 .PHONY: run demo test test-fast test-gpu lint format migrations-check venv deps-run deps-test system-run system-test clean
 

@@ -32,9 +32,9 @@ def pytest_sessionfinish(session):
 @pytest.hookimpl(trylast=True)  # after the evaluator conftest has marked its slow tests
 def pytest_collection_modifyitems(config, items):
     """Modules that hold heavy tests (`slow`, `browser`) run first, the order inside each module kept, so that no
-    long test starts near the end. `--dist load` hands each worker a first chunk of an eighth of the suite, so the
-    heavy modules all fall to the first worker while the other runs light ones; handing tests out 8 at a time
-    (`--maxschedchunk 8`) shares them out but was measured slower (docs/testing-history.md)."""
+    long test starts near the end. `make test`'s `--dist worksteal` gives each worker half of this order and lets
+    a worker that runs dry take half of what the other has left: the heavy modules go first, the light ones fill
+    the end (docs/testing-history.md has the schedulers measured)."""
     heavy = {item.path for item in items if item.get_closest_marker("slow") or item.get_closest_marker("browser")}
     items.sort(key=lambda item: item.path not in heavy)
 
