@@ -378,14 +378,22 @@ def run_round(
     return [by_name[e["name"]] for e in chosen]
 
 
-def prebuild(chosen: list[dict[str, Any]], workers: int) -> None:
-    """Fill the compile cache with the GPU entries' kernels, `workers` nvcc runs at a time (the rounds then spend
-    their time on the GPU stages; the cache key is the source, flags and toolchain, so nothing else changes)."""
-    todo = [e for e in chosen if e.get("gpu") and not e.get("needs") and not e.get("secrets")]
+def prebuild(chosen: list[dict[str, Any]], workers: int) -> list[str]:
+    """Fill the compile cache with the GPU entries' CUDA kernels and what the SASS stage reads from each (the
+    disassembly and resource usage an entry keeps, about a second of cuobjdump each), `workers` at a time: the
+    rounds then spend their time on the GPU stages. The cache key is the source, flags and toolchain, so nothing
+    else changes. Triton entries are left out: a Triton compile has no cache entry and is made again in the round.
+    The names of the entries built."""
+    todo = [
+        e
+        for e in chosen
+        if e.get("gpu") and not e.get("needs") and not e.get("secrets") and e.get("language", "cuda") == "cuda"
+    ]
     start = time.monotonic()
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        list(pool.map(lambda e: evaluate_entry(e, stages="compile"), todo))
+        list(pool.map(lambda e: evaluate_entry(e, stages="sass"), todo))
     print(f"prebuilt {len(todo)} kernels in {time.monotonic() - start:.1f} s ({workers} at a time)", flush=True)
+    return [e["name"] for e in todo]
 
 
 def _save(path: Path | None, everything: list[dict[str, Any]]) -> None:
