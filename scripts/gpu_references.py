@@ -2,7 +2,10 @@
 evaluator on its task's headline workload; each verdict saved as JSON, judged against the solution's `expected`
 (status, arch status, full) and summed up in one table. Used by scripts/gpu_pass.sh; exit 1 if any differs.
 
-    python3 scripts/gpu_references.py --out DIR [--only NAME,...] [--stages-only policy,compile,sass]
+    python3 scripts/gpu_references.py --out DIR [--only NAME,...] [--prebuild N]
+
+--prebuild N runs the static stages of every chosen kernel first, N at a time, which fills the compile cache
+(EVALUATOR_COMPILE_CACHE) with each build and its disassembly; the GPU stages then run one kernel at a time.
 """
 
 from __future__ import annotations
