@@ -289,7 +289,7 @@ def test_the_suites_fast_validator_agrees_with_the_reference_one():
 def test_writing_a_verdict_gives_what_asdict_gives():
     """`to_dict` walks the records itself for speed; it must give exactly `dataclasses.asdict` with enum fields as
     their values, on verdicts of every status and on the committed H200 ones (nested records, lists of records,
-    dicts of records, enums in lists)."""
+    dicts of records, lists of strings)."""
     import dataclasses
     from enum import StrEnum
 
