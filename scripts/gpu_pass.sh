@@ -152,7 +152,7 @@ fi
 
 if [ "$mode" = first ] && [ "$sub" = run ]; then  # the steps themselves (`first start` runs this detached)
   begin
-  step gpu-tests "${GPU_TESTS_LIMIT:-420}" 30 python3 -m pytest -m gpu -q -p no:cacheprovider -rA \
+  step gpu-tests "${GPU_TESTS_LIMIT:-540}" 30 python3 -m pytest -m gpu -q -p no:cacheprovider -rA \
     tests/evaluator/test_lent_calls_gpu.py tests/evaluator/test_gpu_evaluator.py
   step references "${REF_LIMIT:-480}" 24 python3 scripts/gpu_references.py --out "$WORK/verdicts" --prebuild 8
   mkdir -p "$WORK/baselines"

@@ -3,10 +3,21 @@ floor measured by the trusted baseline process."""
 
 from __future__ import annotations
 
-from evaluator.checks.integrity import HOST_SLACK_MS, INCONSISTENT_FIGURES, consistency_hold, trusted_clock_hold
+import gzip
+import json
+from pathlib import Path
+
+from evaluator.checks.integrity import (
+    HOST_SLACK_MS,
+    HOST_TIME,
+    INCONSISTENT_FIGURES,
+    consistency_hold,
+    trusted_clock_hold,
+)
 from evaluator.measure.trusted_baseline import FLOOR_FACTOR, host_slack_ms
 
 GEMM_FLOPS = 2 * 8192 * 7168 * 5120
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_one_measurement_agrees_with_itself():
@@ -35,13 +46,51 @@ def test_throughput_that_the_latency_does_not_explain_is_held():
 def test_the_slack_scales_with_the_measured_host_floor_only_upwards():
     assert host_slack_ms(None) == HOST_SLACK_MS
     assert host_slack_ms(0.001) == HOST_SLACK_MS
-    assert host_slack_ms(0.05) == FLOOR_FACTOR * 0.05
+    assert host_slack_ms(0.2) == FLOOR_FACTOR * 0.2
 
 
-def test_a_busy_host_does_not_hold_a_small_honest_kernel_but_hidden_work_still_is():
-    """A false hold to avoid: 0.171 ms outside vs 0.055 ms CUPTI on a busy host, where the trusted baseline's own
-    calls showed ~0.1 ms of host cost each. Hidden work (the corpus' 241x) is held whatever the floor."""
-    busy_floor = 0.1
-    assert trusted_clock_hold(reported_ms=0.055, trusted_ms=0.171) is not None  # the fixed slack held it
-    assert trusted_clock_hold(reported_ms=0.055, trusted_ms=0.171, slack_ms=host_slack_ms(busy_floor)) is None
-    assert trusted_clock_hold(reported_ms=1.39, trusted_ms=335.5, slack_ms=host_slack_ms(busy_floor)) is not None
+def _rows(path: str) -> list[dict]:
+    return [json.loads(line) for line in (ROOT / path).read_text().splitlines() if line.strip()]
+
+
+def test_a_busy_host_does_not_hold_the_honest_rows_it_measured():
+    """The FP8 reference GEMM five times through the portal with 14 of 16 cores loaded (H200, 2026-12-05): at M=128
+    the parent's clock read 0.030-0.096 ms a call against 0.022 ms on the candidate's GPU timer, and the fourth
+    evaluation was held `host_time` under the old 0.05 ms slack. Each row is judged here as the evaluator judged it
+    (its own baseline host floor scales the slack). Mutation caught: HOST_SLACK_MS back at 0.05 (the fourth row is
+    held)."""
+    rows = _rows("docs/runs/integrity/h200-2026-12-05/holds/holds.jsonl")
+    assert len(rows) == 5 and any(r["holds"] == ["host_time"] for r in rows)  # what the old rule did
+    for r in rows:
+        slack = host_slack_ms(r["host_floor_ms"])
+        assert (
+            trusted_clock_hold(reported_ms=r["in_process_latency_ms"], trusted_ms=r["latency_ms"], slack_ms=slack)
+            is None
+        )
+
+
+def _corpus_rows(*names: str) -> dict[str, dict]:
+    rounds = json.loads(gzip.decompress((ROOT / "docs/runs/integrity/h200-2026-12-04/corpus.json.gz").read_bytes()))
+    found = {
+        o["name"]: o["verdict"]["workloads"][0]["performance"] for o in rounds[0]["outcomes"] if o["name"] in names
+    }
+    assert set(found) == set(names)
+    return found
+
+
+def test_the_held_timer_forgeries_and_hidden_work_are_still_held():
+    """The corpus entries whose expectation is a `host_time` hold, as measured on the H200 (2026-12-04 round): the
+    two timer forgeries read 0.92-0.98 ms outside against 0.097 ms reported, hidden host work 250 ms and more.
+    Each is held with its own host floor's slack. Mutation caught: the hold switched off (trusted_clock_hold
+    answering None) or a slack of a millisecond."""
+    rows = _corpus_rows(
+        "python_patch_timer",
+        "forged_channel_rewrite",
+        "gc_shrink_samples",
+        "cpu_gemm_host_threads",
+        "helper_thread_after_return",
+    )
+    for name, p in rows.items():
+        slack = host_slack_ms(p["host_floor_ms"])
+        hold = trusted_clock_hold(reported_ms=p["in_process_latency_ms"], trusted_ms=p["latency_ms"], slack_ms=slack)
+        assert hold is not None and hold.code == HOST_TIME, name
