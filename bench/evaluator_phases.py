@@ -69,7 +69,9 @@ def instrument(phases: Phases) -> None:
     phases.wrap(candidate, "start", "parent: spawn candidate process")
     phases.wrap(candidate, "expect", lambda child, deadline, event: f"wait for candidate '{event}'")
     phases.wrap(arch_stage, "run_group", "arch: ncu run (profiled process start + replay)")
-    phases.wrap(ncu, "read_report", "arch: ncu --import (source + raw pages)")
+    phases.wrap(
+        ncu, "read_report", "arch: ncu --import (the source page; the raw page too when the profiler printed none)"
+    )
 
 
 def main() -> int:

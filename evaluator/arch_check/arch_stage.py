@@ -215,12 +215,25 @@ def profile_workload(
         hostile_files.copy_file(profile_dir, report.name, own_copy, max_bytes=REPORT_MAX_BYTES)
     except hostile_files.Refused as exc:
         return error(f"the Nsight Compute report was refused: {exc}", cmd)
-    source_csv, raw_csv = ncu_mod.read_report(ncu, own_copy, arch=arch)
+    # The kernel time, launch sizes and counters come from the profiler's own output when it printed them there;
+    # only the source page (the SASS and its executed counts) is read from the report file.
+    printed = ncu_mod.printed_raw_page(run.output)
+    source_csv, raw_csv = ncu_mod.read_report(ncu, own_copy, arch=arch, raw=printed is None)
+    if printed is not None:
+        raw_csv = printed
+    else:
+        outcome.notes.append(
+            "ncu: the profiler printed no raw page on its output, so the kernel time, launch sizes and counters "
+            "were read from the report file, which the profiled process could write"
+        )
     (logs / "ncu-source.csv").write_text(source_csv)
     try:
         kernels = ncu_mod.parse_source_page(source_csv)
     except ncu_mod.NcuParseError as exc:
         return error(f"unreadable source page: {exc}", cmd)
+    mismatch = ncu_mod.report_not_of_run(kernels, printed) if printed is not None else None
+    if mismatch is not None:
+        return error(f"the Nsight Compute report was refused: {mismatch}", cmd)
     # Only the submission's kernels count: another library's kernel in the profiled call is reported, never summed.
     outcome.foreign_kernels = foreign_kernels([k.name for k in kernels], sass.kernels)
     own = [k for k in kernels if k.name not in outcome.foreign_kernels]

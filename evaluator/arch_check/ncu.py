@@ -17,6 +17,7 @@ import math
 import re
 import shutil
 import subprocess
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -215,6 +216,34 @@ def _dims(text: str) -> Dims:
     return dims3(numbers)
 
 
+def printed_raw_page(output: str) -> str | None:
+    """The raw page Nsight Compute printed on its own output during the profiled run (the profile command asks for
+    it), or None when it printed none. That output is a pipe only the profiler holds: the profiled process gave it
+    up before candidate code ran, so, unlike the report file, nothing the candidate can write reaches it."""
+    try:
+        parse_launches(output)
+    except NcuParseError:
+        return None
+    return output
+
+
+def report_not_of_run(kernels: list[SourceKernel], printed: str) -> str | None:
+    """Why the report's source page cannot be of the run whose raw page the profiler printed, or None.
+
+    Both list every profiled launch once, by name: a report whose launches differ was written or changed by
+    someone else after the profiler (a kernel added, say a tensor-core one, or a foreign one left out)."""
+    in_report = Counter(k.name for k in kernels)
+    printed_names = Counter(launch.name for launch in parse_launches(printed))
+    if in_report == printed_names:
+        return None
+    parts = []
+    if in_report - printed_names:
+        parts.append("in the report only: " + ", ".join(sorted((in_report - printed_names).elements()))[:300])
+    if printed_names - in_report:
+        parts.append("printed by the profiler only: " + ", ".join(sorted((printed_names - in_report).elements()))[:300])
+    return "its kernel launches differ from those the profiler printed (" + "; ".join(parts) + ")"
+
+
 def family_execution(kernels: list[SourceKernel]) -> dict[str, tuple[int, int]]:
     """Per family: (warp-level executed, predicated-on thread executions), summed over all kernels and rows."""
     sums = {f: [0, 0] for f in FAMILIES}
@@ -399,6 +428,12 @@ def ncu_profile_command(
         "SourceCounters",
         "--metrics",
         _metrics(arch),
+        # The raw page on the profiler's own output too: a pipe the profiled process cannot reach, unlike the
+        # report file (`printed_raw_page`).
+        "--page",
+        "raw",
+        "--csv",
+        *_MANGLED,
         *filters,
         "--export",
         str(report),
@@ -418,16 +453,19 @@ def _metrics(arch: str | None) -> str:
 _MANGLED = ("--print-kernel-base", "mangled")
 
 
-def read_report(ncu: str, report: Path, timeout_s: float = 120.0, *, arch: str | None = None) -> tuple[str, str]:
+def read_report(
+    ncu: str, report: Path, timeout_s: float = 120.0, *, arch: str | None = None, raw: bool = True
+) -> tuple[str, str]:
     """(source page CSV, raw page CSV with gpu__time_duration and, with `arch`, its share rule's counters) of an
-    exported report.
+    exported report; with `raw` False the raw page is not imported ("" in its place).
 
     The two imports run side by side: each is a second of ncu starting up and reading the same report.
     """
-    commands = [
-        [ncu, "--import", str(report), "--page", "source", "--print-source", "sass", "--csv", *_MANGLED],
-        [ncu, "--import", str(report), "--page", "raw", "--csv", "--metrics", _metrics(arch), *_MANGLED],
-    ]
+    commands = [[ncu, "--import", str(report), "--page", "source", "--print-source", "sass", "--csv", *_MANGLED]]
+    if raw:
+        commands.append(
+            [ncu, "--import", str(report), "--page", "raw", "--csv", "--metrics", _metrics(arch), *_MANGLED]
+        )
     procs = [
         subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # noqa: S603
         for cmd in commands
@@ -442,7 +480,7 @@ def read_report(ncu: str, report: Path, timeout_s: float = 120.0, *, arch: str |
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    return outputs[0], outputs[1]
+    return outputs[0], outputs[1] if raw else ""
 
 
 def ncu_error_reason(output: str) -> str | None:

@@ -14,6 +14,7 @@ from evaluator.arch_check.ncu import (
     family_execution,
     ncu_error_reason,
     ncu_profile_command,
+    parse_launches,
     parse_raw_metrics,
     parse_source_page,
     tensor_core_flops,
@@ -317,6 +318,48 @@ def test_profile_command_leaves_clocks_alone_and_filters():
     assert cmd[-2:] == ["python", "x.py"]
     by_name = ncu_profile_command("ncu", Path("r"), ["python"], kernel_names=["_Z1kv", "a.b"])
     assert by_name[by_name.index("--kernel-name") + 1] == r"regex:^(_Z1kv|a\.b)$"
+    # the raw page on the profiler's own output, with kernel names as the SASS gives them
+    assert cmd[cmd.index("--page") + 1 : cmd.index("--page") + 3] == ["raw", "--csv"]
+    assert cmd[cmd.index("--print-kernel-base") + 1] == "mangled"
+
+
+# --------------------------------------------------------------------------- the raw page on the profiler's pipe
+# Nsight Compute's stdout while it profiled a 1024^3 bf16 torch.matmul with `--page raw --csv` and `-o` (H200,
+# 2026-12-05, bench/probe_ncu_pipe.sh): its ==PROF== lines, then the raw page of the one kernel, while the report
+# was written beside it.
+PIPE_CAPTURE = FIXTURES.parents[1] / "docs/runs/integrity/h200-2026-12-05/ncu-pipe/2-stdout.csv"
+NVJET = "nvjet_sm90_tst_128x64_64x8_1x2_h_bz_NNT"
+
+
+def test_the_raw_page_is_read_from_what_the_profiler_printed():
+    from evaluator.arch_check.ncu import parse_counters, printed_raw_page
+
+    printed = printed_raw_page(PIPE_CAPTURE.read_text())
+    assert printed is not None
+    assert parse_raw_metrics(printed) == [(NVJET, pytest.approx(0.006976))]
+    assert parse_launches(printed)[0].grid == (2, 64, 1)
+    counters = parse_counters(printed, ("sm__ops_path_tensor_src_bf16_dst_fp32.sum",))
+    assert counters == [(NVJET, {"sm__ops_path_tensor_src_bf16_dst_fp32.sum": 2 * 1024**3})]
+    # the profiler's messages alone (a run whose page was not printed) are no page
+    messages = "".join(line + "\n" for line in PIPE_CAPTURE.read_text().splitlines() if line.startswith("=="))
+    assert printed_raw_page(messages) is None
+
+
+def test_a_report_whose_launches_differ_from_the_printed_page_is_not_of_that_run():
+    """The report file lies where the profiled process may write; the page the profiler printed does not. A
+    report that adds a kernel (a tensor-core one to claim its work) or leaves one out (a foreign library's) is
+    named as not of the run. Mutation caught: `report_not_of_run` comparing names as sets (the doubled launch
+    passes)."""
+    from evaluator.arch_check.ncu import SourceKernel, report_not_of_run
+
+    printed = PIPE_CAPTURE.read_text()
+    assert report_not_of_run([SourceKernel(NVJET)], printed) is None
+    added = report_not_of_run([SourceKernel(NVJET), SourceKernel("_Z6forgedv")], printed)
+    assert added is not None and "in the report only: _Z6forgedv" in added
+    left_out = report_not_of_run([], printed)
+    assert left_out is not None and f"printed by the profiler only: {NVJET}" in left_out
+    doubled = report_not_of_run([SourceKernel(NVJET), SourceKernel(NVJET)], printed)
+    assert doubled is not None and "in the report only" in doubled
 
 
 # --------------------------------------------------------------------------- real H200 captures of the GEMM task
