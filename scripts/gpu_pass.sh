@@ -16,7 +16,7 @@
 #   first   a changed evaluator's first look, detached like corpus (`first start`, then `first wait` at once): the
 #           lent-calls and evaluator GPU tests, every sm_90a reference kernel (verdicts kept), the library baselines
 #           of NEW_TASKS (default: the FP8 GEMM and d256 attention tasks; their outputs' error against the reference
-#           is what their tolerance rests on), bench/probe_ncu_pipe.sh, and FIRST_ENTRIES of the corpus; about 13 minutes.
+#           is what their tolerance rests on), bench/probe_ncu_tensor_pipe.sh, and FIRST_ENTRIES of the corpus; ~13 minutes.
 #   corpus  the whole adversarial corpus twice back to back in one process (tests/adversarial/corpus.py
 #           --repeat 2, or CORPUS_REPEAT), started detached so that it outlives one device call: `corpus start`, then
 #           `corpus wait` in the next call (it waits up to WAIT_S and prints the table when done).
@@ -159,7 +159,7 @@ if [ "$mode" = first ] && [ "$sub" = run ]; then  # the steps themselves (`first
   # shellcheck disable=SC2086  # the task names are words
   step baselines "${BASELINES_LIMIT:-240}" 20 python3 scripts/measure_baselines.py --out "$WORK/baselines" \
     --tasks ${NEW_TASKS:-gemm_fp8_n7168_k5120 mha_with_lse_d256 mha_with_lse_d256_causal}
-  step ncu-pipe "${PROBE_LIMIT:-150}" 30 env OUT="$WORK" bash bench/probe_ncu_pipe.sh
+  step ncu-tensor-pipe "${PROBE_LIMIT:-150}" 40 env OUT="$WORK" bash bench/probe_ncu_tensor_pipe.sh
   step corpus-entries "${ENTRY_LIMIT:-300}" 12 python3 tests/adversarial/corpus.py --prebuild 8 \
     --json "$WORK/corpus-first.json" \
     --only "${FIRST_ENTRIES:-untimed_seed_prediction,triton_untimed_timer_forgery,harness_profile_branch,control_reference_hopper}"
