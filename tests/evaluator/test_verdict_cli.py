@@ -265,15 +265,15 @@ def _mutations(document: dict) -> list[dict]:
 
 def test_the_suites_fast_validator_agrees_with_the_reference_one():
     """The tests validate verdicts with jsonschema-rs (tests/support/verdicts.py) for speed; this holds it to the
-    reference implementation on documents of every status (hand-built, and the H200 runs' committed ones, written
-    by older evaluators and missing fields the schema now requires) and on documents broken in each way the schema
-    forbids: the same verdict, the same places named."""
+    reference implementation on documents of every status (hand-built, and the H200 runs' committed ones, some
+    written by older evaluators and missing fields the schema now requires) and on documents broken in each way the
+    schema forbids: the same verdict, the same places named."""
     reference = jsonschema.Draft202012Validator(SCHEMA)
     fast = suite_validator()
     current = [json.loads(vm.to_json(_sample())), *(complete({"status": status.value}) for status in OverallStatus)]
-    older = [json.loads(p.read_text()) for p in sorted((REPO / "docs" / "verdicts").glob("*-h200.json"))]
-    assert all(not list(fast.iter_errors(d)) for d in current) and all(list(fast.iter_errors(d)) for d in older)
-    documents = current + older
+    committed = [json.loads(p.read_text()) for p in sorted((REPO / "docs" / "verdicts").glob("*-h200.json"))]
+    assert all(not list(fast.iter_errors(d)) for d in current) and any(list(fast.iter_errors(d)) for d in committed)
+    documents = current + committed
     assert len(documents) > 15
     checked = 0
     for document in documents:
