@@ -6,7 +6,9 @@
 #   2. the evaluator's own profile command (SourceCounters, --export) with the raw page on stdout as well, the
 #      per-opcode instance metric printed with its opcode names (`--print-metric-instances details`) and every
 #      tensor counter of question 1: does stdout carry them beside the report, and what do they read;
-#   3. the report's source page of the same run, for comparing its per-opcode totals with the pipe's.
+#   3. the report's source page of the same run, for comparing its per-opcode totals with the pipe's;
+#   4. the source page itself printed while profiling (`--page source --print-source sass` with no import): if it
+#      comes on stdout with the same counts as the imported one, the tensor share can be read from the pipe too.
 # Run on the GPU host from the repo root: `bash bench/probe_ncu_tensor_pipe.sh` (output under $OUT/ncu-tensor-pipe/).
 set -uo pipefail
 out=${OUT:-/tmp}/ncu-tensor-pipe
@@ -68,5 +70,10 @@ for r in csv.reader(open(sys.argv[1])):
 for k, c in totals.items():
     print("   ", k[:90], sorted(((v, o) for o, v in c.items() if "MMA" in o), reverse=True)[:6], "total", sum(c.values()))
 PY
+ncu "${common[@]}" --page source --print-source sass --csv --export "$work/report4" --force-overwrite \
+  python3 "$work/gemm.py" > "$out/4-stdout.csv" 2> "$out/4-stderr.txt"
+echo "4. source page printed while profiling: exit $?; lines: $(wc -l < "$out/4-stdout.csv"); same as the import (minus ==PROF== lines): $(
+  diff -q <(grep -v '^==' "$out/4-stdout.csv") <(ncu --import "$work/report4.ncu-rep" --page source --print-source sass --csv \
+  --print-kernel-base mangled 2>/dev/null | grep -v '^==') > /dev/null && echo yes || echo no)"
 ncu --version | tail -1
 rm -rf "$work"
