@@ -208,6 +208,7 @@ if [ "$mode" = corpus ] && [ "$sub" = wait ]; then
     cat "$WORK/corpus.done"; sed -n '/^== corpus round/,$p' "$WORK/corpus.log" | grep -E "^==|NO |  no " | head -40
     gzip -kf "$WORK/corpus.json"; pack; cp "$WORK/corpus.log" "$FINAL/"
   else
-    echo "corpus still running: $(grep -c '^\s*\[' "$WORK/corpus.log") entries done"; cp "$WORK/corpus.log" "$FINAL/"
+    echo "corpus still running: $(grep -c '^\s*\[' "$WORK/corpus.log") entries done, $(grep -c '(NOT OK' "$WORK/corpus.log") not as expected"
+    grep -E '^\s+\[[0-9]\].*\(NOT OK' "$WORK/corpus.log" | head -5; cp "$WORK/corpus.log" "$FINAL/"
   fi
 fi
