@@ -17,7 +17,6 @@ import math
 import re
 import shutil
 import subprocess
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from evaluator.binaries.sass import instruction_family
 from evaluator.both_sides.arches import FAMILIES, CounterShareRule, MnemonicShareRule, get_arch
 from evaluator.both_sides.launches import Dims, Launch, dims3
 from evaluator.both_sides.verdict import ArchCheck, ArchStatus, FamilyExecution, SassCounts
+from evaluator.checks.integrity import matches_submission
 
 # Below this share of the task's FLOPs done by executed tensor-core instructions, "executed" is only a token.
 TOKEN_SHARE_THRESHOLD = 0.5
@@ -231,17 +231,29 @@ def report_not_of_run(kernels: list[SourceKernel], printed: str) -> str | None:
     """Why the report's source page cannot be of the run whose raw page the profiler printed, or None.
 
     Both list every profiled launch once, by name: a report whose launches differ was written or changed by
-    someone else after the profiler (a kernel added, say a tensor-core one, or a foreign one left out)."""
-    in_report = Counter(k.name for k in kernels)
-    printed_names = Counter(launch.name for launch in parse_launches(printed))
-    if in_report == printed_names:
+    someone else after the profiler (a kernel added, say a tensor-core one, or a foreign one left out). A name
+    printed mangled on one page and demangled on the other is the same kernel (`matches_submission`), so that a
+    difference in how the two print names cannot refuse an honest report."""
+    unmatched = [launch.name for launch in parse_launches(printed)]
+    extra = []
+    for name in (k.name for k in kernels):
+        same = next((i for i, p in enumerate(unmatched) if _same_kernel(name, p)), None)
+        if same is None:
+            extra.append(name)
+        else:
+            del unmatched[same]
+    if not extra and not unmatched:
         return None
     parts = []
-    if in_report - printed_names:
-        parts.append("in the report only: " + ", ".join(sorted((in_report - printed_names).elements()))[:300])
-    if printed_names - in_report:
-        parts.append("printed by the profiler only: " + ", ".join(sorted((printed_names - in_report).elements()))[:300])
+    if extra:
+        parts.append("in the report only: " + ", ".join(sorted(extra))[:300])
+    if unmatched:
+        parts.append("printed by the profiler only: " + ", ".join(sorted(unmatched))[:300])
     return "its kernel launches differ from those the profiler printed (" + "; ".join(parts) + ")"
+
+
+def _same_kernel(a: str, b: str) -> bool:
+    return a == b or matches_submission(a, [b]) or matches_submission(b, [a])
 
 
 def family_execution(kernels: list[SourceKernel]) -> dict[str, tuple[int, int]]:

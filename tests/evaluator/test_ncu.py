@@ -348,8 +348,8 @@ def test_the_raw_page_is_read_from_what_the_profiler_printed():
 def test_a_report_whose_launches_differ_from_the_printed_page_is_not_of_that_run():
     """The report file lies where the profiled process may write; the page the profiler printed does not. A
     report that adds a kernel (a tensor-core one to claim its work) or leaves one out (a foreign library's) is
-    named as not of the run. Mutation caught: `report_not_of_run` comparing names as sets (the doubled launch
-    passes)."""
+    named as not of the run. Mutation caught: `report_not_of_run` matching a launch more than once (the
+    doubled launch passes)."""
     from evaluator.arch_check.ncu import SourceKernel, report_not_of_run
 
     printed = PIPE_CAPTURE.read_text()
@@ -360,6 +360,18 @@ def test_a_report_whose_launches_differ_from_the_printed_page_is_not_of_that_run
     assert left_out is not None and f"printed by the profiler only: {NVJET}" in left_out
     doubled = report_not_of_run([SourceKernel(NVJET), SourceKernel(NVJET)], printed)
     assert doubled is not None and "in the report only" in doubled
+
+
+def test_a_name_printed_mangled_on_one_page_and_demangled_on_the_other_is_the_same_launch():
+    """How a page prints names must not refuse an honest report: the reference GEMM's raw page (demangled names)
+    against its source page with the name mangled, as `--print-kernel-base mangled` gives it. A different kernel
+    is still told apart."""
+    from evaluator.arch_check.ncu import SourceKernel, report_not_of_run
+
+    raw = (FIXTURES / "ncu" / "gpu-hopper_gemm-M8192-raw.csv").read_text()
+    mangled = "_Z21gemm_tma_wgmma_kernel14CUtensorMap_stS_P13__nv_bfloat16iii"
+    assert report_not_of_run([SourceKernel(mangled)], raw) is None
+    assert report_not_of_run([SourceKernel("_Z10other_kernv")], raw) is not None
 
 
 # --------------------------------------------------------------------------- real H200 captures of the GEMM task
