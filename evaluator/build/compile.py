@@ -138,9 +138,9 @@ def compile_kernel(
     deps_file.unlink(missing_ok=True)
     nvcc = nvcc or find_nvcc()
     cmd = nvcc_command(src, library, arch, nvcc)
-    cache_dir = cache_dir if cache_dir is not None else compile_cache.cache_dir_from_env()
-    if jail is not None and jail.mode != "bubblewrap":
-        cache_dir = None  # unsandboxed candidates could write into the cache folder: do not trust or fill it
+    cache_dir = compile_cache.usable_dir(
+        cache_dir if cache_dir is not None else compile_cache.cache_dir_from_env(), jail
+    )
     if cache_dir is None:
         return _nvcc(cmd, nvcc, arch, workdir, timeout_s=timeout_s, jail=jail, cache=None)
     flags = [*BASE_FLAGS, *DEPENDENCY_FLAGS, "-gencode", get_arch(arch).gencode]  # kept only when checked

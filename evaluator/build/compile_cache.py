@@ -1,4 +1,5 @@
-"""A content-addressed cache of successful compiles, owned by the trusted evaluator process.
+"""A content-addressed cache of successful compiles, owned by the trusted evaluator process (nvcc's here;
+Triton's in evaluator/build/triton_cache.py, in the same folder under the same caps).
 
 The key is the sha256 of everything that decides what nvcc produces: the source, the flags and target, the
 nvcc version and the TVM-FFI headers' location and library. A hit gives back the same shared library,
@@ -34,11 +35,15 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evaluator.both_sides.verdict import CompileResult, KernelResources
 from evaluator.build.hashing import sha256_file
 from evaluator.errors import EnvironmentProblem
 from evaluator.isolation.limits import GiB, parse_size
+
+if TYPE_CHECKING:
+    from evaluator.isolation.jail import Jail
 
 MAX_ENTRIES = 256
 DEFAULT_MAX_BYTES = 8 * GiB  # every entry's files together (libraries are at most 256 MiB each)
@@ -49,6 +54,14 @@ FILES = ("kernel.so", "kernel.cubin", "kernel.ii")
 def cache_dir_from_env() -> Path | None:
     value = os.environ.get("EVALUATOR_COMPILE_CACHE", "").strip()
     return Path(value) if value else None
+
+
+def usable_dir(cache_dir: Path | None, jail: Jail | None) -> Path | None:
+    """The cache folder a compile may read and fill: none for an evaluation allowed to run unsandboxed, whose
+    candidate code could write into it."""
+    if jail is not None and jail.mode != "bubblewrap":
+        return None
+    return cache_dir
 
 
 def max_bytes_from_env() -> int:
@@ -95,8 +108,10 @@ class CachedCompile:
 def load(cache_dir: Path, key: str, workdir: Path) -> CachedCompile | None:
     """Copy a cached compile into `workdir` (library at workdir/kernel.so, cubin under workdir/cubin/)."""
     entry = cache_dir / key
+    result = read_result(entry)
+    if result is None:
+        return None
     try:
-        record = json.loads((entry / "result.json").read_text(encoding="utf-8"))
         library = workdir / "kernel.so"
         shutil.copyfile(entry / "kernel.so", library)
         cubin = None
@@ -109,11 +124,6 @@ def load(cache_dir: Path, key: str, workdir: Path) -> CachedCompile | None:
         ii = entry / "kernel.ii"
         preprocessed = ii.read_text(encoding="utf-8", errors="replace") if ii.is_file() else None
     except (OSError, ValueError):
-        return None
-    resources = [KernelResources(**r) for r in record.pop("resources", [])]
-    try:
-        result = CompileResult(**record, resources=resources)
-    except TypeError:  # written by another evaluator version
         return None
     damaged = sha256_file(library) != result.library_sha256
     damaged = damaged or (cubin is not None and sha256_file(cubin) != result.cubin_sha256)
@@ -154,17 +164,32 @@ def store(
             shutil.copyfile(cubin, tmp / "kernel.cubin")
         if preprocessed is not None:
             (tmp / "kernel.ii").write_text(preprocessed, encoding="utf-8")
-        record = dataclasses.asdict(result)
-        record["cached"] = False
-        (tmp / "result.json").write_text(json.dumps(record), encoding="utf-8")
+        write_result(tmp, result)
         try:
             tmp.rename(cache_dir / key)
         except OSError:  # another process stored the same key first
             shutil.rmtree(tmp, ignore_errors=True)
-        _prune(cache_dir, max_bytes, keep=key)
+        prune(cache_dir, max_bytes, keep=key)
     except OSError:
         return None
     return cache_dir / key if (cache_dir / key).is_dir() else None
+
+
+def read_result(entry: Path) -> CompileResult | None:
+    """The compile record an entry keeps, or None (absent, unreadable, or written by another evaluator version)."""
+    try:
+        record = json.loads((entry / "result.json").read_text(encoding="utf-8"))
+        resources = [KernelResources(**r) for r in record.pop("resources", [])]
+        return CompileResult(**record, resources=resources)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+
+
+def write_result(folder: Path, result: CompileResult) -> None:
+    """Keep the compile record in a folder that becomes an entry (as compiled, not cached)."""
+    record = dataclasses.asdict(result)
+    record["cached"] = False
+    (folder / "result.json").write_text(json.dumps(record), encoding="utf-8")
 
 
 KEPT_TEXTS = ("kernel.sass", "resource-usage.txt")  # what the SASS stage reads from the binary, by file name
@@ -243,7 +268,7 @@ def entry_bytes(entry: Path) -> int:
     return total
 
 
-def _prune(cache_dir: Path, max_bytes: int, keep: str | None = None) -> None:
+def prune(cache_dir: Path, max_bytes: int, keep: str | None = None) -> None:
     """Remove the least recently used entries (oldest folder time first; `keep`, the entry just stored, last of
     all) until at most MAX_ENTRIES remain and they hold at most `max_bytes`."""
     entries = []

@@ -23,6 +23,7 @@ from evaluator.both_sides import hostile_files
 from evaluator.both_sides.arches import get_arch
 from evaluator.both_sides.triton_settings import triton_env
 from evaluator.both_sides.verdict import CompileResult, KernelResources
+from evaluator.build import compile_cache, triton_cache
 from evaluator.build.compile import OUTPUT_CAP, CompiledKernel, cap_text
 from evaluator.errors import EnvironmentProblem
 from evaluator.isolation.limits import describe_bytes
@@ -88,7 +89,10 @@ def compile_triton(
     timeout_s: float,
     jail: Jail | None = None,
 ) -> CompiledKernel:
-    """Compile what `run` launches for each workload, for `arch`. A failure of the file is a result."""
+    """Compile what `run` launches for each workload, for `arch`. A failure of the file is a result.
+
+    With the compile cache on ($EVALUATOR_COMPILE_CACHE) a checked, successful compile of the same file for the
+    same workloads and target is reused (evaluator/build/triton_cache.py)."""
     version = triton_version()
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -97,6 +101,40 @@ def compile_triton(
     hostile_files.write_private(src, source)
     # The file the candidate process loads is the trusted copy, written from the source itself, not read back.
     trusted_src = hostile_files.write_private(trusted / SOURCE_NAME, source)
+    major, minor = get_arch(arch).compute_capability
+    calls = workload_calls(task, workloads)
+    cache_dir = compile_cache.usable_dir(compile_cache.cache_dir_from_env(), jail)
+    if cache_dir is None:
+        return _compile(source, version, major * 10 + minor, calls, workdir, trusted, timeout_s=timeout_s, jail=jail)
+    key = triton_cache.cache_key(source, version, major * 10 + minor, calls)
+    with compile_cache.compiling(cache_dir, key, wait_s=timeout_s):
+        # A hit is unpacked from the entry (written by trusted processes only) into the trusted folder.
+        if (hit := triton_cache.load(cache_dir, key, trusted / "triton-cache")) is not None:
+            result, cubins = hit
+            compiled = CompiledKernel(result, trusted_src, cubins[0], cubins=cubins)
+            compiled.trusted_dir = trusted
+            return compiled
+        compiled = _compile(
+            source, version, major * 10 + minor, calls, workdir, trusted, timeout_s=timeout_s, jail=jail
+        )
+        if compiled.result.ok:
+            triton_cache.store(cache_dir, key, compiled.result, trusted / "triton-cache")
+        return compiled
+
+
+def _compile(
+    source: str,
+    version: str,
+    capability: int,
+    calls: Any,
+    workdir: Path,
+    trusted: Path,
+    *,
+    timeout_s: float,
+    jail: Jail | None,
+) -> CompiledKernel:
+    """Run the compile process in the sandbox and take what it made under the hostile-file rule."""
+    src, trusted_src = workdir / SOURCE_NAME, trusted / SOURCE_NAME
     cache = workdir / "triton-cache"
     if cache.is_symlink():
         cache.unlink()
@@ -104,12 +142,11 @@ def compile_triton(
     cache.mkdir()
     manifest_path = workdir / "triton-manifest.json"
     manifest_path.unlink(missing_ok=True)
-    major, minor = get_arch(arch).compute_capability
     job = {
         "source": str(src),
         "cache_dir": str(cache),
-        "capability": major * 10 + minor,
-        "calls": workload_calls(task, workloads),
+        "capability": capability,
+        "calls": calls,
         "manifest": str(manifest_path),
     }
     job_path = workdir / "triton-job.json"
@@ -167,7 +204,7 @@ def compile_triton(
     )
     if ok:
         result.library_sha256 = hashlib.sha256(source.encode("utf-8")).hexdigest()
-        result.cubin_sha256 = _digest(cubins)
+        result.cubin_sha256 = triton_cache.cubins_digest(cubins)
     compiled = CompiledKernel(
         result, trusted_src if ok else None, cubins[0] if ok else None, cubins=cubins if ok else []
     )
@@ -215,10 +252,3 @@ def _resources(cubins: list[Path]) -> list[KernelResources]:
         shared = meta.get("shared")
         out.append(KernelResources(name=cubin.stem, shared_bytes=shared if isinstance(shared, int) else None))
     return out
-
-
-def _digest(cubins: list[Path]) -> str:
-    h = hashlib.sha256()
-    for c in cubins:
-        h.update(hashlib.sha256(c.read_bytes()).hexdigest().encode())
-    return h.hexdigest()

@@ -379,16 +379,11 @@ def run_round(
 
 
 def prebuild(chosen: list[dict[str, Any]], workers: int) -> list[str]:
-    """Fill the compile cache with the GPU entries' CUDA kernels and what the SASS stage reads from each (the
-    disassembly and resource usage an entry keeps, about a second of cuobjdump each), `workers` at a time: the
-    rounds then spend their time on the GPU stages. The cache key is the source, flags and toolchain, so nothing
-    else changes. Triton entries are left out: a Triton compile has no cache entry and is made again in the round.
-    The names of the entries built."""
-    todo = [
-        e
-        for e in chosen
-        if e.get("gpu") and not e.get("needs") and not e.get("secrets") and e.get("language", "cuda") == "cuda"
-    ]
+    """Fill the compile cache with the GPU entries' kernels, CUDA and Triton (about six seconds of compile each),
+    and what the SASS stage reads from each CUDA one (the disassembly and resource usage an entry keeps, about a
+    second of cuobjdump each), `workers` at a time: the rounds then spend their time on the GPU stages. The cache
+    key is the source, target, workloads and toolchain, so nothing else changes. The names of the entries built."""
+    todo = [e for e in chosen if e.get("gpu") and not e.get("needs") and not e.get("secrets")]
     start = time.monotonic()
     with ThreadPoolExecutor(max_workers=workers) as pool:
         list(pool.map(lambda e: evaluate_entry(e, stages="sass"), todo))

@@ -45,19 +45,20 @@ def test_without_beside_every_entry_runs_in_turn_on_the_calling_thread():
     assert set(threads.values()) == {threading.main_thread().name}
 
 
-def test_the_prebuild_keeps_each_cuda_gpu_entrys_sass_and_leaves_triton_out(
+def test_the_prebuild_keeps_each_gpu_entrys_compile_and_a_cuda_entrys_sass(
     tmp_path, monkeypatch, allow_unsandboxed_without_bwrap
 ):
-    """The round's first evaluation of an entry then finds its compile and its disassembly in the cache (about a
-    second of cuobjdump an entry on the GPU host); a Triton compile has no cache entry, so building it first would
-    be thrown away. Fails when the prebuild stops at the compile stage: no disassembly is kept."""
+    """The round's first evaluation of an entry then finds its compile (CUDA and Triton) and a CUDA entry its
+    disassembly in the cache (about a second of cuobjdump an entry on the GPU host). Fails when the prebuild stops
+    at the compile stage (no disassembly is kept) or leaves Triton entries out."""
     by_name = {e["name"]: e for e in corpus.entries(gpu=True)}
     triton = next(e for e in by_name.values() if e.get("language") == "triton" and not e.get("needs"))
     light = {"name": "light_as_gpu", "file": "../kernels/light_kernel.cu", "on": "tiny", "gpu": True,
              "stages": "correctness", "options": {"skip_source_policy": True}, "expect": {"status": ["PASSED"]}}  # fmt: skip
     cache = tmp_path / "cache"
     monkeypatch.setenv("EVALUATOR_COMPILE_CACHE", str(cache))
-    assert corpus.prebuild([light, triton], 2) == ["light_as_gpu"]
+    assert corpus.prebuild([light, triton], 2) == ["light_as_gpu", triton["name"]]
     entries = [p for p in cache.iterdir() if p.is_dir() and (p / "kernel.so").exists()]
     assert len(entries) == 1
     assert "saxpy_steps" in (entries[0] / "kernel.sass").read_text()
+    assert len([p for p in cache.iterdir() if (p / "triton-cache.tar").is_file()]) == 1

@@ -209,7 +209,7 @@ def test_the_cache_byte_cap_comes_from_the_environment(monkeypatch):
 @needs_nvcc
 def test_real_compiles_beyond_the_byte_cap_evict_the_oldest_entry(tmp_path, monkeypatch):
     """Two real compiles, a cap that holds one: the second evicts the first, and is itself a hit afterwards.
-    Mutation caught: _prune counting entries only (both kept)."""
+    Mutation caught: prune counting entries only (both kept)."""
     cache = tmp_path / "cache"
     first = compile_kernel(LIGHT_KERNEL, "sm_90a", tmp_path / "a", cache_dir=cache)
     assert first.result.ok and first.cache_entry is not None
