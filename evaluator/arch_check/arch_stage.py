@@ -218,10 +218,9 @@ def profile_workload(
     # The kernel time, launch sizes and counters come from the profiler's own output when it printed them there;
     # only the source page (the SASS and its executed counts) is read from the report file.
     printed = ncu_mod.printed_raw_page(run.output)
-    source_csv, raw_csv = ncu_mod.read_report(ncu, own_copy, arch=arch, raw=printed is None)
-    if printed is not None:
-        raw_csv = printed
-    else:
+    source_csv, report_raw = ncu_mod.read_report(ncu, own_copy, arch=arch, raw=printed is None)
+    raw_csv = printed if printed is not None else report_raw
+    if printed is None:
         outcome.notes.append(
             "ncu: the profiler printed no raw page on its output, so the kernel time, launch sizes and counters "
             "were read from the report file, which the profiled process could write"

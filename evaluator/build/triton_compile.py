@@ -102,11 +102,11 @@ def compile_triton(
     # The file the candidate process loads is the trusted copy, written from the source itself, not read back.
     trusted_src = hostile_files.write_private(trusted / SOURCE_NAME, source)
     major, minor = get_arch(arch).compute_capability
-    calls = workload_calls(task, workloads)
+    capability, calls = major * 10 + minor, workload_calls(task, workloads)
     cache_dir = compile_cache.usable_dir(compile_cache.cache_dir_from_env(), jail)
     if cache_dir is None:
-        return _compile(source, version, major * 10 + minor, calls, workdir, trusted, timeout_s=timeout_s, jail=jail)
-    key = triton_cache.cache_key(source, version, major * 10 + minor, calls)
+        return _compile(source, version, capability, calls, workdir, trusted, timeout_s=timeout_s, jail=jail)
+    key = triton_cache.cache_key(source, version, capability, calls)
     with compile_cache.compiling(cache_dir, key, wait_s=timeout_s):
         # A hit is unpacked from the entry (written by trusted processes only) into the trusted folder.
         if (hit := triton_cache.load(cache_dir, key, trusted / "triton-cache")) is not None:
@@ -114,9 +114,7 @@ def compile_triton(
             compiled = CompiledKernel(result, trusted_src, cubins[0], cubins=cubins)
             compiled.trusted_dir = trusted
             return compiled
-        compiled = _compile(
-            source, version, major * 10 + minor, calls, workdir, trusted, timeout_s=timeout_s, jail=jail
-        )
+        compiled = _compile(source, version, capability, calls, workdir, trusted, timeout_s=timeout_s, jail=jail)
         if compiled.result.ok:
             triton_cache.store(cache_dir, key, compiled.result, trusted / "triton-cache")
         return compiled
