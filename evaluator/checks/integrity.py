@@ -51,7 +51,7 @@ CONSISTENCY_TOLERANCE = 0.01
 # a factor: the outside per-call time may exceed the GPU time by this factor plus HOST_SLACK_MS before it holds.
 # The slack sits between what a busy host adds to an honest call and what the held tricks add: on the H200 an
 # honest FP8 GEMM at M=128 read up to 0.064 ms above 1.5x its GPU time with 14 of 16 cores loaded (held under the
-# old 0.05 ms minimum, docs/runs/integrity/h200-2026-12-05/holds/), the timer forgeries 0.82 ms and more, hidden host work
+# old 0.05 ms minimum, docs/runs/integrity/h200-2026-12-05/holds/), the timer forgeries 0.78 ms and more, hidden host work
 # 250 ms (docs/runs/integrity/h200-2026-12-04/). What the slack lets through ranks on the parent's clock anyway.
 CLOCK_MARGIN = 1.5
 HOST_SLACK_MS = 0.25
