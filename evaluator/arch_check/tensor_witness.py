@@ -1,10 +1,11 @@
-"""Tensor-core use witnessed from outside the candidate process: the GPU's own counters over the timing process's
-life, read through NVML GPM by the trusted parent.
+"""Tensor-core use witnessed from outside the candidate process: the GPU's own counters while the timing process
+serves the submission, read through NVML GPM by the trusted parent.
 
 Nsight Compute counts the target instructions in one profiled call, in a process that can tell it is profiled (the
 injection library is visible): a kernel can take a wgmma path there and a SIMT path when timed. So the parent
 also asks the GPU how much of the time its SMs spent on tensor operations (`NVML_GPM_METRIC_ANY_TENSOR_UTIL`)
-between two samples taken around the whole life of the candidate's timing process. Every GPU call of that process
+between two samples, the first just before the timing process loads the submission (its setup ran before, beside
+the trusted baseline process), the second once it is gone. Every GPU call of that process
 runs on inputs the parent drew and counts (trials, timed rounds, batches: evaluator/measure/lent_calls.py); the parent's
 own work inside the window draws inputs and compares outputs, neither on tensor cores; the references, the
 library baseline and the profile all run outside it.

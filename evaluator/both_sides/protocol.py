@@ -7,7 +7,8 @@ and read messages only through this module, so the names below are the whole pro
 
     parent                         child
     ------                         -----
-                                   ready {pid}
+                                   standby                  (trusted setup done; no submission code loaded yet)
+    load                     ->    ready {pid}              (the submission loaded)
     round {round, kind, calls, sampled}
                              ->    round_ready {round}      (idle: the parent now draws the calls' inputs)
     go                       ->    round_done {round}       (the calls ran; `kind` says how, see below)
@@ -16,6 +17,10 @@ and read messages only through this module, so the names below are the whole pro
     exit                     ->    bye {sent}
     (any time)                     error {stage, type, message, traceback}
     (profile mode, no pipes)       done
+
+A candidate process starts while the trusted baseline process of its workload is still being timed: it sets up
+(PyTorch, the CUDA context, the lent slots, the timer), says `standby` and waits; only `load`, sent once the
+baseline process is gone, loads the submission. The trusted baseline process loads nothing and says `ready` at once.
 
 A round's calls run on the slots the parent lends, inputs drawn there by the parent after `round_ready`
 (evaluator/measure/lent_calls.py); no seed ever comes here. Kinds: `trial` (each call synchronised), `timed` (each call
@@ -48,9 +53,11 @@ NEXT = "next"
 GO = "go"
 FINISH = "finish"
 EXIT = "exit"
+LOAD = "load"
 
 # Events (child -> parent).
 EVENT = "event"
+STANDBY = "standby"
 READY = "ready"
 TIMED = "timing"
 ROUND_READY = "round_ready"
@@ -144,6 +151,10 @@ def exit_command() -> dict[str, Any]:
     return {CMD: EXIT}
 
 
+def load_command() -> dict[str, Any]:
+    return {CMD: LOAD}
+
+
 def command_name(command: dict[str, Any]) -> str:
     return str(command.get(CMD, ""))
 
@@ -157,6 +168,10 @@ def round_args(command: dict[str, Any]) -> tuple[int, str, int, bool]:
 
 
 # --------------------------------------------------------------------------- events (built by the child)
+
+
+def standby_event() -> dict[str, Any]:
+    return {EVENT: STANDBY}
 
 
 def ready_event(pid: int) -> dict[str, Any]:

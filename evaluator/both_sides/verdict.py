@@ -250,8 +250,9 @@ class ArchCheck:
     # False: the timed rate is within reach of code without tensor cores, so only the profiled call shows the
     # target instructions (see docs/threat-model.md); None: no rate or no table entry.
     timed_beyond_non_tensor: bool | None = None
-    # The GPU's own counters over the timing process's life (evaluator/arch_check/tensor_witness.py): the tensor work they
-    # witnessed as a share of the task's FLOPs for the calls made there; `witness_note` says why there is none.
+    # The GPU's own counters while the timing process serves the submission (evaluator/arch_check/tensor_witness.py):
+    # the tensor work they witnessed as a share of the task's FLOPs for the calls made there; `witness_note` says why
+    # there is none.
     witness_tensor_share: float | None = field(default=None, metadata={"added": "schema_version 2"})
     witness_any_tensor_pct: float | None = field(default=None, metadata={"added": "schema_version 2"})
     witness_seconds: float | None = field(default=None, metadata={"added": "schema_version 2"})

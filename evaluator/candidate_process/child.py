@@ -87,9 +87,12 @@ class Session:
             b = self.task.baselines[0]
             library_call = load_baseline(b.source, b.function, b.id)
             n_inputs = len(self.definition.inputs)
-            self.module = None
             self.run = lambda *args: library_call(*args[:n_inputs])
-            return
+        self.module = None
+
+    def load(self, progress: dict[str, str]) -> None:
+        """Load the submission: from here on this process runs candidate code."""
+        job = self.job
         # The language's loader (evaluator/languages.py), named in the job by the trusted parent: this process
         # never imports the registry, whose build side is trusted-only code.
         loader = importlib.import_module(job["loader"])
@@ -234,17 +237,15 @@ def main(argv: list[str] | None = None) -> int:
                 fh.write(protocol.encode(message))
 
     stage = protocol.SETUP_STAGE
-    session = None
-    progress = {"stage": protocol.SETUP_STAGE}  # Session.__init__ moves it to "load" once trusted setup is done
+    progress = {"stage": protocol.SETUP_STAGE}  # Session.load moves it to "load" before the submission's code runs
     try:
         session = Session(job, send, progress)
         if job.get("mode") == "profile":
+            session.load(progress)
             stage = "profile"
             session.profile(int(job["profile_seed"]))
             send(protocol.done_event())
             return 0
-        send(protocol.ready_event(os.getpid()))
-        stage = "command"
         commands = os.fdopen(args.fd_in, "rb")
 
         def receive() -> dict[str, Any]:
@@ -252,6 +253,17 @@ def main(argv: list[str] | None = None) -> int:
             if not line:
                 raise RuntimeError("the evaluator closed the command channel")
             return protocol.decode_command(line)
+
+        if job.get("mode") != protocol.BASELINE_MODE:
+            # Set up, the submission not loaded: the parent times the library baseline meanwhile and says `load`
+            # once that process is gone (evaluator/measure/candidate.py).
+            send(protocol.standby_event())
+            cmd = receive()
+            if protocol.command_name(cmd) != protocol.LOAD:
+                raise RuntimeError(f"expected 'load', got {protocol.command_name(cmd)!r}")
+            session.load(progress)
+        send(protocol.ready_event(os.getpid()))
+        stage = "command"
 
         while True:
             cmd = receive()
@@ -271,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         send(protocol.bye_event(sent[0]))
         return 0
     except BaseException as exc:  # noqa: BLE001 - every failure of candidate code is reported, then we exit
-        if session is None:
+        if stage == protocol.SETUP_STAGE:  # setup and load: `progress` says whether the submission had been loaded
             stage = progress["stage"]
         send(protocol.error_event(stage, type(exc).__name__, str(exc), traceback.format_exc()))
         sys.stderr.write(traceback.format_exc())

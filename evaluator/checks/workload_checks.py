@@ -43,8 +43,8 @@ class WorkloadRun:
     trusted_ms: float | None = None  # the ranked time per call: the parent's clock over the fastest batch
     timed_launches: list[list[Launch]] = field(default_factory=list)  # for the profiled-vs-timed comparison
     l2_persisting_bytes: int = 0
-    # The GPU's tensor utilisation over the timing process's life (evaluator/arch_check/tensor_witness.py), the calls made in
-    # it, or why there is no reading.
+    # The GPU's tensor utilisation while the timing process serves the submission
+    # (evaluator/arch_check/tensor_witness.py), the calls made in it, or why there is no reading.
     gpm: GpmReading | None = None
     gpm_reason: str = ""
     window_calls: int = 0

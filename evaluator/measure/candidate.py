@@ -195,14 +195,17 @@ def measure_trusted_baseline(
     timing: TimingRequest,
     deadline: float,
     drawer: InputDrawer,
+    beside: CandidateProcess,
 ) -> TrustedBaseline:
     """The library baseline of `workload`, timed in a process that loads no submission code, through the same
     rounds as the candidate (evaluator/measure/trusted_baseline.py). It is trusted code: any failure of it is this host's
-    problem, not the candidate's."""
+    problem, not the candidate's. `beside`, the candidate's process, set itself up meanwhile: the timing starts
+    once it is on standby (its setup's GPU and CPU work done), and it loads nothing until this process is gone."""
     shared = shared_outputs(setup, workload, slots_needed(seeds))
     child = start(setup, workload, shared, trusted_baseline=True)
     try:
         expect(child, deadline, protocol.READY)
+        await_standby(beside, deadline)
         return trusted_baseline.measure(
             child, expect, shared=shared, drawer=drawer, seeds=seeds, warm_rounds=timing.warm_rounds, deadline=deadline
         )
@@ -211,6 +214,15 @@ def measure_trusted_baseline(
     finally:
         child.close(grace_s=10.0)
         shared.close()
+
+
+def await_standby(child: CandidateProcess, deadline: float) -> None:
+    """The candidate process's `standby`: its trusted setup is done and no submission code has run in it yet, so
+    any failure until here is this host's."""
+    try:
+        expect(child, deadline, protocol.STANDBY)
+    except (TimeoutError, ChannelViolation, CandidateError, ProcessLimitHit, ChildDied) as exc:
+        raise EnvironmentProblem(f"the candidate process could not start: {exc}") from None
 
 
 def expect(child: CandidateProcess, deadline: float, event: str) -> dict[str, Any]:
@@ -248,16 +260,24 @@ def run_workload(
         timing_refs = _timing_references(checker, workload, seeds, plan)
     drawer = input_drawer(checker, workload)
     trusted_base = None
-    if timing is not None:
-        # Before any process of this workload runs submission code: nothing the candidate does can reach it.
-        trusted_base = measure_trusted_baseline(setup, workload, seeds, timing, time.monotonic() + timeout_s, drawer)
-    deadline = time.monotonic() + timeout_s
     shared = shared_outputs(setup, workload, slots_needed(seeds))
-    window = GpmWindow(timing.gpu_uuid) if timing is not None and setup.device_type == "cuda" else None
-    if window is not None:
-        window.start()
+    # The candidate's process sets itself up (PyTorch, CUDA context, lent slots, timer) while the baseline process
+    # starts, and waits on standby; its submission is loaded only once the baseline was timed and that process is
+    # gone, so nothing the candidate does can reach the baseline (the two start-ups overlap: ~3.5 s a workload).
     child = start(setup, workload, shared)
+    window = None
     try:
+        if timing is not None:
+            trusted_base = measure_trusted_baseline(
+                setup, workload, seeds, timing, time.monotonic() + timeout_s, drawer, beside=child
+            )
+        else:
+            await_standby(child, time.monotonic() + timeout_s)
+        deadline = time.monotonic() + timeout_s
+        if timing is not None and setup.device_type == "cuda":
+            window = GpmWindow(timing.gpu_uuid)
+            window.start()
+        child.send(protocol.load_command())
         expect(child, deadline, protocol.READY)
         lent = Lent(child, expect, deadline, shared, drawer)
         if _trials(lent, checker, workload, seeds.trials, refs, result):

@@ -7,8 +7,9 @@ same sandbox, CUDA context, CUPTI timer, lent slots) that loads no submission co
 baseline in place of `run` (`protocol.BASELINE_MODE`, evaluator/candidate_process/child.py). The parent drives it
 through the same rounds the candidate will get (evaluator/measure/lent_calls.py: the same seeds, so the same inputs,
 drawn by the parent after its clock starts): timed calls, then back-to-back batches on the parent's clock, which
-rank the library as they rank the candidate. It runs before the candidate's process for that workload exists,
-after the previous one was killed, so nothing the candidate does can reach it.
+rank the library as they rank the candidate. The candidate's process for that workload starts beside it and sets
+itself up, but loads the submission only once this process was timed and is gone (`standby`, then `load`:
+evaluator/both_sides/protocol.py), and the previous workload's was killed: nothing the candidate does can reach it.
 
 Its batches also give the drawing time both sides' ranked figures leave out, and the host floor: the ranked time
 per call minus the library's in-process GPU time, the cost of a Python-driven call on this host at this moment.

@@ -154,3 +154,42 @@ def test_outputs_recomputed_when_saved_are_caught_where_the_parent_captures_them
     assert v.status == OverallStatus.INCORRECT_NUMERICAL, w.message
     assert w.message.startswith("trial 1:"), w.message
     assert w.performance is None
+
+
+def test_the_submission_loads_only_once_the_baseline_process_is_gone(monkeypatch):
+    """The candidate's process starts beside the trusted baseline's, to overlap the two start-ups, but it may only
+    load the submission after the baseline was timed and its process closed: what the submission does at load
+    (a static initialiser spinning threads, for one) must not reach the denominator. Mutation caught: the `load`
+    command sent before the baseline is measured."""
+    from evaluator.both_sides import protocol
+    from evaluator.measure import candidate
+
+    events: list[tuple[str, ...]] = []
+    real_start = candidate.start
+
+    def spy_start(setup, workload, shared, *, trusted_baseline=False):
+        child = real_start(setup, workload, shared, trusted_baseline=trusted_baseline)
+        who = "baseline" if trusted_baseline else "candidate"
+        events.append(("start", who))
+        send, close = child.send, child.close
+
+        def spied_send(message):
+            events.append(("send", who, protocol.command_name(message)))
+            send(message)
+
+        def spied_close(*args, **kwargs):
+            code = close(*args, **kwargs)
+            events.append(("closed", who))
+            return code
+
+        child.send, child.close = spied_send, spied_close
+        return child
+
+    monkeypatch.setattr(candidate, "start", spy_start)
+    v = timed(None, batches=2)
+    assert v.status == OverallStatus.PASSED, v.workloads[0].message
+    assert events[:2] == [("start", "candidate"), ("start", "baseline")]  # the start-ups overlap
+    load = events.index(("send", "candidate", "load"))
+    assert events.index(("closed", "baseline")) < load
+    assert [e for e in events[:load] if e[1] == "candidate"] == [("start", "candidate")]
+    assert [e for e in events[load:] if e[1] == "baseline"] == []
