@@ -159,8 +159,9 @@ def test_outputs_recomputed_when_saved_are_caught_where_the_parent_captures_them
 def test_the_submission_loads_only_once_the_baseline_process_is_gone(monkeypatch):
     """The candidate's process starts beside the trusted baseline's, to overlap the two start-ups, but it may only
     load the submission after the baseline was timed and its process closed: what the submission does at load
-    (a static initialiser spinning threads, for one) must not reach the denominator. Mutation caught: the `load`
-    command sent before the baseline is measured."""
+    (a static initialiser spinning threads, for one) must not reach the denominator; and the baseline's rounds
+    begin only once the candidate's process has finished its own setup. Mutations caught: the `load` command sent
+    before the baseline is measured; the baseline timed before the candidate's `standby`."""
     from evaluator.both_sides import protocol
     from evaluator.measure import candidate
 
@@ -171,7 +172,12 @@ def test_the_submission_loads_only_once_the_baseline_process_is_gone(monkeypatch
         child = real_start(setup, workload, shared, trusted_baseline=trusted_baseline)
         who = "baseline" if trusted_baseline else "candidate"
         events.append(("start", who))
-        send, close = child.send, child.close
+        send, close, receive = child.send, child.close, child.receive
+
+        def spied_receive(*args, **kwargs):
+            message = receive(*args, **kwargs)
+            events.append(("received", who, str(message.get(protocol.EVENT, ""))))
+            return message
 
         def spied_send(message):
             events.append(("send", who, protocol.command_name(message)))
@@ -182,14 +188,16 @@ def test_the_submission_loads_only_once_the_baseline_process_is_gone(monkeypatch
             events.append(("closed", who))
             return code
 
-        child.send, child.close = spied_send, spied_close
+        child.send, child.close, child.receive = spied_send, spied_close, spied_receive
         return child
 
     monkeypatch.setattr(candidate, "start", spy_start)
     v = timed(None, batches=2)
     assert v.status == OverallStatus.PASSED, v.workloads[0].message
     assert events[:2] == [("start", "candidate"), ("start", "baseline")]  # the start-ups overlap
+    standby = events.index(("received", "candidate", "standby"))
+    assert standby < events.index(("send", "baseline", "round"))
     load = events.index(("send", "candidate", "load"))
     assert events.index(("closed", "baseline")) < load
-    assert [e for e in events[:load] if e[1] == "candidate"] == [("start", "candidate")]
+    assert [e for e in events[:load] if e[1] == "candidate"] == [("start", "candidate"), events[standby]]
     assert [e for e in events[load:] if e[1] == "baseline"] == []
