@@ -225,6 +225,11 @@ def profile_workload(
             "ncu: the profiler printed no raw page on its output, so the kernel time, launch sizes and counters "
             "were read from the report file, which the profiled process could write"
         )
+    elif not profiler_output_private(jail):
+        outcome.notes.append(
+            "ncu: the profiled process ran as this evaluator's own user, so it could reopen the profiler's output "
+            "through /proc: the kernel time, launch sizes and counters printed there are no surer than the report file"
+        )
     (logs / "ncu-source.csv").write_text(source_csv)
     try:
         kernels = ncu_mod.parse_source_page(source_csv)
@@ -294,6 +299,13 @@ def _failure_reason(run: GroupResult, result_path: Path, report: Path) -> str | 
     if reason is None and not (report.exists() and report_announced(run.output, report)):
         reason = f"ncu wrote no report of its own (exit status {run.returncode})"
     return reason
+
+
+def profiler_output_private(jail: Jail | None) -> bool:
+    """Whether the profiled process cannot write to the profiler's output. That output is a pipe the parent made,
+    owned by the parent's user with mode 0600: a sandbox that runs as another user (a root evaluator's sandbox
+    user) cannot reopen it through /proc/<profiler pid>/fd; one that keeps the evaluator's own uid can."""
+    return jail is not None and jail.user is not None
 
 
 def report_announced(output: str, report: Path) -> bool:

@@ -86,6 +86,8 @@ def test_the_kernel_time_and_launches_are_the_printed_pages(tmp_path, monkeypatc
     assert outcome.check.ncu_gpu_time_ms == pytest.approx(0.5)
     assert [launch.grid for launch in outcome.launches] == [(132, 1, 1)]
     assert not [n for n in outcome.notes if "printed no raw page" in n]
+    # No sandbox here: the profiled process keeps this evaluator's uid and could write to the profiler's output.
+    assert [n for n in outcome.notes if "could reopen the profiler's output" in n]
     assert "--page raw --csv" in calls[0]  # the profile asked for the page on its output
     assert [c for c in calls if "--import" in c and "--page raw" in c] == []
 
@@ -106,3 +108,14 @@ def test_without_a_printed_page_the_report_is_read_and_the_verdict_says_so(tmp_p
     assert outcome.check.ncu_gpu_time_ms == pytest.approx(0.823648)
     assert [n for n in outcome.notes if "printed no raw page" in n]
     assert [c for c in calls if "--import" in c and "--page raw" in c]
+
+
+def test_the_profilers_output_is_private_only_to_a_sandbox_of_another_user():
+    """The pipe belongs to the parent's user (mode 0600): a root evaluator's sandbox user cannot reopen it through
+    /proc, a sandbox that keeps the evaluator's own uid (an unprivileged worker) or no sandbox at all can."""
+    from evaluator.isolation.jail import Jail, SandboxUser
+
+    assert arch_stage.profiler_output_private(Jail("bubblewrap", "test", user=SandboxUser(65534, 65534)))
+    assert arch_stage.profiler_output_private(Jail("unsandboxed", "test", user=SandboxUser(65534, 65534)))
+    assert not arch_stage.profiler_output_private(Jail("bubblewrap", "test", user=None))
+    assert not arch_stage.profiler_output_private(None)
