@@ -311,8 +311,9 @@ def profiler_output_private(jail: Jail | None) -> bool:
 def report_announced(output: str, report: Path) -> bool:
     """Whether Nsight Compute itself said it wrote `report` ("==PROF== Report: PATH", its last line). Its output
     is its own: the profiled process moved its stdout and stderr off that channel before loading the candidate
-    (child.leave_profiler_channel). A report file in the profile folder without that line was put there by
-    someone else, as when the profiler was killed before it wrote one."""
+    (child.leave_profiler_channel), and cannot reopen it while its sandbox runs as another user
+    (profiler_output_private). A report file in the profile folder without that line was put there by someone
+    else, as when the profiler was killed before it wrote one."""
     prefix = "==PROF== Report:"
     return any(
         line.startswith(prefix) and Path(line.removeprefix(prefix).strip()).name == report.name

@@ -219,7 +219,8 @@ def _dims(text: str) -> Dims:
 def printed_raw_page(output: str) -> str | None:
     """The raw page Nsight Compute printed on its own output during the profiled run (the profile command asks for
     it), or None when it printed none. That output is a pipe only the profiler holds: the profiled process gave it
-    up before candidate code ran, so, unlike the report file, nothing the candidate can write reaches it."""
+    up before candidate code ran, so, unlike the report file, nothing the candidate can write reaches it, as long as
+    the sandbox runs as another user than this process (arch_stage.profiler_output_private)."""
     try:
         parse_launches(output)
     except NcuParseError:
