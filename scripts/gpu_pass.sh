@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One session's GPU pass on an offline H200 (the device tool runs it from the repo root), in nine modes:
-#   smoke   references, the headline GEMM's phases, four corpus entries: a changed evaluator's first look.
-#   look    the headline GEMM's phases, two corpus entries (ENTRIES=a,b), the references: smoke, shortest first.
+#   smoke   the headline GEMM's phases, four corpus entries (ENTRIES=a,b,...), the references, in that order (shortest
+#           first): a changed evaluator's first look.
 #   fixit   tests/fixit/test_fixit_gpu.py alone (~2 minutes); FIXIT_REPEAT=3 runs it three times in a row, after
 #           the headline GEMM's phase table (bench/evaluator_phases.py) when PHASES=1.
 #   entries chosen corpus entries only (ENTRIES=a,b,...): a changed evaluator's first look before a whole round.
@@ -75,21 +75,12 @@ if [ "$mode" = checks ]; then
   finish
 fi
 
-if [ "$mode" = smoke ]; then  # a changed evaluator's first look: references, headline phases, a few entries
+if [ "$mode" = smoke ]; then  # a changed evaluator's first look, shortest step first so a call cut short keeps it
   begin
-  step references "${REF_LIMIT:-330}" 20 python3 scripts/gpu_references.py --out "$WORK/verdicts" --prebuild 8
   step phases "${PHASES_LIMIT:-150}" 40 python3 bench/evaluator_phases.py --repeats 2 --out "$WORK/phases"
   step corpus-entries "${ENTRY_LIMIT:-150}" 14 python3 tests/adversarial/corpus.py --prebuild 8 \
     --json "$WORK/corpus-checks.json" \
     --only "${ENTRIES:-python_patch_timer,cpu_gemm_host_threads,control_side_stream_joined,triton_escape_cache_link_environ}"
-  finish
-fi
-
-if [ "$mode" = look ]; then  # smoke's three steps, shortest first, so that a call cut short keeps what ran
-  begin
-  step phases "${PHASES_LIMIT:-150}" 40 python3 bench/evaluator_phases.py --repeats 2 --out "$WORK/phases"
-  step corpus-entries "${ENTRY_LIMIT:-150}" 14 python3 tests/adversarial/corpus.py --prebuild 8 \
-    --json "$WORK/corpus-checks.json" --only "${ENTRIES:-untimed_dummy_tensor,harness_profile_branch}"
   step references "${REF_LIMIT:-330}" 20 python3 scripts/gpu_references.py --out "$WORK/verdicts" --prebuild 8
   finish
 fi
