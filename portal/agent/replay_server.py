@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 HANG_LIMIT_S = 3600.0
+STOP_POLL_S = 0.02  # how often the serving loop checks for `stop`
 
 
 class ReplayScript:
@@ -106,7 +107,10 @@ class ReplayServer(ThreadingHTTPServer):
                     fh.write(json.dumps(entry) + "\n")
 
     def start_in_thread(self) -> threading.Thread:
-        thread = threading.Thread(target=self.serve_forever, name="replay-server", daemon=True)
+        # `stop` waits for the serving loop to notice; at the default half-second poll that is most of a short run.
+        thread = threading.Thread(
+            target=self.serve_forever, kwargs={"poll_interval": STOP_POLL_S}, name="replay-server", daemon=True
+        )
         thread.start()
         return thread
 

@@ -8,10 +8,9 @@ import hashlib
 import io
 import json
 import socket
-import threading
 import time
 import zipfile
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -251,19 +250,13 @@ class _FlakyPortal(BaseHTTPRequestHandler):
 
 def test_reads_are_retried_after_a_503_and_writes_never_are(tmp_path):
     _FlakyPortal.calls = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _FlakyPortal)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with serving(_FlakyPortal) as url:
         board = run_cli("board", "--task", GEMM, "--arch", "sm_90a", url=url, home=tmp_path)
         assert board.returncode == 0 and _FlakyPortal.calls == ["GET", "GET", "GET"], board.stderr
         args = ("run-model", "--endpoint", "https://x.test/v1", "--model", "m", "--arch", "sm_90a", "--tasks", GEMM)
         run = run_cli(*args, url=url, home=tmp_path, PTXBENCH_TOKEN="ptx_x")
         assert _one_line(run) == "ptxbench: HTTP 502"  # an HTML page: only its status
         assert _FlakyPortal.calls.count("POST") == 1  # a second POST could start a second run
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_every_command_has_help_and_bad_arguments_exit_2(capsys):

@@ -55,7 +55,8 @@ class FakePortal(BaseHTTPRequestHandler):
 def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     """`handler` on a free loopback port, for the duration: its base URL."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() waits for the serving loop's next poll: half a second at the default, for every test.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
