@@ -22,7 +22,10 @@
 #           --repeat 2, or CORPUS_REPEAT), started detached so that it outlives one device call: `corpus start`, then
 #           `corpus wait` in the next call (it waits up to WAIT_S and prints the table when done).
 #           Send that next call at once: the device tool gives an idle machine back after ~30 s, and a
-#           fresh machine has no corpus running (`corpus wait` then finds no log).
+#           fresh machine has no corpus running (`corpus wait` then finds no log). On a host of several GPUs,
+#           CORPUS_GPUS=all spreads each round over all of them (one runner process pinned to each GPU, as a worker
+#           pins itself): one round of 106 entries took 15 minutes on one H200 (2026-12-04), so two barely fit in one
+#           session's 30 minutes of device time.
 # Needs .carry/ (git-ignored; `bash scripts/make_gpu_carry.sh` builds it from .gpu-bundle/): site.tar.xz (the
 # Python packages the host lacks, pruned and compressed to fit the device tool's 64 MiB) and Debian .debs
 # (bubblewrap, redis-server). Everything lands in $OUT as one tarball plus the log.
@@ -188,14 +191,14 @@ fi
 
 if [ "$mode" = corpus ] && [ "$sub" = run ]; then  # in the foreground, within one call (CORPUS_ARGS=--gpu-only)
   env_log > "$WORK/corpus-env.log" 2>&1
-  timeout "${CORPUS_LIMIT:-540}" python3 tests/adversarial/corpus.py --repeat ${CORPUS_REPEAT:-2} --prebuild 12 ${CORPUS_ARGS:-} \
+  timeout "${CORPUS_LIMIT:-540}" python3 tests/adversarial/corpus.py --repeat ${CORPUS_REPEAT:-2} --prebuild 12 ${CORPUS_GPUS:+--gpus $CORPUS_GPUS} ${CORPUS_ARGS:-} \
     --json "$WORK/corpus.json" > "$WORK/corpus.log" 2>&1
   echo "exit $?" > "$WORK/corpus.done"
   sub=wait
 fi
 if [ "$mode" = corpus ] && [ "$sub" = start ]; then
   env_log > "$WORK/corpus-env.log" 2>&1
-  setsid nohup bash -c "cd '$PWD' && python3 tests/adversarial/corpus.py --repeat ${CORPUS_REPEAT:-2} --prebuild 12 ${CORPUS_ARGS:-} \
+  setsid nohup bash -c "cd '$PWD' && python3 tests/adversarial/corpus.py --repeat ${CORPUS_REPEAT:-2} --prebuild 12 ${CORPUS_GPUS:+--gpus $CORPUS_GPUS} ${CORPUS_ARGS:-} \
     --json '$WORK/corpus.json' > '$WORK/corpus.log' 2>&1; echo \"exit \$?\" > '$WORK/corpus.done'" \
     >/dev/null 2>&1 < /dev/null &
   sleep 2; echo "corpus started: $(date -u)"

@@ -4,7 +4,7 @@ expected verdicts, print the expected-vs-actual table.
 Used by tests/evaluator/test_adversarial_cpu.py, tests/evaluator/test_adversarial_gpu.py and, as a script,
 by scripts/gpu_tests.sh:
 
-    python tests/adversarial/corpus.py [--gpu-only|--cpu-only] [--repeat 2] [--json OUT]
+    python tests/adversarial/corpus.py [--gpu-only|--cpu-only] [--repeat 2] [--json OUT] [--gpus all|A,B,...]
 
 An entry whose needs are unmet here ("needs" in corpus.json, and a CUDA GPU for "gpu": true entries) is recorded
 as "not run", which is not ok: the script exits 1 when an entry failed, else 4 when one was not run, else 0.
@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import subprocess
 import sys
 import tempfile
 import threading
@@ -60,6 +62,7 @@ class Outcome:
     seconds: float = 0.0
     clean_after: str = ""  # "PASSED" or what the legitimate kernel got next ("" when not asked)
     skipped: str = ""  # why it was not run (its needs are unmet here); such an outcome is never ok
+    gpu: str = ""  # the CUDA_VISIBLE_DEVICES it ran under ("" when unset): which GPU of a host ran it
     verdict: dict[str, Any] = field(default_factory=dict)
 
 
@@ -250,6 +253,7 @@ def run_entry(entry: dict[str, Any], caps: dict[str, str | None]) -> Outcome:
         holds = [str(h.get("code")) for h in integrity.get("holds") or []] if isinstance(integrity, dict) else None
         actual += " + held " + ("?" if holds is None else "/".join(holds) or "none")
     outcome = Outcome(entry["name"], expected, actual, ok, detail, time.monotonic() - start)
+    outcome.gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     outcome.verdict = as_dict
     if entry.get("clean_after"):
         target = load()["tasks"][entry["on"]]
@@ -298,6 +302,12 @@ def main(argv: list[str] | None = None) -> int:
         help="in a round with GPU entries, run the CPU entries N at a time beside them (0: all one after another)",
     )
     parser.add_argument(
+        "--gpus",
+        metavar="all|A,B,...",
+        help="spread each round's entries over these GPUs (CUDA_VISIBLE_DEVICES values, or 'all' of this host's), "
+        "one process pinned to each; the rounds stay back to back",
+    )
+    parser.add_argument(
         "--no-compile-cache",
         action="store_true",
         help="compile every kernel every time (default: a compile cache private to this run, as a worker keeps one)",
@@ -312,6 +322,9 @@ def main(argv: list[str] | None = None) -> int:
         chosen = [e for e in chosen if e["name"] in names]
     caps = capabilities(gpu=any(e.get("gpu") for e in chosen))
     print("needs here:", {k: v or "met" for k, v in caps.items()}, flush=True)
+    gpus = gpu_list(args.gpus) if args.gpus else []
+    if len(gpus) > 1:
+        print(f"each round spread over {len(gpus)} GPUs: {', '.join(gpus)}", flush=True)
     if args.prebuild and os.environ.get("EVALUATOR_COMPILE_CACHE"):
         prebuild(chosen, args.prebuild)
     everything = []
@@ -320,8 +333,15 @@ def main(argv: list[str] | None = None) -> int:
         start = time.monotonic()
         record = {"round": round_no, "complete": False, "wall_seconds": 0.0, "outcomes": []}
         everything.append(record)
-        done = _recorder(round_no, record, everything, args.json)
-        outcomes = run_round(chosen, caps, done, beside=args.beside)
+        # A spread round's parts print their outcomes as they end; the round's record takes them when it ends.
+        done = _recorder(round_no, record, everything, args.json, echo=len(gpus) <= 1)
+        if len(gpus) > 1:
+            passed_on = ["--no-compile-cache"] if args.no_compile_cache else []
+            outcomes = run_spread_round(
+                chosen, gpus, round_no, done, beside=args.beside, json_path=args.json, passed_on=passed_on
+            )
+        else:
+            outcomes = run_round(chosen, caps, done, beside=args.beside)
         record["complete"], record["wall_seconds"] = True, time.monotonic() - start
         _save(args.json, everything)
         print(f"\n== corpus round {round_no}: {len(outcomes)} entries, wall time {record['wall_seconds']:.1f} s ==")
@@ -334,16 +354,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _recorder(
-    round_no: int, record: dict[str, Any], everything: list[dict[str, Any]], path: Path | None
+    round_no: int, record: dict[str, Any], everything: list[dict[str, Any]], path: Path | None, *, echo: bool = True
 ) -> Callable[[Outcome], None]:
-    """What to do with each outcome of a round as it ends (from any thread): print it, add it to the round's record,
-    save everything (a run stopped by its time limit keeps what it did)."""
+    """What to do with each outcome of a round as it ends (from any thread): print it (unless `echo` is off),
+    add it to the round's record, save everything (a run stopped by its time limit keeps what it did)."""
     lock, start = threading.Lock(), time.monotonic()
 
     def done(outcome: Outcome) -> None:
         verdict = "not run: " + outcome.skipped if outcome.skipped else "ok" if outcome.ok else "NOT OK"
         with lock:
-            print(f"  [{round_no}] {outcome.name}: {outcome.actual} ({verdict})", flush=True)
+            if echo:
+                print(f"  [{round_no}] {outcome.name}: {outcome.actual} ({verdict})", flush=True)
             record["outcomes"].append(outcome.__dict__)
             record["wall_seconds"] = time.monotonic() - start
             _save(path, everything)
@@ -376,6 +397,111 @@ def run_round(
                 by_name[entry["name"]] = one(entry)
         by_name.update({name: future.result() for name, future in pending.items()})
     return [by_name[e["name"]] for e in chosen]
+
+
+def gpu_list(spec: str) -> list[str]:
+    """The GPUs named by `--gpus`: 'all' is every GPU NVML lists here, by UUID (what a worker pins itself to)."""
+    if spec.strip() != "all":
+        return [g.strip() for g in spec.split(",") if g.strip()]
+    import pynvml
+
+    pynvml.nvmlInit()
+    try:
+        uuids = [
+            pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(i)) for i in range(pynvml.nvmlDeviceGetCount())
+        ]
+    finally:
+        pynvml.nvmlShutdown()
+    return [u.decode() if isinstance(u, bytes) else str(u) for u in uuids]
+
+
+def spread(chosen: list[dict[str, Any]], parts: int) -> list[list[dict[str, Any]]]:
+    """`chosen` dealt into `parts` lists, GPU entries and CPU entries each in turn, so that every part gets its
+    share of the GPU time (the GPU entries run one after another on a GPU; the CPU ones run beside them)."""
+    dealt: list[list[dict[str, Any]]] = [[] for _ in range(parts)]
+    for kind in (True, False):
+        for i, entry in enumerate(e for e in chosen if bool(e.get("gpu")) == kind):
+            dealt[i % parts].append(entry)
+    return dealt
+
+
+_PRINTED_OUTCOME = re.compile(r"^(\s+)\[1\] ")
+
+
+def run_spread_round(
+    chosen: list[dict[str, Any]],
+    gpus: list[str],
+    round_no: int,
+    done: Callable[[Outcome], None],
+    *,
+    beside: int,
+    json_path: Path | None,
+    passed_on: list[str] | None = None,
+) -> list[Outcome]:
+    """One round with `chosen` spread over `gpus`: a process of this script per GPU, pinned to it through
+    CUDA_VISIBLE_DEVICES as a GPU worker pins itself, each running its part once; the round ends when every part
+    has. Each part's outcomes come from the file that process writes as it goes, so a part that dies keeps what it
+    finished, and each entry it did not finish is a failed outcome naming why."""
+    if json_path is None:
+        folder = Path(tempfile.mkdtemp(prefix=f"ptxbench-corpus-round{round_no}-"))
+    else:  # beside the run's record, where a run cut short leaves each part's outcomes so far
+        folder = json_path.with_name(f"{json_path.name}.round{round_no}")
+        folder.mkdir(parents=True, exist_ok=True)
+    procs = []
+    for i, (gpu, part) in enumerate(zip(gpus, spread(chosen, len(gpus)), strict=True)):
+        if not part:
+            continue
+        out = folder / f"gpu{i}.json"
+        out.unlink(missing_ok=True)
+        argv = [sys.executable, str(Path(__file__).resolve()), "--only", ",".join(e["name"] for e in part)]
+        argv += ["--json", str(out), "--beside", str(beside), *(passed_on or [])]
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpu}
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        relay = threading.Thread(target=_relay, args=(proc, round_no, gpu), daemon=True)
+        relay.start()
+        procs.append((proc, relay, out, part, gpu))
+    by_name: dict[str, Outcome] = {}
+    for proc, relay, out, part, gpu in procs:
+        code = proc.wait()
+        relay.join()
+        finished = _part_outcomes(out)
+        for entry in part:
+            outcome = finished.get(entry["name"])
+            if outcome is None:
+                why = f"the process of GPU {gpu} ended (exit {code}) before this entry finished"
+                outcome = Outcome(entry["name"], "/".join(entry["expect"]["status"]), "no outcome", False, why, gpu=gpu)
+                print(f"  [{round_no}] {entry['name']}: no outcome (NOT OK): {why}", flush=True)
+            by_name[entry["name"]] = outcome
+    ordered = [by_name[e["name"]] for e in chosen if e["name"] in by_name]
+    for outcome in ordered:  # the round's record in the manifest's order, whichever part ended first
+        done(outcome)
+    return ordered
+
+
+def _relay(proc: subprocess.Popen[str], round_no: int, gpu: str) -> None:
+    """A part's output on this process's: its outcome lines numbered with the round and marked with the GPU, its
+    other lines (a traceback, the time-outs of a sandbox) marked with the GPU; its own table is left out (the round's
+    table follows)."""
+    assert proc.stdout is not None
+    table = False
+    for line in proc.stdout:
+        line = line.rstrip("\n")
+        table = table or line.startswith("== corpus round")
+        if _PRINTED_OUTCOME.match(line):
+            print(_PRINTED_OUTCOME.sub(rf"\g<1>[{round_no}] ", line) + f" on {gpu}", flush=True)
+        elif line.strip() and not table:
+            print(f"    ({gpu}) {line}", flush=True)
+
+
+def _part_outcomes(path: Path) -> dict[str, Outcome]:
+    """The outcomes a part's process wrote (its one round), by entry name; none when it wrote nothing."""
+    try:
+        rounds = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    fields = set(Outcome.__dataclass_fields__)
+    outcomes = [Outcome(**{k: v for k, v in o.items() if k in fields}) for r in rounds for o in r.get("outcomes", [])]
+    return {o.name: o for o in outcomes}
 
 
 def prebuild(chosen: list[dict[str, Any]], workers: int) -> list[str]:
