@@ -12,8 +12,9 @@
 #   cost    bench/evaluator_phases.py and bench/evaluator_bench.py on the headline GEMM, the Triton starter tests.
 #   holds   the false-hold rate (tests/submissions/test_false_holds_gpu.py: every sm_90a reference 5 times through the
 #           portal's GPU path with a CPU load), detached like corpus: `holds start`, then `holds wait` at once.
-#           All seven references take ~40 min: FALSE_HOLDS_ONLY=task/solution,... runs a part per session, and
-#           FALSE_HOLDS_THEN=... a second part after it.
+#           All ten references take ~40 min on one GPU: FALSE_HOLDS_ONLY=task/solution,... runs a part per session,
+#           FALSE_HOLDS_THEN=... a second part after it; on a host of several GPUs HOLDS_GPUS=all runs one part per
+#           GPU at once (FALSE_HOLDS_PART), each pinned to its GPU and loading its share of the cores.
 #   first   a changed evaluator's first look, detached like corpus (`first start`, then `first wait` at once): the
 #           lent-calls and evaluator GPU tests, every sm_90a reference kernel (verdicts kept), the library baselines
 #           of NEW_TASKS (default: the FP8 GEMM and d256 attention tasks; their outputs' error against the reference
@@ -130,27 +131,42 @@ fi
 
 if [ "$mode" = holds ] && [ "$sub" = start ]; then  # the false-hold rate: tests/submissions/test_false_holds_gpu.py, detached
   env_log > "$WORK/holds-env.log" 2>&1
-  # FALSE_HOLDS_THEN=task/solution,...: a second part run after the first ends, so that a call cut short by the device's
-  # time still has the first part whole (each round writes its rows to holds.jsonl as it ends).
-  holds="FALSE_HOLDS_OUT='$WORK/holds.jsonl' python3 -m pytest -m gpu -q -s -p no:cacheprovider -rA \
-    tests/submissions/test_false_holds_gpu.py >> '$WORK/holds.log' 2>&1"
-  setsid nohup bash -c "cd '$PWD' && : > '$WORK/holds.log'; $holds; rc=\$?
-    if [ -n '${FALSE_HOLDS_THEN:-}' ]; then FALSE_HOLDS_ONLY='${FALSE_HOLDS_THEN:-}' $holds; rc=\$(( rc | \$? )); fi
-    echo \"exit \$rc\" > '$WORK/holds.done'" \
-    >/dev/null 2>&1 < /dev/null &
-  sleep 2; echo "false-hold run started: $(date -u)"
+  # HOLDS_GPUS=all on a host of several GPUs: one part of the kernels per GPU (FALSE_HOLDS_PART), each process pinned
+  # to its GPU as a worker is, each loading its share of the cores, so the host is as busy as with one process.
+  gpus=("")
+  [ "${HOLDS_GPUS:-}" = all ] && mapfile -t gpus < <(nvidia-smi --query-gpu=uuid --format=csv,noheader)
+  parts=${#gpus[@]}
+  load=$(( $(nproc) / parts - 2 )); [ "$load" -ge 1 ] || load=1
+  echo "$parts" > "$WORK/holds.parts"; rm -f "$WORK"/holds-*.done
+  for i in "${!gpus[@]}"; do
+    pin=""
+    # Each part has its own data folder: the test database is a file there.
+    [ "$parts" -gt 1 ] && pin="CUDA_VISIBLE_DEVICES=${gpus[$i]} FALSE_HOLDS_PART=$i/$parts FALSE_HOLDS_LOAD=$load \
+      PORTAL_DATA_DIR='$WORK/holds-data-$i'"
+    # FALSE_HOLDS_THEN=task/solution,...: a second part run after the first ends, so that a call cut short by the
+    # device's time still has the first part whole (each round writes its rows to the part's .jsonl as it ends).
+    holds="$pin FALSE_HOLDS_OUT='$WORK/holds-$i.jsonl' python3 -m pytest -m gpu -q -s -p no:cacheprovider -rA \
+      tests/submissions/test_false_holds_gpu.py >> '$WORK/holds-$i.log' 2>&1"
+    setsid nohup bash -c "cd '$PWD' && : > '$WORK/holds-$i.log'; $holds; rc=\$?
+      if [ -n '${FALSE_HOLDS_THEN:-}' ]; then FALSE_HOLDS_ONLY='${FALSE_HOLDS_THEN:-}' $holds; rc=\$(( rc | \$? )); fi
+      echo \"exit \$rc\" > '$WORK/holds-$i.done'" \
+      >/dev/null 2>&1 < /dev/null &
+  done
+  sleep 2; echo "false-hold run started in $parts part(s): $(date -u)"
   exit 0
 fi
 if [ "$mode" = holds ] && [ "$sub" = wait ]; then
   end=$(( $(date +%s) + ${WAIT_S:-570} ))
-  while [ ! -f "$WORK/holds.done" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 5; done
-  if [ -f "$WORK/holds.done" ]; then
-    cat "$WORK/holds.done"; grep -E "STATIC_ONLY|PASSED|INCORRECT|ERROR|passed|failed" "$WORK/holds.log" | tail -45
-    cp "$WORK/holds.log" "$WORK/holds.jsonl" "$WORK/holds-env.log" "$FINAL/" 2>/dev/null
+  parts=$(cat "$WORK/holds.parts" 2>/dev/null || echo 1)
+  finished() { [ "$(find "$WORK" -maxdepth 1 -name 'holds-*.done' | wc -l)" -ge "$parts" ]; }
+  while ! finished && [ "$(date +%s)" -lt "$end" ]; do sleep 5; done
+  cat "$WORK"/holds-*.jsonl > "$WORK/holds.jsonl" 2>/dev/null
+  if finished; then
+    cat "$WORK"/holds-*.done; grep -hE "STATIC_ONLY|PASSED|INCORRECT|ERROR|passed|failed" "$WORK"/holds-*.log | tail -45
   else
-    echo "false-hold run still running: $(grep -c 'Successfully completed' "$WORK/holds.log") evaluations done"
-    cp "$WORK/holds.jsonl" "$WORK/holds-env.log" "$FINAL/" 2>/dev/null  # the rounds finished so far
+    echo "false-hold run still running: $(cat "$WORK"/holds-*.log | grep -c 'Successfully completed') evaluations done"
   fi
+  cp "$WORK"/holds-*.log "$WORK/holds.jsonl" "$WORK/holds-env.log" "$FINAL/" 2>/dev/null  # the rounds finished so far
   exit 0
 fi
 

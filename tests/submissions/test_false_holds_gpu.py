@@ -41,6 +41,19 @@ REPEATS = int(os.environ.get("FALSE_HOLDS_REPEATS", "5"))
 # takes 35 s (GEMM) to 115 s (attention) on the H200, so 5 rounds of all seven (~40 min) do not fit one session's
 # device time: the measurement is split across sessions by kernel, and the rows appended to FALSE_HOLDS_OUT.
 ONLY = {x for x in os.environ.get("FALSE_HOLDS_ONLY", "").split(",") if x}
+# "i/n": this process runs the i-th of n parts of the kernels (every n-th from the i-th), so that a host of n GPUs
+# runs the measurement as n processes, each pinned to its GPU (CUDA_VISIBLE_DEVICES) as a GPU worker is.
+PART = os.environ.get("FALSE_HOLDS_PART", "0/1")
+# The CPU load's processes: all but two cores by default; a process that runs one of n parts loads its share.
+LOAD = int(os.environ.get("FALSE_HOLDS_LOAD") or max(1, (os.cpu_count() or 3) - 2))
+
+
+def part_of(items: list, part: str) -> list:
+    """The `part` ("i/n") share of `items`: every n-th from the i-th."""
+    index, count = (int(x) for x in part.split("/"))
+    if not 0 <= index < count:
+        raise ValueError(f"FALSE_HOLDS_PART={part!r}: want i/n with 0 <= i < n")
+    return items[index::count]
 
 
 def _spin(stop: multiprocessing.Event) -> None:  # type: ignore[valid-type]
@@ -69,6 +82,8 @@ def _row(evaluation: Evaluation, label: str) -> dict:
         # Nsight Compute's time over the ranked latency: its spread on honest kernels is what integrity.NCU_MARGIN
         # (25%) must cover, and what would justify a smaller one.
         "trusted_ratio": (verdict.get("arch_check") or {}).get("trusted_ratio"),
+        "gpu": os.environ.get("CUDA_VISIBLE_DEVICES", ""),  # which GPU of the host, when the run is spread
+        "cpu_load_processes": LOAD,
     }
 
 
@@ -79,11 +94,12 @@ def test_no_reference_kernel_is_held_on_a_busy_host(settings):
     settings.MAX_ACTIVE_EVALUATIONS = 10_000
     sync_catalog()
     user = make_user("holds")
-    solutions = [s for s in find_solutions(REPO / "tasks", "sm_90a") if not ONLY or s.label in ONLY]
-    assert solutions, f"no sm_90a reference kernels found (FALSE_HOLDS_ONLY={sorted(ONLY)})"
+    chosen = [s for s in find_solutions(REPO / "tasks", "sm_90a") if not ONLY or s.label in ONLY]
+    solutions = part_of(chosen, PART)
+    assert solutions, f"no sm_90a reference kernels found (FALSE_HOLDS_ONLY={sorted(ONLY)}, part {PART})"
     out = os.environ.get("FALSE_HOLDS_OUT")
     stop = multiprocessing.Event()
-    load = [multiprocessing.Process(target=_spin, args=(stop,), daemon=True) for _ in range(max(1, os.cpu_count() - 2))]
+    load = [multiprocessing.Process(target=_spin, args=(stop,), daemon=True) for _ in range(LOAD)]
     for p in load:
         p.start()
     rows = []
