@@ -12,7 +12,7 @@
 #   cost    bench/evaluator_phases.py and bench/evaluator_bench.py on the headline GEMM, the Triton starter tests.
 #   holds   the false-hold rate (tests/submissions/test_false_holds_gpu.py: every sm_90a reference 5 times through the
 #           portal's GPU path with a CPU load), detached like corpus: `holds start`, then `holds wait` at once.
-#           All ten references take ~40 min on one GPU: FALSE_HOLDS_ONLY=task/solution,... runs a part per session,
+#           All ten references take about an hour on one GPU: FALSE_HOLDS_ONLY=task/solution,... runs a part per session,
 #           FALSE_HOLDS_THEN=... a second part after it; on a host of several GPUs HOLDS_GPUS=all runs one part per
 #           GPU at once (FALSE_HOLDS_PART), each pinned to its GPU and loading its share of the cores.
 #   first   a changed evaluator's first look, detached like corpus (`first start`, then `first wait` at once): the

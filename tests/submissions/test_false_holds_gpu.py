@@ -38,7 +38,7 @@ from tests.support.factories import REPO, make_user, sync_catalog  # noqa: E402
 
 REPEATS = int(os.environ.get("FALSE_HOLDS_REPEATS", "5"))
 # Kernel labels (task/solution, as printed) to run, comma-separated; empty: all. Through the portal an evaluation
-# takes 35 s (GEMM) to 115 s (attention) on the H200, so 5 rounds of all seven (~40 min) do not fit one session's
+# takes 35 s (GEMM) to 115 s (attention) on the H200, so 5 rounds of all ten (about an hour) do not fit one session's
 # device time: the measurement is split across sessions by kernel, and the rows appended to FALSE_HOLDS_OUT.
 ONLY = {x for x in os.environ.get("FALSE_HOLDS_ONLY", "").split(",") if x}
 # "i/n": this process runs the i-th of n parts of the kernels (every n-th from the i-th), so that a host of n GPUs
