@@ -400,19 +400,12 @@ def run_round(
 
 
 def gpu_list(spec: str) -> list[str]:
-    """The GPUs named by `--gpus`: 'all' is every GPU NVML lists here, by UUID (what a worker pins itself to)."""
+    """The GPUs named by `--gpus`: 'all' is every GPU nvidia-smi lists here, by UUID (what a worker pins itself to)."""
     if spec.strip() != "all":
         return [g.strip() for g in spec.split(",") if g.strip()]
-    import pynvml
+    from portal.submissions.gpu import detect_gpus  # the worker's own reading of the host's GPUs; needs no Django
 
-    pynvml.nvmlInit()
-    try:
-        uuids = [
-            pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(i)) for i in range(pynvml.nvmlDeviceGetCount())
-        ]
-    finally:
-        pynvml.nvmlShutdown()
-    return [u.decode() if isinstance(u, bytes) else str(u) for u in uuids]
+    return [gpu.uuid for gpu in detect_gpus()]
 
 
 def spread(chosen: list[dict[str, Any]], parts: int) -> list[list[dict[str, Any]]]:

@@ -7,6 +7,7 @@ policy), so the processes, the pinning and the records are the real ones on a ho
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -70,3 +71,15 @@ def test_spread_deals_gpu_entries_and_cpu_entries_each_in_turn():
     cpu = [{"name": f"c{i}", "gpu": False} for i in range(3)]
     parts = corpus.spread([gpu[0], cpu[0], gpu[1], cpu[1], gpu[2], cpu[2]], 2)
     assert [[e["name"] for e in p] for p in parts] == [["g0", "g2", "c0", "c2"], ["g1", "c1"]]
+
+
+def test_all_is_every_gpu_the_host_lists_by_uuid(tmp_path, monkeypatch):
+    """`--gpus all` reads the host's GPUs as a GPU worker does (nvidia-smi, here a stand-in listing two)."""
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(
+        "#!/bin/sh\necho '0, NVIDIA H200, GPU-aaaa, 580.159.04, 9.0'\necho '1, NVIDIA H200, GPU-bbbb, 580.159.04, 9.0'\n"
+    )
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    assert corpus.gpu_list("all") == ["GPU-aaaa", "GPU-bbbb"]
+    assert corpus.gpu_list(" a, b ,") == ["a", "b"]
