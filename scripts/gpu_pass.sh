@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One session's GPU pass on an offline H200 (the device tool runs it from the repo root), in nine modes:
+# One session's GPU pass on an offline H200 (the device tool runs it from the repo root), in ten modes:
 #   smoke   the headline GEMM's phases, four corpus entries (ENTRIES=a,b,...), the references, in that order (shortest
 #           first): a changed evaluator's first look.
 #   fixit   tests/fixit/test_fixit_gpu.py alone (~2 minutes); FIXIT_REPEAT=3 runs it three times in a row, after
@@ -19,6 +19,10 @@
 #           lent-calls and evaluator GPU tests, every sm_90a reference kernel (verdicts kept), the library baselines
 #           of NEW_TASKS (default: the FP8 GEMM and d256 attention tasks; their outputs' error against the reference
 #           is what their tolerance rests on), bench/probe_ncu_tensor_pipe.sh, and FIRST_ENTRIES of the corpus; ~13 minutes.
+#   pass    one session's look at a changed evaluator on one GPU, detached (`pass start`, then `pass wait` calls at
+#           once): every sm_90a reference kernel (verdicts kept), the headline GEMM's phases, the tensor-pipe probe,
+#           then the corpus once (CORPUS_REPEAT); about 25 minutes, the longest part last so a machine lost early keeps
+#           the rest.
 #   corpus  the whole adversarial corpus twice back to back in one process (tests/adversarial/corpus.py
 #           --repeat 2, or CORPUS_REPEAT), started detached so that it outlives one device call: `corpus start`, then
 #           `corpus wait` in the next call (it waits up to WAIT_S and prints the table when done).
@@ -205,6 +209,38 @@ if [ "$mode" = first ] && [ "$sub" = wait ]; then
   exit 0
 fi
 
+if [ "$mode" = pass ] && [ "$sub" = run ]; then  # the steps themselves (`pass start` runs this detached)
+  begin
+  step references "${REF_LIMIT:-480}" 24 python3 scripts/gpu_references.py --out "$WORK/verdicts" --prebuild 8
+  step phases "${PHASES_LIMIT:-150}" 40 python3 bench/evaluator_phases.py --repeats 2 --out "$WORK/phases"
+  step ncu-tensor-pipe "${PROBE_LIMIT:-150}" 40 env OUT="$WORK" bash bench/probe_ncu_tensor_pipe.sh
+  env_log > "$WORK/corpus-env.log" 2>&1
+  echo "corpus: started $(date -u)"
+  python3 tests/adversarial/corpus.py --repeat "${CORPUS_REPEAT:-1}" --prebuild 12 --json "$WORK/corpus.json" \
+    > "$WORK/corpus.log" 2>&1
+  echo "corpus: exit $? $(date -u)"; echo "exit 0" > "$WORK/pass.done"
+  gzip -kf "$WORK/corpus.json"; finish
+fi
+if [ "$mode" = pass ] && [ "$sub" = start ]; then
+  rm -f "$WORK/pass.done"
+  setsid nohup bash "$0" pass run >/dev/null 2>&1 < /dev/null &
+  sleep 2; echo "pass started: $(date -u)"
+  sub=wait
+fi
+if [ "$mode" = pass ] && [ "$sub" = wait ]; then
+  end=$(( $(date +%s) + ${WAIT_S:-570} ))
+  while [ ! -f "$WORK/pass.done" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 5; done
+  grep -E "^[a-z-]+: exit [0-9]+ in [0-9]+ s$|^corpus: " "$WORK/pass.log"
+  grep -hE "^ *(ok|NO) |TFLOP|total" "$WORK/references.log" 2>/dev/null | tail -14
+  if [ -f "$WORK/corpus.log" ]; then
+    echo "corpus: $(grep -c '^\s*\[' "$WORK/corpus.log") entries done, $(grep -c '(NOT OK' "$WORK/corpus.log") not as expected"
+    grep -E '^\s+\[[0-9]\].*\(NOT OK' "$WORK/corpus.log" | head -8
+  fi
+  [ -f "$WORK/pass.done" ] && sed -n '/^== corpus round/,$p' "$WORK/corpus.log" | grep -E "^==|NO |  no " | head -40
+  pack; cp "$WORK/pass.log" "$WORK/env.log" "$WORK/corpus-env.log" "$WORK/corpus.log" "$FINAL/" 2>/dev/null
+  exit 0
+fi
+
 if [ "$mode" = corpus ] && [ "$sub" = run ]; then  # in the foreground, within one call (CORPUS_ARGS=--gpu-only)
   env_log > "$WORK/corpus-env.log" 2>&1
   timeout "${CORPUS_LIMIT:-540}" python3 tests/adversarial/corpus.py --repeat ${CORPUS_REPEAT:-2} --prebuild 12 ${CORPUS_GPUS:+--gpus $CORPUS_GPUS} ${CORPUS_ARGS:-} \
@@ -226,9 +262,9 @@ if [ "$mode" = corpus ] && [ "$sub" = wait ]; then
   grep -E '^\s+\[[0-9]\]' "$WORK/corpus.log" | tail -3
   if [ -f "$WORK/corpus.done" ]; then
     cat "$WORK/corpus.done"; sed -n '/^== corpus round/,$p' "$WORK/corpus.log" | grep -E "^==|NO |  no " | head -40
-    gzip -kf "$WORK/corpus.json"; pack; cp "$WORK/corpus.log" "$FINAL/"
+    gzip -kf "$WORK/corpus.json"; pack; cp "$WORK/corpus.log" "$WORK/corpus-env.log" "$FINAL/"
   else
     echo "corpus still running: $(grep -c '^\s*\[' "$WORK/corpus.log") entries done, $(grep -c '(NOT OK' "$WORK/corpus.log") not as expected"
-    grep -E '^\s+\[[0-9]\].*\(NOT OK' "$WORK/corpus.log" | head -5; cp "$WORK/corpus.log" "$FINAL/"
+    grep -E '^\s+\[[0-9]\].*\(NOT OK' "$WORK/corpus.log" | head -5; cp "$WORK/corpus.log" "$WORK/corpus-env.log" "$FINAL/"
   fi
 fi
