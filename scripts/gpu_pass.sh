@@ -232,6 +232,7 @@ if [ "$mode" = pass ] && [ "$sub" = wait ]; then
   while [ ! -f "$WORK/pass.done" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 5; done
   grep -E "^[a-z-]+: exit [0-9]+ in [0-9]+ s$|^corpus: " "$WORK/pass.log"
   sed -n '/^== reference kernels/,$p' "$WORK/references.log" 2>/dev/null | cut -c1-130
+  grep -h "^run [0-9]" "$WORK/phases.log" 2>/dev/null | cut -c1-200
   if [ -f "$WORK/corpus.log" ]; then
     echo "corpus: $(grep -c '^\s*\[' "$WORK/corpus.log") entries done, $(grep -c '(NOT OK' "$WORK/corpus.log") not as expected"
     grep -E '^\s+\[[0-9]\].*\(NOT OK' "$WORK/corpus.log" | head -8
