@@ -20,9 +20,9 @@
 #           of NEW_TASKS (default: the FP8 GEMM and d256 attention tasks; their outputs' error against the reference
 #           is what their tolerance rests on), bench/probe_ncu_tensor_pipe.sh, and FIRST_ENTRIES of the corpus; ~13 minutes.
 #   pass    one session's look at a changed evaluator on one GPU, detached (`pass start`, then `pass wait` calls at
-#           once): every sm_90a reference kernel (verdicts kept), the headline GEMM's phases, the tensor-pipe probe,
-#           then the corpus once (CORPUS_REPEAT); about 25 minutes, the longest part last so a machine lost early keeps
-#           the rest.
+#           once): the headline GEMM's phases, the tensor-pipe probe, every sm_90a reference kernel when
+#           PASS_REFERENCES=1, the false-hold test on PASS_HOLDS (default: the FP8 reference), then the corpus once
+#           (CORPUS_REPEAT); the longest part last, so a machine lost early keeps the rest.
 #   corpus  the whole adversarial corpus twice back to back in one process (tests/adversarial/corpus.py
 #           --repeat 2, or CORPUS_REPEAT), started detached so that it outlives one device call: `corpus start`, then
 #           `corpus wait` in the next call (it waits up to WAIT_S and prints the table when done).
@@ -211,9 +211,15 @@ fi
 
 if [ "$mode" = pass ] && [ "$sub" = run ]; then  # the steps themselves (`pass start` runs this detached)
   begin
-  step references "${REF_LIMIT:-480}" 24 python3 scripts/gpu_references.py --out "$WORK/verdicts" --prebuild 8
   step phases "${PHASES_LIMIT:-150}" 40 python3 bench/evaluator_phases.py --repeats 2 --out "$WORK/phases"
   step ncu-tensor-pipe "${PROBE_LIMIT:-150}" 40 env OUT="$WORK" bash bench/probe_ncu_tensor_pipe.sh
+  if [ "${PASS_REFERENCES:-0}" = 1 ]; then
+    step references "${REF_LIMIT:-480}" 24 python3 scripts/gpu_references.py --out "$WORK/verdicts" --prebuild 8
+  fi
+  # The false-hold test through the portal's GPU path (each round's rows appended to holds-0.jsonl as it ends).
+  step holds "${HOLDS_LIMIT:-420}" 30 env FALSE_HOLDS_ONLY="${PASS_HOLDS:-gemm_fp8_n7168_k5120/hopper_tma_wgmma_fp8}" \
+    FALSE_HOLDS_OUT="$WORK/holds-0.jsonl" python3 -m pytest -m gpu -q -s -p no:cacheprovider -rA \
+    tests/submissions/test_false_holds_gpu.py
   env_log > "$WORK/corpus-env.log" 2>&1
   echo "corpus: started $(date -u)"
   python3 tests/adversarial/corpus.py --repeat "${CORPUS_REPEAT:-1}" --prebuild 12 --json "$WORK/corpus.json" \
@@ -233,12 +239,13 @@ if [ "$mode" = pass ] && [ "$sub" = wait ]; then
   grep -E "^[a-z-]+: exit [0-9]+ in [0-9]+ s$|^corpus: " "$WORK/pass.log"
   sed -n '/^== reference kernels/,$p' "$WORK/references.log" 2>/dev/null | cut -c1-130
   grep -h "^run [0-9]" "$WORK/phases.log" 2>/dev/null | cut -c1-200
+  grep -hE "held|PASSED|passed|failed|rows" "$WORK/holds.log" 2>/dev/null | tail -12 | cut -c1-200
   if [ -f "$WORK/corpus.log" ]; then
     echo "corpus: $(grep -c '^\s*\[' "$WORK/corpus.log") entries done, $(grep -c '(NOT OK' "$WORK/corpus.log") not as expected"
     grep -E '^\s+\[[0-9]\].*\(NOT OK' "$WORK/corpus.log" | head -8
   fi
   [ -f "$WORK/pass.done" ] && sed -n '/^== corpus round/,$p' "$WORK/corpus.log" | grep -E "^==|NO |  no " | head -40
-  pack; cp "$WORK/pass.log" "$WORK/env.log" "$WORK/corpus-env.log" "$WORK/corpus.log" "$FINAL/" 2>/dev/null
+  pack; cp "$WORK/pass.log" "$WORK/env.log" "$WORK/corpus-env.log" "$WORK/corpus.log" "$WORK/holds-0.jsonl" "$FINAL/" 2>/dev/null
   exit 0
 fi
 
