@@ -70,6 +70,17 @@ fixit_step() {
   export FIXIT_EXAMPLE_OUT="$WORK/fixit-example" FIXIT_VERDICTS_OUT="$WORK/fixit-verdicts"
   step fixit "${FIXIT_LIMIT:-240}" 25 python3 -m pytest -m gpu -q -p no:cacheprovider -rA tests/fixit/test_fixit_gpu.py
 }
+# detach, await_done: `bash $0 MODE run` started so that it outlives this device call, and the next call's wait
+# (up to WAIT_S) for its $WORK/MODE.done.
+detach() {
+  rm -f "$WORK/$mode.done"
+  setsid nohup bash "$0" "$mode" run >/dev/null 2>&1 < /dev/null &
+  sleep 2; echo "$mode started: $(date -u)"
+}
+await_done() {
+  local end=$(( $(date +%s) + ${WAIT_S:-570} ))
+  while [ ! -f "$WORK/$mode.done" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 5; done
+}
 begin() { exec > >(tee "$WORK/$mode.log") 2>&1; env_log | tee "$WORK/env.log"; }
 finish() { cp "$WORK/$mode.log" "$FINAL/"; exit 0; }
 
@@ -190,15 +201,9 @@ if [ "$mode" = first ] && [ "$sub" = run ]; then  # the steps themselves (`first
   echo "exit 0" > "$WORK/first.done"
   finish
 fi
-if [ "$mode" = first ] && [ "$sub" = start ]; then
-  rm -f "$WORK/first.done"
-  setsid nohup bash "$0" first run >/dev/null 2>&1 < /dev/null &
-  sleep 2; echo "first look started: $(date -u)"
-  sub=wait
-fi
+if [ "$mode" = first ] && [ "$sub" = start ]; then detach; sub=wait; fi
 if [ "$mode" = first ] && [ "$sub" = wait ]; then
-  end=$(( $(date +%s) + ${WAIT_S:-570} ))
-  while [ ! -f "$WORK/first.done" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 5; done
+  await_done
   grep -E "^[a-z-]+: exit [0-9]+ in [0-9]+ s$" "$WORK/first.log"
   if [ -f "$WORK/first.done" ]; then
     grep -hE "passed|failed|^ *(ok|NO) |  \[1\] |differs|TFLOP" "$WORK"/{gpu-tests,references,baselines,corpus-entries}.log | tail -60
@@ -227,15 +232,9 @@ if [ "$mode" = pass ] && [ "$sub" = run ]; then  # the steps themselves (`pass s
   echo "corpus: exit $? $(date -u)"; echo "exit 0" > "$WORK/pass.done"
   gzip -kf "$WORK/corpus.json"; finish
 fi
-if [ "$mode" = pass ] && [ "$sub" = start ]; then
-  rm -f "$WORK/pass.done"
-  setsid nohup bash "$0" pass run >/dev/null 2>&1 < /dev/null &
-  sleep 2; echo "pass started: $(date -u)"
-  sub=wait
-fi
+if [ "$mode" = pass ] && [ "$sub" = start ]; then detach; sub=wait; fi
 if [ "$mode" = pass ] && [ "$sub" = wait ]; then
-  end=$(( $(date +%s) + ${WAIT_S:-570} ))
-  while [ ! -f "$WORK/pass.done" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 5; done
+  await_done
   grep -E "^[a-z-]+: exit [0-9]+ in [0-9]+ s$|^corpus: " "$WORK/pass.log"
   sed -n '/^== reference kernels/,$p' "$WORK/references.log" 2>/dev/null | cut -c1-130
   grep -h "^run [0-9]" "$WORK/phases.log" 2>/dev/null | cut -c1-200
