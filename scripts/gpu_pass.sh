@@ -22,7 +22,8 @@
 #   pass    one session's look at a changed evaluator on one GPU, detached (`pass start`, then `pass wait` calls at
 #           once): the headline GEMM's phases, the tensor-pipe probe, every sm_90a reference kernel when
 #           PASS_REFERENCES=1, the false-hold test on PASS_HOLDS (default: the FP8 reference), then the corpus once
-#           (CORPUS_REPEAT); the longest part last, so a machine lost early keeps the rest.
+#           (CORPUS_REPEAT; PASS_ENTRIES=FILE: only its entries, in its order); the longest part last, so a machine
+#           lost early keeps the rest.
 #   corpus  the whole adversarial corpus twice back to back in one process (tests/adversarial/corpus.py
 #           --repeat 2, or CORPUS_REPEAT), started detached so that it outlives one device call: `corpus start`, then
 #           `corpus wait` in the next call (it waits up to WAIT_S and prints the table when done).
@@ -227,8 +228,10 @@ if [ "$mode" = pass ] && [ "$sub" = run ]; then  # the steps themselves (`pass s
     tests/submissions/test_false_holds_gpu.py
   env_log > "$WORK/corpus-env.log" 2>&1
   echo "corpus: started $(date -u)"
-  python3 tests/adversarial/corpus.py --repeat "${CORPUS_REPEAT:-1}" --prebuild 12 --json "$WORK/corpus.json" \
-    > "$WORK/corpus.log" 2>&1
+  # PASS_ENTRIES=FILE (one entry name a line): those entries only, e.g. the ones a cut-short run did not reach.
+  only=(); [ -n "${PASS_ENTRIES:-}" ] && only=(--only "$(grep -v '^#' "$PASS_ENTRIES" | paste -sd, -)")
+  python3 tests/adversarial/corpus.py --repeat "${CORPUS_REPEAT:-1}" --prebuild 12 "${only[@]}" \
+    --json "$WORK/corpus.json" > "$WORK/corpus.log" 2>&1
   echo "corpus: exit $? $(date -u)"; echo "exit 0" > "$WORK/pass.done"
   gzip -kf "$WORK/corpus.json"; finish
 fi

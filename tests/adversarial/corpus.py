@@ -285,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     which.add_argument("--gpu-only", action="store_true")
     which.add_argument("--cpu-only", action="store_true")
     parser.add_argument("--repeat", type=int, default=1, help="run the corpus this many times back to back")
-    parser.add_argument("--only", help="comma-separated entry names")
+    parser.add_argument("--only", help="comma-separated entry names, run in that order")
     parser.add_argument("--json", type=Path, help="write every outcome (with its verdict) here")
     parser.add_argument(
         "--prebuild",
@@ -318,8 +318,14 @@ def main(argv: list[str] | None = None) -> int:
     print("compile cache:", os.environ.get("EVALUATOR_COMPILE_CACHE") or "off", flush=True)
     chosen = entries(gpu=True if args.gpu_only else False if args.cpu_only else None)
     if args.only:
-        names = set(args.only.split(","))
-        chosen = [e for e in chosen if e["name"] in names]
+        # In the order given, so that a run cut short has the entries named first; a name that is no entry of this
+        # selection is refused rather than left out in silence.
+        wanted = list(dict.fromkeys(n for n in args.only.split(",") if n))
+        by_name = {e["name"]: e for e in chosen}
+        unknown = [n for n in wanted if n not in by_name]
+        if unknown:
+            parser.error(f"--only names no entry of this selection: {', '.join(unknown)}")
+        chosen = [by_name[n] for n in wanted]
     caps = capabilities(gpu=any(e.get("gpu") for e in chosen))
     print("needs here:", {k: v or "met" for k, v in caps.items()}, flush=True)
     gpus = gpu_list(args.gpus) if args.gpus else []

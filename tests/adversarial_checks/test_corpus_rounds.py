@@ -5,9 +5,12 @@ host without a GPU; every evaluation is real."""
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 from pathlib import Path
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adversarial"))
 
@@ -62,3 +65,19 @@ def test_the_prebuild_keeps_each_gpu_entrys_compile_and_a_cuda_entrys_sass(
     assert len(entries) == 1
     assert "saxpy_steps" in (entries[0] / "kernel.sass").read_text()
     assert len([p for p in cache.iterdir() if (p / "triton-cache.tar").is_file()]) == 1
+
+
+def test_only_runs_the_entries_in_the_order_given_and_refuses_a_name_it_does_not_know(tmp_path, capsys):
+    """`--only b,a` runs b first (a session's run cut short by the device keeps the entries it named first), and a
+    misspelt name stops the run before anything is evaluated instead of leaving the entry out in silence."""
+    out = tmp_path / "corpus.json"
+    later, earlier = "include_etc_passwd", "cublas_dlopen"  # the manifest lists cublas_dlopen first
+    names = [e["name"] for e in corpus.entries(gpu=False)]
+    assert names.index(earlier) < names.index(later)
+    assert corpus.main(["--cpu-only", "--only", f"{later},{earlier}", "--no-compile-cache", "--json", str(out)]) == 0
+    (record,) = json.loads(out.read_text())
+    assert [o["name"] for o in record["outcomes"]] == [later, earlier]
+    with pytest.raises(SystemExit) as stop:
+        corpus.main(["--cpu-only", "--only", f"{earlier},cublas_dlopn", "--no-compile-cache"])
+    assert stop.value.code == 2
+    assert "--only names no entry of this selection: cublas_dlopn" in capsys.readouterr().err
