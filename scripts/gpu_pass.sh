@@ -20,8 +20,8 @@
 #           of NEW_TASKS (default: the FP8 GEMM and d256 attention tasks; their outputs' error against the reference
 #           is what their tolerance rests on), bench/probe_ncu_tensor_pipe.sh, and FIRST_ENTRIES of the corpus; ~13 minutes.
 #   pass    one session's look at a changed evaluator on one GPU, detached (`pass start`, then `pass wait` calls at
-#           once): the headline GEMM's phases, the tensor-pipe probe, every sm_90a reference kernel when
-#           PASS_REFERENCES=1, the false-hold test on PASS_HOLDS (default: the FP8 reference), then the corpus once
+#           once): every sm_90a reference kernel when PASS_REFERENCES=1, the false-hold test on PASS_HOLDS (default:
+#           the FP8 reference), the tensor-pipe probe, the headline GEMM's phases, then the corpus once
 #           (CORPUS_REPEAT; PASS_ENTRIES=FILE: only its entries, in its order); the longest part last, so a machine
 #           lost early keeps the rest.
 #   corpus  the whole adversarial corpus twice back to back in one process (tests/adversarial/corpus.py
@@ -217,8 +217,6 @@ fi
 
 if [ "$mode" = pass ] && [ "$sub" = run ]; then  # the steps themselves (`pass start` runs this detached)
   begin
-  step phases "${PHASES_LIMIT:-150}" 40 python3 bench/evaluator_phases.py --repeats 2 --out "$WORK/phases"
-  step ncu-tensor-pipe "${PROBE_LIMIT:-150}" 40 env OUT="$WORK" bash bench/probe_ncu_tensor_pipe.sh
   if [ "${PASS_REFERENCES:-0}" = 1 ]; then
     step references "${REF_LIMIT:-480}" 24 python3 scripts/gpu_references.py --out "$WORK/verdicts" --prebuild 8
   fi
@@ -226,6 +224,8 @@ if [ "$mode" = pass ] && [ "$sub" = run ]; then  # the steps themselves (`pass s
   step holds "${HOLDS_LIMIT:-420}" 30 env FALSE_HOLDS_ONLY="${PASS_HOLDS:-gemm_fp8_n7168_k5120/hopper_tma_wgmma_fp8}" \
     FALSE_HOLDS_OUT="$WORK/holds-0.jsonl" python3 -m pytest -m gpu -q -s -p no:cacheprovider -rA \
     tests/submissions/test_false_holds_gpu.py
+  step ncu-tensor-pipe "${PROBE_LIMIT:-150}" 40 env OUT="$WORK" bash bench/probe_ncu_tensor_pipe.sh
+  step phases "${PHASES_LIMIT:-150}" 40 python3 bench/evaluator_phases.py --repeats 2 --out "$WORK/phases"
   env_log > "$WORK/corpus-env.log" 2>&1
   echo "corpus: started $(date -u)"
   # PASS_ENTRIES=FILE (one entry name a line): those entries only, e.g. the ones a cut-short run did not reach.
