@@ -82,12 +82,28 @@ await_done() {
   local end=$(( $(date +%s) + ${WAIT_S:-570} ))
   while [ ! -f "$WORK/$mode.done" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 5; done
 }
+# The steps more than one mode runs: LIMIT (the default of its *_LIMIT variable) and the LINES of its log shown.
+references_step() {  # references_step LIMIT LINES
+  step references "${REF_LIMIT:-$1}" "$2" python3 scripts/gpu_references.py --out "$WORK/verdicts" --prebuild 8
+}
+phases_step() {  # phases_step REPEATS LINES
+  step phases "${PHASES_LIMIT:-150}" "$2" python3 bench/evaluator_phases.py --repeats "$1" --out "$WORK/phases"
+}
+probe_step() { step ncu-tensor-pipe "${PROBE_LIMIT:-150}" 40 env OUT="$WORK" bash bench/probe_ncu_tensor_pipe.sh; }
+# The false-hold test (every sm_90a reference five times through the portal's GPU path with a CPU load).
+HOLDS_TEST="python3 -m pytest -m gpu -q -s -p no:cacheprovider -rA tests/submissions/test_false_holds_gpu.py"
+# What a corpus run has done so far: its count, the entries not as expected and, once it has ended, its table.
+corpus_summary() {  # corpus_summary ENDED(0|1)
+  echo "corpus: $(grep -c '^\s*\[' "$WORK/corpus.log") entries done, $(grep -c '(NOT OK' "$WORK/corpus.log") not as expected"
+  grep -E '^\s+\[[0-9]\].*\(NOT OK' "$WORK/corpus.log" | head -8
+  [ "$1" = 1 ] && sed -n '/^== corpus round/,$p' "$WORK/corpus.log" | grep -E "^==|NO |  no " | head -40
+}
 begin() { exec > >(tee "$WORK/$mode.log") 2>&1; env_log | tee "$WORK/env.log"; }
 finish() { cp "$WORK/$mode.log" "$FINAL/"; exit 0; }
 
 if [ "$mode" = checks ]; then
   begin
-  step references "${REF_LIMIT:-330}" 20 python3 scripts/gpu_references.py --out "$WORK/verdicts" --prebuild 8
+  references_step 330 20
   step corpus-entries "${ENTRY_LIMIT:-150}" 12 python3 tests/adversarial/corpus.py --prebuild 8 \
     --json "$WORK/corpus-checks.json" \
     --only "${ENTRIES:-module_loaded_same_name,triton_skip_after_trials,triton_dead_dot,infinite_loop}"
@@ -97,18 +113,18 @@ fi
 
 if [ "$mode" = smoke ]; then  # a changed evaluator's first look, shortest step first so a call cut short keeps it
   begin
-  step phases "${PHASES_LIMIT:-150}" 40 python3 bench/evaluator_phases.py --repeats 2 --out "$WORK/phases"
+  phases_step 2 40
   step corpus-entries "${ENTRY_LIMIT:-150}" 14 python3 tests/adversarial/corpus.py --prebuild 8 \
     --json "$WORK/corpus-checks.json" \
     --only "${ENTRIES:-python_patch_timer,cpu_gemm_host_threads,control_side_stream_joined,triton_escape_cache_link_environ}"
-  step references "${REF_LIMIT:-330}" 20 python3 scripts/gpu_references.py --out "$WORK/verdicts" --prebuild 8
+  references_step 330 20
   finish
 fi
 
 if [ "$mode" = fixit ]; then  # the Fixit end-to-end test alone (its dataset, or its attempts' verdicts, packed)
   begin
   if [ "${PHASES:-0}" = 1 ]; then  # first: the shorter of the two, so a call cut short still has it
-    step phases "${PHASES_LIMIT:-150}" 40 python3 bench/evaluator_phases.py --repeats 2 --out "$WORK/phases"
+    phases_step 2 40
   fi
   for n in $(seq 1 "${FIXIT_REPEAT:-1}"); do
     echo "== fixit run $n of ${FIXIT_REPEAT:-1}"
@@ -127,7 +143,7 @@ fi
 
 if [ "$mode" = probe ]; then  # where a verdict's time goes, the library baselines, the Triton GPU tests
   begin
-  step phases "${PHASES_LIMIT:-150}" 40 python3 bench/evaluator_phases.py --repeats 2 --out "$WORK/phases"
+  phases_step 2 40
   mkdir -p "$WORK/baselines"
   step baselines "${BASELINES_LIMIT:-240}" 45 python3 scripts/measure_baselines.py --out "$WORK/baselines"
   step triton-gpu "${STARTER_LIMIT:-150}" 25 python3 -m pytest -m gpu -q -p no:cacheprovider -rA \
@@ -137,7 +153,7 @@ fi
 
 if [ "$mode" = cost ]; then  # the headline GEMM's time per verdict, every stage, and where it goes; Triton starters
   begin
-  step phases "${PHASES_LIMIT:-150}" 60 python3 bench/evaluator_phases.py --repeats 3 --out "$WORK/phases"
+  phases_step 3 60
   step evaluator-bench "${BENCH_LIMIT:-120}" 12 python3 bench/evaluator_bench.py --repeats 2 \
     --skip fidelity,calibration --out "$WORK/bench"
   step triton-starters "${STARTER_LIMIT:-200}" 12 python3 -m pytest -m gpu -q -p no:cacheprovider -rA -k starter \
@@ -161,8 +177,7 @@ if [ "$mode" = holds ] && [ "$sub" = start ]; then  # the false-hold rate: tests
       PORTAL_DATA_DIR='$WORK/holds-data-$i'"
     # FALSE_HOLDS_THEN=task/solution,...: a second part run after the first ends, so that a call cut short by the
     # device's time still has the first part whole (each round writes its rows to the part's .jsonl as it ends).
-    holds="$pin FALSE_HOLDS_OUT='$WORK/holds-$i.jsonl' python3 -m pytest -m gpu -q -s -p no:cacheprovider -rA \
-      tests/submissions/test_false_holds_gpu.py >> '$WORK/holds-$i.log' 2>&1"
+    holds="$pin FALSE_HOLDS_OUT='$WORK/holds-$i.jsonl' $HOLDS_TEST >> '$WORK/holds-$i.log' 2>&1"
     setsid nohup bash -c "cd '$PWD' && : > '$WORK/holds-$i.log'; $holds; rc=\$?
       if [ -n '${FALSE_HOLDS_THEN:-}' ]; then FALSE_HOLDS_ONLY='${FALSE_HOLDS_THEN:-}' $holds; rc=\$(( rc | \$? )); fi
       echo \"exit \$rc\" > '$WORK/holds-$i.done'" \
@@ -190,12 +205,12 @@ if [ "$mode" = first ] && [ "$sub" = run ]; then  # the steps themselves (`first
   begin
   step gpu-tests "${GPU_TESTS_LIMIT:-540}" 30 python3 -m pytest -m gpu -q -p no:cacheprovider -rA \
     tests/evaluator/test_lent_calls_gpu.py tests/evaluator/test_gpu_evaluator.py
-  step references "${REF_LIMIT:-480}" 24 python3 scripts/gpu_references.py --out "$WORK/verdicts" --prebuild 8
+  references_step 480 24
   mkdir -p "$WORK/baselines"
   # shellcheck disable=SC2086  # the task names are words
   step baselines "${BASELINES_LIMIT:-240}" 20 python3 scripts/measure_baselines.py --out "$WORK/baselines" \
     --tasks ${NEW_TASKS:-gemm_fp8_n7168_k5120 mha_with_lse_d256 mha_with_lse_d256_causal}
-  step ncu-tensor-pipe "${PROBE_LIMIT:-150}" 40 env OUT="$WORK" bash bench/probe_ncu_tensor_pipe.sh
+  probe_step
   step corpus-entries "${ENTRY_LIMIT:-300}" 12 python3 tests/adversarial/corpus.py --prebuild 8 \
     --json "$WORK/corpus-first.json" \
     --only "${FIRST_ENTRIES:-untimed_seed_prediction,triton_untimed_timer_forgery,harness_profile_branch,control_reference_hopper}"
@@ -218,14 +233,14 @@ fi
 if [ "$mode" = pass ] && [ "$sub" = run ]; then  # the steps themselves (`pass start` runs this detached)
   begin
   if [ "${PASS_REFERENCES:-0}" = 1 ]; then
-    step references "${REF_LIMIT:-480}" 24 python3 scripts/gpu_references.py --out "$WORK/verdicts" --prebuild 8
+    references_step 480 24
   fi
   # The false-hold test through the portal's GPU path (each round's rows appended to holds-0.jsonl as it ends).
+  # shellcheck disable=SC2086  # the test's command is words
   step holds "${HOLDS_LIMIT:-420}" 30 env FALSE_HOLDS_ONLY="${PASS_HOLDS:-gemm_fp8_n7168_k5120/hopper_tma_wgmma_fp8}" \
-    FALSE_HOLDS_OUT="$WORK/holds-0.jsonl" python3 -m pytest -m gpu -q -s -p no:cacheprovider -rA \
-    tests/submissions/test_false_holds_gpu.py
-  step ncu-tensor-pipe "${PROBE_LIMIT:-150}" 40 env OUT="$WORK" bash bench/probe_ncu_tensor_pipe.sh
-  step phases "${PHASES_LIMIT:-150}" 40 python3 bench/evaluator_phases.py --repeats 2 --out "$WORK/phases"
+    FALSE_HOLDS_OUT="$WORK/holds-0.jsonl" $HOLDS_TEST
+  probe_step
+  phases_step 2 40
   env_log > "$WORK/corpus-env.log" 2>&1
   echo "corpus: started $(date -u)"
   # PASS_ENTRIES=FILE (one entry name a line): those entries only, e.g. the ones a cut-short run did not reach.
@@ -242,11 +257,7 @@ if [ "$mode" = pass ] && [ "$sub" = wait ]; then
   sed -n '/^== reference kernels/,$p' "$WORK/references.log" 2>/dev/null | cut -c1-130
   grep -h "^run [0-9]" "$WORK/phases.log" 2>/dev/null | cut -c1-200
   grep -hE "held|PASSED|passed|failed|rows" "$WORK/holds.log" 2>/dev/null | tail -12 | cut -c1-200
-  if [ -f "$WORK/corpus.log" ]; then
-    echo "corpus: $(grep -c '^\s*\[' "$WORK/corpus.log") entries done, $(grep -c '(NOT OK' "$WORK/corpus.log") not as expected"
-    grep -E '^\s+\[[0-9]\].*\(NOT OK' "$WORK/corpus.log" | head -8
-  fi
-  [ -f "$WORK/pass.done" ] && sed -n '/^== corpus round/,$p' "$WORK/corpus.log" | grep -E "^==|NO |  no " | head -40
+  [ -f "$WORK/corpus.log" ] && corpus_summary "$([ -f "$WORK/pass.done" ] && echo 1 || echo 0)"
   pack; cp "$WORK/pass.log" "$WORK/env.log" "$WORK/corpus-env.log" "$WORK/corpus.log" "$WORK/holds-0.jsonl" "$FINAL/" 2>/dev/null
   exit 0
 fi
@@ -271,10 +282,10 @@ if [ "$mode" = corpus ] && [ "$sub" = wait ]; then
   while [ ! -f "$WORK/corpus.done" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 5; done
   grep -E '^\s+\[[0-9]\]' "$WORK/corpus.log" | tail -3
   if [ -f "$WORK/corpus.done" ]; then
-    cat "$WORK/corpus.done"; sed -n '/^== corpus round/,$p' "$WORK/corpus.log" | grep -E "^==|NO |  no " | head -40
-    gzip -kf "$WORK/corpus.json"; pack; cp "$WORK/corpus.log" "$WORK/corpus-env.log" "$FINAL/"
+    cat "$WORK/corpus.done"; corpus_summary 1
+    gzip -kf "$WORK/corpus.json"; pack
   else
-    echo "corpus still running: $(grep -c '^\s*\[' "$WORK/corpus.log") entries done, $(grep -c '(NOT OK' "$WORK/corpus.log") not as expected"
-    grep -E '^\s+\[[0-9]\].*\(NOT OK' "$WORK/corpus.log" | head -5; cp "$WORK/corpus.log" "$WORK/corpus-env.log" "$FINAL/"
+    echo "corpus still running"; corpus_summary 0
   fi
+  cp "$WORK/corpus.log" "$WORK/corpus-env.log" "$FINAL/"
 fi

@@ -472,7 +472,8 @@ def run_spread_round(
                 print(f"  [{round_no}] {entry['name']}: no outcome (NOT OK): {why}", flush=True)
             by_name[entry["name"]] = outcome
     ordered = [by_name[e["name"]] for e in chosen if e["name"] in by_name]
-    for outcome in ordered:  # the round's record in the manifest's order, whichever part ended first
+    # The round's record in the order chosen (the manifest's, or --only's), whichever part ended first.
+    for outcome in ordered:
         done(outcome)
     return ordered
 
