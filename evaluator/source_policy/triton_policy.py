@@ -5,8 +5,9 @@ them (docs/kernel-abi.md). The benchmark measures those kernels, so the host cod
 (shapes, strides, dtypes, views), allocate workspace with `torch.empty`, and launch; it may not compute with
 PyTorch (`@`, `torch.matmul`, `nn.functional`, `scaled_dot_product_attention`, tensor methods that launch
 work), load code (`exec`, `eval`, `compile`, `__import__`, `importlib`), reach modules indirectly (`getattr`,
-dunder attributes, a module bound to another name), or touch files, the network or processes (nothing but
-`triton`, `triton.language`, `triton.tools.tensor_descriptor`, `math` and `torch` may be imported).
+dunder attributes, a module bound to another name), bind a special name (`__name__ = ...`, `def __getattr__`),
+or touch files, the network or processes (nothing but `triton`, `triton.language`,
+`triton.tools.tensor_descriptor`, `math` and `torch` may be imported).
 
 Module-level code, decorators, defaults and kernel bodies all run as Python (kernel bodies while Triton compiles
 them), so names are allowlisted, never modules whole: every `module.a.b` chain and `from module import
@@ -70,6 +71,13 @@ HOST_ATTRIBUTES = frozenset(
         "from_tensor",
     }
 )
+# A kernel launch's keywords that name a compile option set it (`k[grid](..., ptx_options="--options-file
+# /etc/passwd")` made ptxas print the file; `ir_override` compiles IR read from a file, `extern_libs` links files):
+# of the backends' options (the same walk), a launch may set only these, which tune the kernel the policy checked.
+LAUNCH_OPTIONS = frozenset(
+    {"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "launch_pdl", "launch_cooperative_grid"}
+)
+REFUSED_OPTIONS = frozenset(table.COMPILE_OPTIONS) - LAUNCH_OPTIONS
 FORBIDDEN_CALLS = frozenset(
     {
         "exec",
@@ -128,6 +136,7 @@ def check_source(source: str | bytes, params: list[str] | None = None) -> list[P
     checker = _Checker(lines)
     checker.visit(tree)
     checker.findings.extend(_entry_point(tree, lines, params))
+    checker.findings.extend(_launch_keyword_findings(tree, lines))
     # What Python decodes and what Triton compiles must be what was checked here (evaluator/source_policy/triton_source.py).
     for f in [*triton_source.coding_findings(source), *triton_source.kernel_findings(tree, source)]:
         checker.findings.append(PolicyFinding(f.rule, f.message, f.line, f.text or _quote(lines, f.line)))
@@ -177,6 +186,73 @@ def _entry_point(tree: ast.Module, lines: list[str], params: list[str] | None) -
             )
         )
     return findings
+
+
+def _launch_keyword_findings(tree: ast.Module, lines: list[str]) -> list[PolicyFinding]:
+    """Keywords reach a launch's compile options by name: spelled at a call, as a dict's key, unpacked with `**`,
+    or as a key of `triton.heuristics(...)` (Triton sets each key as a launch keyword). So names are checked where
+    they are written, and only what shows every key may be unpacked or given to triton.heuristics: a dict display
+    with literal string keys, or a name bound only to such displays and used only after `**`."""
+    findings: list[PolicyFinding] = []
+
+    def add(rule: str, message: str, node: ast.AST) -> None:
+        line = getattr(node, "lineno", None)
+        findings.append(PolicyFinding(rule, message, line, _quote(lines, line)))
+
+    def option(name: str, how: str, node: ast.AST) -> None:
+        if name in REFUSED_OPTIONS:
+            allowed = ", ".join(sorted(LAUNCH_OPTIONS))
+            add("launch-option", f"{how} '{name}', a Triton compile option (a launch may set only {allowed})", node)
+
+    displays: set[int] = set()  # names bound by `name = {literal keys}`
+    unpacked: set[int] = set()  # names read right after `**`
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and _literal_keys(node.value):
+            displays.update(id(t) for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.keyword) and node.arg is None and isinstance(node.value, ast.Name):
+            unpacked.add(id(node.value))
+    by_display: set[str] = set()
+    otherwise: set[str] = set()  # names bound some other way, or read other than after `**`
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            if id(node) not in unpacked:
+                otherwise.add(node.id)
+        elif isinstance(node, ast.Name):
+            (by_display if id(node) in displays else otherwise).add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            otherwise.update(alias.asname or alias.name.split(".")[0] for alias in node.names)
+        else:
+            otherwise.update(triton_source.bound_names(node))
+    trusted = by_display - otherwise
+    imports = triton_source.imported_names(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg is not None:
+            option(node.arg, "passes the keyword", node)
+        elif isinstance(node, ast.keyword):
+            value = node.value
+            if not (_literal_keys(value) or (isinstance(value, ast.Name) and value.id in trusted)):
+                add(
+                    "launch-option",
+                    "unpacks with ** what is not a dict display of literal string keys (or a name bound only to"
+                    " one and used only after **): its keys could name Triton compile options",
+                    node.value,
+                )
+        elif isinstance(node, ast.Dict):
+            for key in node.keys:
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    option(key.value, "uses the dict key", key)
+        elif isinstance(node, ast.Call) and triton_source.resolve(node.func, imports) == "triton.heuristics":
+            given = [*node.args, *(k.value for k in node.keywords)]
+            if len(given) != 1 or not _literal_keys(given[0]):
+                add("launch-option", "triton.heuristics takes one dict display of literal string keys", node)
+    return findings
+
+
+def _literal_keys(node: ast.expr) -> bool:
+    """A dict display whose every key is a string literal (no `**` inside it)."""
+    return isinstance(node, ast.Dict) and all(
+        isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys
+    )
 
 
 def _is_kernel(fn: ast.FunctionDef) -> bool:
@@ -230,11 +306,15 @@ class _Checker(ast.NodeVisitor):
                 if kind == "module":
                     self.modules[alias.asname or alias.name] = full
 
-    # bindings: a module's name may not be bound to anything else, in any of Python's binding forms
+    # bindings, in any of Python's binding forms: a module's name may not be bound to anything else, and no
+    # special name may be bound at all
     def _binds(self, name: str | None, node: ast.AST, module: str | None = None) -> None:
-        """`name` bound to something other than the module it names (an import of that module again is fine)."""
+        """`name` bound to something other than the module it names (an import of that module again is fine),
+        or a special name bound (`def __getattr__`, `import x as __name__`, `except E as __class__` ...)."""
         if name is not None and name in self.modules and self.modules[name] != module:
             self._add("module-alias", f"rebinds the module name '{name}'", node)
+        if name is not None and _special(name):
+            self._add("special-name", f"binds the special name '{name}' ({_SPECIAL_WHY})", node)
 
     def visit_arg(self, node: ast.arg) -> None:
         self._binds(node.arg, node)
@@ -256,7 +336,15 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_MatchClass(self, node: ast.MatchClass) -> None:
-        """`case C(attr=p)` reads `attr` on the subject, an attribute read like `subject.attr`."""
+        """`case C(attr=p)` reads `attr` on the subject, an attribute read like `subject.attr`; `case C(p)` reads
+        the attribute that `C.__match_args__` names, which no spelling here shows, so it is refused."""
+        if node.patterns:
+            self._add(
+                "match-attribute",
+                "matches positional sub-patterns in a class pattern (they read the attributes the class's"
+                " __match_args__ names; match on keywords instead)",
+                node,
+            )
         for attr in node.kwd_attrs:
             if attr.startswith("_"):
                 self._add("dunder-attribute", f"matches on the attribute '{attr}'", node)
@@ -319,9 +407,9 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:
-        if node.id in FORBIDDEN_CALLS or (
-            node.id.startswith("__") and node.id.endswith("__") and node.id != "__name__"
-        ):
+        if _special(node.id) and not isinstance(node.ctx, ast.Load):
+            self._binds(node.id, node)
+        elif node.id in FORBIDDEN_CALLS or (_special(node.id) and node.id != "__name__"):
             self._add("dynamic-code", f"uses '{node.id}'", node)
         elif node.id in self.modules and not isinstance(node.ctx, ast.Load):
             self._add("module-alias", f"rebinds the module name '{node.id}'", node)
@@ -386,6 +474,22 @@ class _Checker(ast.NodeVisitor):
                 return
             current = full
         self._add("module-alias", f"uses the module '{current}' as a value (only '{current}.name' is allowed)", node)
+
+
+# Python and Triton look special names up by themselves, on the module and on the file's classes and values, so
+# binding one steers their code: a module's `__name__` becomes the `__module__` of what is defined after it,
+# which Triton's compiler trusts (a `triton.language...` value enters kernels without `tl.constexpr`; a
+# `triton.language.extra.libdevice` one is replaced by `getattr(libdevice, value.__name__)`, and a class attribute
+# `__name__ = "__builtins__"` makes that the libdevice module's builtins); a class's `__match_args__` names the
+# attributes a class pattern reads; `__triton_builtin__` makes Triton hand a callable its compiler objects;
+# `__getattr__`, `__eq__` and the rest run the file's code inside Python's and Triton's own. Reading `__name__`
+# stays allowed (`if __name__ == "__main__":`).
+_SPECIAL_WHY = "Python and Triton look such names up on the module, its classes and values by themselves"
+
+
+def _special(name: str) -> bool:
+    """A name of the `__x__` form, which Python and Triton treat as protocol."""
+    return name.startswith("__") and name.endswith("__")
 
 
 def _refusal(module: str, name: str) -> str:

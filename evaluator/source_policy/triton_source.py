@@ -137,12 +137,12 @@ def kernel_findings(tree: ast.Module, source: str) -> list[PolicyFinding]:
     for fn, enclosing in kernels:
         innermost = fn.decorator_list[-1]
         target = _decorated(innermost)
-        if _spelled_jit(innermost) and _resolve(target, imports) == JIT:
+        if _spelled_jit(innermost) and resolve(target, imports) == JIT:
             allowed.add(id(target))
         else:
             findings.append(_finding(fn, f"the kernel '{fn.name}': its innermost decorator must be triton.jit"))
         for dec in fn.decorator_list[:-1]:
-            if _resolve(_decorated(dec), imports) not in WRAPPERS or not isinstance(dec, ast.Call):
+            if resolve(_decorated(dec), imports) not in WRAPPERS or not isinstance(dec, ast.Call):
                 findings.append(
                     _finding(
                         dec,
@@ -193,7 +193,7 @@ class _Survey:
             elif isinstance(node, ast.Attribute) and node.attr == "jit":
                 self.names.append(node)
             else:
-                self.bindings.extend((name, node) for name in _bound_names(node))
+                self.bindings.extend((name, node) for name in bound_names(node))
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.decorator_list:
                 self.decorated.append((node, enclosing))
                 enclosing = (node, *enclosing)
@@ -227,8 +227,13 @@ class _Survey:
         return findings
 
 
+def imported_names(tree: ast.Module) -> dict[str, str]:
+    """Each name an import binds, anywhere in the file, to the dotted name it stands for."""
+    return _Survey(tree).imported_names()
+
+
 def _is_jitted(fn: _Function, imports: dict[str, str]) -> bool:
-    return any(_resolve(_decorated(d), imports) == JIT or _spelled_jit(d) for d in fn.decorator_list)
+    return any(resolve(_decorated(d), imports) == JIT or _spelled_jit(d) for d in fn.decorator_list)
 
 
 def _decorated(dec: ast.expr) -> ast.expr:
@@ -244,10 +249,10 @@ def _names_jit(node: ast.Name | ast.Attribute, imports: dict[str, str]) -> bool:
     own is refused as well: a reader, and the policy, would take it for Triton's)."""
     if isinstance(node, ast.Name):
         return node.id == "jit" or imports.get(node.id) == JIT
-    return dotted(node) == "triton.jit" or _resolve(node, imports) == JIT
+    return dotted(node) == "triton.jit" or resolve(node, imports) == JIT
 
 
-def _resolve(node: ast.expr, imports: dict[str, str]) -> str | None:
+def resolve(node: ast.expr, imports: dict[str, str]) -> str | None:
     """The dotted name `node` stands for, through the file's imports; None for a name no import binds."""
     name = dotted(node)
     if not name:
@@ -264,7 +269,7 @@ def _import_target(node: ast.Import | ast.ImportFrom, alias: ast.alias) -> str:
     return f"{'.' * node.level}{node.module or ''}.{alias.name}"
 
 
-def _bound_names(node: ast.AST) -> Iterator[str]:
+def bound_names(node: ast.AST) -> Iterator[str]:
     """The names `node` binds, other than by import (every binding form of Python's grammar)."""
     if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
         yield node.id

@@ -158,3 +158,84 @@ def test_importing_a_module_again_under_its_own_name_is_no_rebinding():
         check_source(source(top="import triton.language as tl\nfrom triton.language import math"), ["A", "B", "C"])
         == []
     )
+
+
+# What Python and Triton look up by themselves. Each snippet passed the policy before: a special name bound by
+# a form other than a plain assignment, or `__name__` assigned (only reading it was meant to be allowed).
+SPECIAL_BINDINGS = [
+    # (id, where, snippet)
+    ("module-name", "top", "__name__ = 'triton.language.extra.libdevice'"),
+    ("class-name", "top", "class C:\n    __name__ = '__builtins__'"),
+    ("def-name", "top", "class C:\n    def __triton_builtin__(self):\n        pass"),
+    ("decorated-def", "top", "class C:\n    @(lambda f: ('matmul',))\n    def __match_args__(self):\n        pass"),
+    ("module-getattr", "top", "def __getattr__(name):\n    return name"),
+    ("class-def", "top", "class C:\n    class __match_args__:\n        pass"),
+    ("import-alias", "top", "class C:\n    from math import pi as __triton_builtin__"),
+    ("argument", "top", "def helper(__module__=1):\n    return 0"),
+    ("except-name", "host", "try:\n        pass\n    except Exception as __name__:\n        pass"),
+    ("match-capture", "host", "match A:\n        case __name__:\n            pass"),
+    ("global", "host", "global __name__"),
+    ("walrus", "host", "(__name__ := 'x')"),
+    ("for-target", "host", "for __name__ in 'x':\n        pass"),
+    ("del", "top", "del __name__"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("where", "snippet"), [b[1:] for b in SPECIAL_BINDINGS], ids=[b[0] for b in SPECIAL_BINDINGS])
+def test_a_special_name_is_never_bound(where: str, snippet: str):
+    """Catches the mutation "bindings checked only for module names" (and "`__name__` exempt when assigned"):
+    with `__name__` set to `triton.language.extra.libdevice`, Triton's compiler replaced a global by
+    `getattr(libdevice, value.__name__)`, the libdevice module's `__builtins__` (corpus:
+    triton_module_name_builtins)."""
+    findings = check_source(_placed(where, snippet), ["A", "B", "C"])
+    assert any(f.rule == "special-name" and "binds the special name '__" in f.message for f in findings), findings
+
+
+def test_reading_the_module_name_stays_allowed():
+    assert check_source(source(top="if __name__ == '__main__':\n    print(__name__)"), ["A", "B", "C"]) == []
+
+
+def test_a_class_pattern_reads_no_attribute_by_position():
+    """`case C(p)` reads the attribute `C.__match_args__` names (a Tensor subclass naming `matmul` reached
+    PyTorch's matmul; corpus: triton_match_args_matmul). Mutation caught: positional sub-patterns unchecked."""
+    findings = check_source(source(host="match A:\n        case torch.Size(n):\n            pass"), ["A", "B", "C"])
+    assert any(f.rule == "match-attribute" for f in findings), findings
+    assert check_source(source(host="match A:\n        case torch.Size():\n            pass"), ["A", "B", "C"]) == []
+
+
+LAUNCH_OPTION_ROUTES = [
+    # (id, snippet in run): each sets a compile option other than the tuning ones; all passed before
+    ("keyword", "k[(1,)](C, N=16, ptx_options='--options-file /etc/passwd')"),
+    ("ir-override", "k[(1,)](C, N=16, ir_override='/tmp/k.ptx')"),
+    ("dict-key", "o = {'extern_libs': {'x': '/tmp/x.bc'}}\n    k[(1,)](C, N=16, **o)"),
+    ("computed-key", "o = {'ptx_' + 'options': '-v'}\n    k[(1,)](C, N=16, **o)"),
+    ("dict-call", "o = dict(N=16)\n    k[(1,)](C, **o)"),
+    ("mutated", "o = {'N': 16}\n    o['ptx_' + 'options'] = '-v'\n    k[(1,)](C, **o)"),
+    ("nested-unpack", "k[(1,)](C, **{'N': 16, **A})"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("snippet", [r[1] for r in LAUNCH_OPTION_ROUTES], ids=[r[0] for r in LAUNCH_OPTION_ROUTES])
+def test_a_launch_sets_only_tuning_options(snippet: str):
+    """Catches the mutation "launch keywords unchecked": Triton takes every launch keyword that names a compile
+    option, and `ptx_options='--options-file /etc/passwd'` made ptxas print the file into the verdict (corpus:
+    triton_launch_ptx_options)."""
+    findings = check_source(source(host=snippet), ["A", "B", "C"])
+    assert any(f.rule == "launch-option" for f in findings), findings
+
+
+def test_heuristics_keys_are_literal_and_not_compile_options():
+    wrapped = "\n\n@triton.heuristics({heur})\n@triton.jit\ndef h(x_ptr, N: tl.constexpr):\n    pass\n"
+    for heur, refused in [
+        ("{'N': lambda a: 16}", False),
+        ("{'ptx_options': lambda a: '-v'}", True),
+        ("{'ptx_' + 'options': lambda a: '-v'}", True),
+    ]:
+        findings = check_source(source(top=wrapped.format(heur=heur)), ["A", "B", "C"])
+        assert any(f.rule == "launch-option" for f in findings) == refused, (heur, findings)
+
+
+def test_tuning_options_and_literal_unpacking_stay_allowed():
+    """The honest starters unpack a dict display of block sizes and set num_warps/num_stages."""
+    host = "blocks = {'N': 16}\n    k[(1,)](C, num_warps=4, num_stages=3, **blocks)"
+    assert check_source(source(host=host), ["A", "B", "C"]) == []

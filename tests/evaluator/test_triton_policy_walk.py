@@ -130,3 +130,13 @@ def test_what_kernels_read_on_values_is_admitted():
     """The walk keeps what honest kernels use (a walk too strict would refuse the reference kernels)."""
     assert {"to", "dtype", "element_ty", "T", "shape", "load", "store", "reshape", "value"} <= VALUE_ATTRIBUTES
     assert {"fn", "used_global_vals", "handle", "type", "format", "module"}.isdisjoint(VALUE_ATTRIBUTES)
+
+
+def test_the_compile_options_a_launch_could_set_are_walked():
+    """A launch keyword naming any of these sets it (triton/backends/*/compiler.py); the policy refuses all but
+    the tuning ones, so the walk must list the ones that read files or pass arguments to ptxas."""
+    from evaluator.source_policy.triton_policy import LAUNCH_OPTIONS
+
+    assert {"ptx_options", "ir_override", "extern_libs", "arch"} <= set(table.COMPILE_OPTIONS)
+    assert set(table.COMPILE_OPTIONS) == set(walk.compile_options())
+    assert LAUNCH_OPTIONS <= set(table.COMPILE_OPTIONS)
