@@ -24,7 +24,7 @@ from evaluator.binaries.sass import (
 )
 from evaluator.both_sides import hostile_files
 from evaluator.both_sides.taskdata import Task, Workload
-from evaluator.both_sides.verdict import KernelFootprint, OverallStatus, SassCounts, StageState
+from evaluator.both_sides.verdict import KernelFootprint, OverallStatus, PolicyFinding, SassCounts, StageState
 from evaluator.build import compile_cache
 from evaluator.build.compile import CompiledKernel
 from evaluator.build.includes import outside_finding
@@ -58,6 +58,16 @@ def compile_stage(
         v.policy = [outside_finding(compiled.outside_files)]
         book.finish("compile", StageState.FAILED, t, v.policy[0].message)
         msg = f"rejected by policy while compiling: {v.policy[0].message}"
+        book.stop("compile", OverallStatus.POLICY_REJECTED, "rejected by policy", chosen, msg)
+        return None
+    if compiled.unchecked:
+        # The text the compiler compiled cannot be read back, so the policy after macro expansion cannot be
+        # applied: refused, never skipped, and the log withheld as for a source that failed that check.
+        v.policy = [PolicyFinding("preprocessed", compiled.unchecked)]
+        v.compile.output = f"{POLICY_WITHHELD}: {compiled.unchecked}"
+        v.compile.output_truncated = False
+        book.finish("compile", StageState.FAILED, t, compiled.unchecked)
+        msg = f"rejected by policy after macro expansion: {compiled.unchecked}"
         book.stop("compile", OverallStatus.POLICY_REJECTED, "rejected by policy", chosen, msg)
         return None
     if compiled.preprocessed is not None:

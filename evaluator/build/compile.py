@@ -3,10 +3,10 @@
 The nvcc and cuobjdump calls are thin; `parse_ptxas_resources` is a pure parser of `ptxas -v` output.
 With a `Jail` (evaluator/isolation/jail.py) the compiler runs sandboxed like the candidate: no network, a clean
 environment, only the build folder writable, a time limit, and its output read with a cap as it comes
-(a template bomb's error flood costs neither memory nor disk). The source is also preprocessed (`nvcc -E`)
-so that the policy can be checked again after macro expansion. The compile log is public, so nvcc writes the
-files it opened (`-MD -MF kernel.d`): one outside the include roots withholds the log and rejects the kernel,
-and diagnostics naming files outside them are cut from the log (evaluator/build/includes.py).
+(a template bomb's error flood costs neither memory nor disk). nvcc keeps the preprocessed source of each of its
+passes, so that the policy can be checked again after macro expansion on the text it compiled. The compile log is
+public, so nvcc writes the files it opened (`-MD -MF kernel.d`): one outside the include roots withholds the log and
+rejects the kernel, and diagnostics naming files outside them are cut from the log (evaluator/build/includes.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import shutil
 import signal
 import subprocess
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,6 +39,14 @@ OUTPUT_CAP = 64 * 1024
 DEFAULT_COMPILE_TIMEOUT_S = 120.0
 BASE_FLAGS = ("-shared", "-Xcompiler", "-fPIC", "-O3", "-lineinfo", "-std=c++17", "-Xptxas", "-v")
 DEPENDENCY_FLAGS = ("-MD", "-MF")  # followed by the dependency file: what nvcc opened, host and device passes
+# nvcc keeps each pass's preprocessed source in the build folder, and the policy after macro expansion reads those
+# files: the host pass (its asm reaches the assembler) and the device pass. A second preprocessor run is not the
+# text compiled: `nvcc -E` preprocesses the device pass only (`__CUDA_ARCH__` defined, so host code under
+# `#ifndef __CUDA_ARCH__` is absent) and without the compile's flags (`__OPTIMIZE__`), so a source could show the
+# check one text and compile another.
+PASSES_DIR = "passes"
+KEEP_FLAGS = ("--keep", "--keep-dir")  # followed by the build folder's PASSES_DIR (the evaluator's compile only)
+PASS_FILES = ("kernel.cpp4.ii", "kernel.cpp1.ii")  # nvcc's names for kernel.cu's host and device passes
 # What the trusted side reads back from the build folder (which the compiler, and so the candidate, can write) is
 # capped: a library or listing beyond these is a failed compile, never a read (evaluator/both_sides/hostile_files.py).
 LIBRARY_MAX_BYTES = 256 * 1024 * 1024
@@ -54,8 +61,8 @@ class CompiledKernel:
     result: CompileResult
     library: Path | None  # the .so to load with tvm_ffi.load_module (Triton: the .py file)
     cubin: Path | None  # the device code extracted from the library
-    # `nvcc -E` output (host pass), for the policy after macro expansion; kept for a failed compile too (the
-    # assembler may have run, and its errors can quote a file an `.include` read)
+    # The preprocessed source of every pass nvcc kept (host pass first), for the policy after macro expansion; read
+    # for a failed compile too (the assembler may have run, and its errors can quote a file an `.include` read)
     preprocessed: str | None = None
     outside_files: list[str] | None = None  # files nvcc opened outside the include roots (log withheld)
     cubins: list[Path] = field(default_factory=list)  # Triton: one cubin per compiled kernel (all counted)
@@ -66,6 +73,8 @@ class CompiledKernel:
     # The evaluator's own reason for a failed compile (a limit hit, a refused output), for the verdict's message;
     # never parsed from the compiler's output, which quotes the candidate's source.
     why: str | None = None
+    # Why `preprocessed` cannot be checked: a pass file refused (a link, above the cap), or missing after a success.
+    unchecked: str | None = None
 
 
 def find_nvcc() -> str:
@@ -103,15 +112,25 @@ def _tvm_ffi_paths() -> tuple[tuple[str, ...], str]:
         raise EnvironmentProblem(f"the tvm_ffi package (apache-tvm-ffi) is not usable: {exc}") from None
 
 
-def nvcc_command(source: Path, library: Path, arch: str, nvcc: str | None = None) -> list[str]:
-    """The exact nvcc argument vector for one candidate (see docs/kernel-abi.md)."""
+def nvcc_command(
+    source: Path, library: Path, arch: str, nvcc: str | None = None, *, keep_dir: Path | None = None
+) -> list[str]:
+    """The exact nvcc argument vector for one candidate (see docs/kernel-abi.md); the evaluator's own compile also
+    keeps each pass's preprocessed source in `keep_dir`, an existing folder."""
     include_dirs, libtvm = tvm_ffi_paths()
     lib_dir = str(Path(libtvm).parent)
-    cmd = [nvcc or find_nvcc(), *BASE_FLAGS, "-gencode", get_arch(arch).gencode]
+    cmd = [nvcc or find_nvcc(), *BASE_FLAGS]
+    cmd += [*KEEP_FLAGS, str(keep_dir)] if keep_dir is not None else []
+    cmd += ["-gencode", get_arch(arch).gencode]
     cmd += [f"-I{p}" for p in include_dirs]
     cmd += [str(source), "-o", str(library), f"-L{lib_dir}", "-ltvm_ffi", f"-Xlinker=-rpath,{lib_dir}"]
     cmd += [*DEPENDENCY_FLAGS, str(library.with_suffix(".d"))]
     return cmd
+
+
+def cache_flags(arch: str) -> list[str]:
+    """The flags of `nvcc_command` that decide what it produces, for the compile cache's key."""
+    return [*BASE_FLAGS, *KEEP_FLAGS, PASSES_DIR, *DEPENDENCY_FLAGS, "-gencode", get_arch(arch).gencode]
 
 
 def compile_kernel(
@@ -136,15 +155,15 @@ def compile_kernel(
     library.unlink(missing_ok=True)
     deps_file = library.with_suffix(".d")
     deps_file.unlink(missing_ok=True)
+    passes = hostile_files.fresh_private_dir(workdir / PASSES_DIR)  # never a pass file an earlier compile left
     nvcc = nvcc or find_nvcc()
-    cmd = nvcc_command(src, library, arch, nvcc)
+    cmd = nvcc_command(src, library, arch, nvcc, keep_dir=passes)
     cache_dir = compile_cache.usable_dir(
         cache_dir if cache_dir is not None else compile_cache.cache_dir_from_env(), jail
     )
     if cache_dir is None:
-        return _nvcc(cmd, nvcc, arch, workdir, timeout_s=timeout_s, jail=jail, cache=None)
-    flags = [*BASE_FLAGS, *DEPENDENCY_FLAGS, "-gencode", get_arch(arch).gencode]  # kept only when checked
-    key = compile_cache.cache_key(source, flags, nvcc_version(nvcc), tvm_ffi_paths())
+        return _nvcc(cmd, nvcc, workdir, timeout_s=timeout_s, jail=jail, cache=None)
+    key = compile_cache.cache_key(source, cache_flags(arch), nvcc_version(nvcc), tvm_ffi_paths())
     # A hit is copied from the entry (written by trusted processes only) into the trusted folder.
     if (hit := compile_cache.load(cache_dir, key, trusted)) is not None:
         return _from_cache(hit, trusted)
@@ -152,7 +171,7 @@ def compile_kernel(
         # Another process may have compiled the same source while this one waited for the key's lock.
         if (hit := compile_cache.load(cache_dir, key, trusted)) is not None:
             return _from_cache(hit, trusted)
-        return _nvcc(cmd, nvcc, arch, workdir, timeout_s=timeout_s, jail=jail, cache=(cache_dir, key))
+        return _nvcc(cmd, nvcc, workdir, timeout_s=timeout_s, jail=jail, cache=(cache_dir, key))
 
 
 def _from_cache(hit: compile_cache.CachedCompile, trusted: Path) -> CompiledKernel:
@@ -164,15 +183,14 @@ def _from_cache(hit: compile_cache.CachedCompile, trusted: Path) -> CompiledKern
 def _nvcc(
     cmd: list[str],
     nvcc: str,
-    arch: str,
     workdir: Path,
     *,
     timeout_s: float,
     jail: Jail | None,
     cache: tuple[Path, str] | None,
 ) -> CompiledKernel:
-    """Run the compile (and the preprocessor pass beside it) in the sandbox; keep a success under `cache`."""
-    src, library = workdir / "kernel.cu", workdir / "kernel.so"
+    """Run the compile in the sandbox; keep a success under `cache`."""
+    library = workdir / "kernel.so"
     deps_file = library.with_suffix(".d")
     toolkit = Path(nvcc).resolve().parent.parent
     env = child_env(workdir)
@@ -181,26 +199,22 @@ def _nvcc(
     # installed, the include roots, tvm-ffi's library.
     readable = [toolkit, *roots, Path(tvm_ffi_paths()[1]).parent, *host_compiler_dirs(env)]
     start = time.monotonic()
-    # The preprocessor pass (for the policy after macro expansion) runs beside the compiler: it needs only the
-    # source, and running the two one after the other cost ~4 s of every verdict.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(preprocess, src, arch, nvcc, jail=jail, timeout_s=timeout_s, readable=readable)
-        run = run_group(
-            cmd,
-            timeout_s=timeout_s,
-            env=env,
-            cwd=workdir,
-            jail=jail,
-            writable=[workdir],
-            readable=readable,
-            toolchain=True,
-        )
-        seconds = time.monotonic() - start
-        preprocessed = pending.result()
+    run = run_group(
+        cmd,
+        timeout_s=timeout_s,
+        env=env,
+        cwd=workdir,
+        jail=jail,
+        writable=[workdir],
+        readable=readable,
+        toolchain=True,
+    )
+    seconds = time.monotonic() - start
     output, truncated = cap_text(run.output, OUTPUT_CAP)
     truncated = truncated or run.output_bytes > len(run.output.encode("utf-8", errors="replace"))
     trusted = hostile_files.trusted_beside(workdir)
     ok = not run.timed_out and run.returncode == 0
+    preprocessed, unchecked = kept_passes(workdir, compiled=ok)
     refusal = None
     if ok:
         # The library as the trusted side will use it from now on: a checked copy in its own folder (loaded by the
@@ -261,10 +275,16 @@ def _nvcc(
             result.cubin_sha256 = (
                 hostile_files.sha256(cubin.parent, cubin.name, max_bytes=LIBRARY_MAX_BYTES) if cubin else None
             )
-            if cache is not None and preprocessed is not None:
+            if cache is not None and preprocessed is not None and unchecked is None:
                 entry = compile_cache.store(*cache, result, library, cubin, preprocessed)
     compiled = CompiledKernel(
-        result, library if ok else None, cubin if ok else None, preprocessed, outside or None, cache_entry=entry
+        result,
+        library if ok else None,
+        cubin if ok else None,
+        preprocessed,
+        outside or None,
+        cache_entry=entry,
+        unchecked=unchecked,
     )
     compiled.trusted_dir = trusted
     compiled.why = why if not ok else None
@@ -310,34 +330,21 @@ def host_compiler_dirs(env: dict[str, str]) -> list[Path]:
     return found
 
 
-def preprocess(
-    src: Path,
-    arch: str,
-    nvcc: str,
-    *,
-    jail: Jail | None = None,
-    timeout_s: float = 60.0,
-    readable: list[Path] | None = None,
-) -> str | None:
-    """`nvcc -E` of the host pass with line markers; None when it fails (the compile itself succeeded)."""
-    include_dirs, _ = tvm_ffi_paths()
-    out = src.with_suffix(".ii")
-    cmd = [nvcc, "-E", "-std=c++17", "-gencode", get_arch(arch).gencode, *(f"-I{p}" for p in include_dirs)]
-    cmd += [str(src), "-o", str(out)]
-    toolkit = Path(nvcc).resolve().parent.parent
-    run = run_group(
-        cmd,
-        timeout_s=timeout_s,
-        env=child_env(src.parent),
-        cwd=src.parent,
-        jail=jail,
-        writable=[src.parent],
-        readable=readable if readable is not None else [toolkit],
-        toolchain=True,
-    )
-    if run.timed_out or run.returncode != 0:
-        return None
-    return _build_text(out.parent, out.name, PREPROCESSED_MAX_BYTES)
+def kept_passes(workdir: Path, *, compiled: bool) -> tuple[str | None, str | None]:
+    """The preprocessed source of each pass nvcc kept in `workdir` (host pass first), joined, or None when there is
+    none; and why it cannot be checked, if so: a pass file refused under the hostile-file rule, or one missing after
+    a successful compile (`compiled`). A failed compile may lack a pass: nvcc stops at its first failing step, and
+    the assembler runs only after both passes were preprocessed."""
+    texts: list[str] = []
+    for name in PASS_FILES:
+        rel = f"{PASSES_DIR}/{name}"
+        if not compiled and not os.path.lexists(workdir / rel):
+            continue
+        try:
+            texts.append(hostile_files.read_text(workdir, rel, max_bytes=PREPROCESSED_MAX_BYTES))
+        except hostile_files.Refused as exc:
+            return None, f"the preprocessed source of the compile could not be read: {exc}"
+    return "\n".join(texts) if texts else None, None
 
 
 def cap_text(text: str, cap: int) -> tuple[str, bool]:

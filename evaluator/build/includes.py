@@ -5,7 +5,8 @@ Three layers, because the compile log is public:
    preprocessor reads it — after line splicing (backslash-newline, also with blanks before the newline as GCC
    accepts), with comments replaced by a space, with the `%:` digraph — and every form that names a file is
    checked: `#include` (a relative path inside the include path only), `#include_next`, `#import`, `#embed`,
-   `#line`/GNU line markers with a file name (GCC prints the named file's lines under its diagnostics),
+   `#line`/GNU line markers with a file name or a macro operand, which can expand to one (GCC prints the named
+   file's lines under its diagnostics, and the lines after it are no longer the candidate's in `-E` output),
    `#pragma GCC dependency` and its `_Pragma` form, `__has_include`/`__has_include_next`/`__has_embed`
    (assembler `.include`/`.incbin` in string literals: evaluator/source_policy/asm_strings.py). Trigraphs (`??=include`) are ignored by nvcc's front
    ends in C++17 mode (GCC warns "trigraph ??= ignored", cudafe++ "support for trigraphs is disabled"); a
@@ -150,6 +151,10 @@ def directive_findings(source: str) -> list[PolicyFinding]:
                 add("include-path", f"#{name} is not allowed (it reads a file; use #include)", index)
             elif (name == "line" and '"' in rest) or name.isdigit():
                 add("include-path", "#line with a file name is not allowed (diagnostics would quote that file)", index)
+            elif name == "line" and not rest.isdigit():
+                # `#line 1 F`: the operands are macro-expanded, so F can still name a file; and the lines after it
+                # would be attributed to that name, out of the policy's view after macro expansion.
+                add("include-path", "#line may give only a line number, not a macro (it can name a file)", index)
             elif name == "pragma" and _PRAGMA_READS.search(rest):
                 add("include-path", "#pragma GCC dependency is not allowed (it reads a file)", index)
         if _PRAGMA_TOKENS.search(code_no_strings[index]) and not (m and m.group(2) == "pragma"):

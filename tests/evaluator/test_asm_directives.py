@@ -3,7 +3,8 @@ gas splits them (evaluator/source_policy/asm_strings.py, applied by evaluator/so
 
 The old rule looked for `.include`/`.incbin` after a blank, `;` or `"` in the undecoded source text; every form
 of the issue got past it and made gas read a file. The real nvcc shows each form is live (the file's bytes end up
-in the library); the policy refuses each before compiling, and the macro-built ones in the real `nvcc -E` output.
+in the library); the policy refuses each before compiling, and the macro-built ones in the preprocessed passes
+the real compile keeps.
 Honest PTX (every reference kernel, starter and test kernel) passes.
 """
 
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.build.compile import compile_kernel, find_nvcc, preprocess
+from evaluator.build.compile import compile_kernel
 from evaluator.source_policy import asm_strings
 from evaluator.source_policy.policy import check_preprocessed, check_source, own_lines
 
@@ -189,16 +190,22 @@ MACRO_FORMS = [
 ]
 
 
+def _preprocessed(source: str, folder: Path) -> str:
+    """The preprocessed passes a real compile of `source` keeps (failed or not): the policy's text after expansion."""
+    compiled = compile_kernel(source, "sm_90a", folder, cache_dir=None)
+    assert compiled.preprocessed is not None and compiled.unchecked is None, compiled.result.output
+    return compiled.preprocessed
+
+
 @needs_nvcc
 @pytest.mark.parametrize(("source", "word"), [f[1:] for f in MACRO_FORMS], ids=[f[0] for f in MACRO_FORMS])
 def test_macro_built_forms_are_refused_in_the_real_preprocessor_output(tmp_path, source, word):
-    """The raw source shows no directive; `nvcc -E` does, on the candidate's own line. Mutation caught: the old
-    joined-literal check saw `.incbin` only after a blank or quote, never a stringized or escaped one or `.irp`."""
+    """The raw source shows no directive; the preprocessed passes do, on the candidate's own line. Mutation caught:
+    the old joined-literal check saw `.incbin` only after a blank or quote, never a stringized or escaped one or
+    `.irp`."""
     source += "void run_impl() {}\n" + RUN
     assert not [f for f in check_source(source) if f.rule in ASM_RULES], "the raw source check alone sees it"
-    (tmp_path / "kernel.cu").write_text(source)
-    text = preprocess(tmp_path / "kernel.cu", "sm_90a", find_nvcc())
-    assert text is not None
+    text = _preprocessed(source, tmp_path)
     findings = [f for f in check_preprocessed(text) if f.rule in ASM_RULES]
     assert any(word in f.message and "after macro expansion" in f.message for f in findings), findings
     assert findings[0].line == source[: source.index("asm(" if "asm(" in source else "A(")].count("\n") + 1
@@ -213,11 +220,9 @@ def test_a_marker_line_inside_a_raw_string_does_not_hide_the_lines_after_it(tmp_
         'const char* fake = R"(\n# 1 "/usr/include/stdio.h" 1\n)";\n'
         '#define CAT(a, b) a b\nasm(CAT(".inc", "bin \\"/etc/passwd\\""));\n'
     )
-    (tmp_path / "kernel.cu").write_text(source)
-    text = preprocess(tmp_path / "kernel.cu", "sm_90a", find_nvcc())
-    assert text is not None
+    text = _preprocessed(source, tmp_path)
     assert any(line.startswith('# 1 "/usr/include/stdio.h" 1') for line in text.splitlines())
-    assert [n for n, t in own_lines(text) if "asm(" in t] == [5]
+    assert {n for n, t in own_lines(text) if "asm(" in t} == {5}  # in each pass
     assert any(f.line == 5 and ".incbin" in f.message for f in check_preprocessed(text))
 
 
@@ -262,15 +267,11 @@ def test_every_reference_kernel_starter_and_test_kernel_passes_the_raw_check():
 
 @needs_nvcc
 def test_the_reference_kernels_with_inline_ptx_pass_after_macro_expansion(tmp_path):
-    """The kernels with inline PTX (wgmma, tcgen05, TMA, mbarrier), through the real `nvcc -E`."""
+    """The kernels with inline PTX (wgmma, tcgen05, TMA, mbarrier), through the passes a real compile keeps."""
     with_asm = [p for p in REFERENCE_SOURCES if "asm" in Path(p).read_text() and "/solutions/" in p]
     assert len(with_asm) >= 4
     for i, path in enumerate(with_asm):
-        folder = tmp_path / str(i)
-        folder.mkdir()
-        shutil.copy(path, folder / "kernel.cu")
-        text = preprocess(folder / "kernel.cu", "sm_90a", find_nvcc())
-        assert text is not None, path
+        text = _preprocessed(Path(path).read_text(), tmp_path / str(i))
         assert [f for f in check_preprocessed(text) if f.rule in ASM_RULES or "assembler" in f.message] == [], path
 
 

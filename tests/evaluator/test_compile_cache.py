@@ -130,15 +130,13 @@ def test_a_process_that_misses_a_key_another_is_compiling_waits_for_its_entry(tm
     import textwrap
     import time
 
-    from evaluator.both_sides.arches import get_arch
     from evaluator.build import compile_cache
-    from evaluator.build.compile import BASE_FLAGS, DEPENDENCY_FLAGS, find_nvcc, nvcc_version, tvm_ffi_paths
+    from evaluator.build.compile import cache_flags, find_nvcc, nvcc_version, tvm_ffi_paths
 
     built = compile_kernel(LIGHT_KERNEL, "sm_90a", tmp_path / "built", cache_dir=None)
     assert built.result.ok and built.preprocessed is not None
     cache = tmp_path / "cache"
-    flags = [*BASE_FLAGS, *DEPENDENCY_FLAGS, "-gencode", get_arch("sm_90a").gencode]
-    key = compile_cache.cache_key(LIGHT_KERNEL, flags, nvcc_version(find_nvcc()), tvm_ffi_paths())
+    key = compile_cache.cache_key(LIGHT_KERNEL, cache_flags("sm_90a"), nvcc_version(find_nvcc()), tvm_ffi_paths())
     script = textwrap.dedent(
         f"""
         import json, sys
