@@ -6,10 +6,16 @@ looks every launch up there under the same key it computed at compile time; comp
 so a launch whose specialization was not compiled ahead of time fails with a clear error instead of compiling
 here. Triton builds its small C launcher helper (cuda_utils) into the same private folder when the compile step
 could not.
+
+Triton's cache names the files of each compiled kernel in a group file (`__grp__<kernel>.json`) by absolute path,
+the path the compile process wrote them to. The copy this process is given lies elsewhere, and that folder may be
+gone (a compile kept in the compile cache outlives the evaluation that made it), so each group is pointed at its
+own folder in the copy before anything is looked up: otherwise Triton finds no kernel and asks for a compile.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -46,8 +52,24 @@ def load(library: Path, kernel_cache: Path | None) -> tuple[Any, Callable[..., A
     return None, load_triton(library, kernel_cache)
 
 
+def relocate_groups(cache_dir: Path) -> None:
+    """Point every group file under `cache_dir` at the files beside it, by their names (a name with a folder in it
+    is dropped: a group names files of its own folder only). A member that is not there leaves its group
+    unresolved, a miss that refuse_compilation turns into the clear error."""
+    for group in cache_dir.rglob("__grp__*.json"):
+        data = json.loads(group.read_text(encoding="utf-8"))
+        members = data.get("child_paths") if isinstance(data, dict) else None
+        if not isinstance(members, dict):
+            continue
+        data["child_paths"] = {
+            name: str(group.parent / name) for name in members if isinstance(name, str) and Path(name).name == name
+        }
+        group.write_text(json.dumps(data), encoding="utf-8")
+
+
 def load_triton(source: Path, cache_dir: Path) -> Callable[..., Any]:
     """The candidate's `run`, with Triton reading kernels from `cache_dir` and never compiling."""
+    relocate_groups(cache_dir)
     os.environ.update(triton_env(cache_dir))
     refuse_compilation()
     module = load_candidate(source)
