@@ -38,6 +38,7 @@ class Phases:
     def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
         self.calls: dict[str, int] = defaultdict(int)
+        self.wrapped: list[tuple[Any, str, Any]] = []
 
     def add(self, name: str, seconds: float) -> None:
         self.seconds[name] += seconds
@@ -53,7 +54,14 @@ class Phases:
             finally:
                 self.add(name(*args, **kwargs) if callable(name) else name, time.perf_counter() - t)
 
+        self.wrapped.append((owner, attr, original))
         setattr(owner, attr, timed)
+
+    def restore(self) -> None:
+        """Put back every function `wrap` replaced, last first."""
+        while self.wrapped:
+            owner, attr, original = self.wrapped.pop()
+            setattr(owner, attr, original)
 
     def table(self) -> list[dict[str, Any]]:
         order = sorted(self.seconds, key=lambda k: -self.seconds[k])
@@ -65,7 +73,7 @@ def instrument(phases: Phases) -> None:
     phases.wrap(pipeline, "compile_stage", "compile stage")
     phases.wrap(pipeline, "sass_stage", "sass stage (cuobjdump, resource usage)")
     phases.wrap(correctness.Checker, "reference_outputs", "parent: reference outputs (inputs + reference)")
-    phases.wrap(correctness.Checker, "compare", "parent: read and compare an output")
+    phases.wrap(correctness.Checker, "compare_tensors", "parent: read and compare an output")
     phases.wrap(candidate, "start", "parent: spawn candidate process")
     phases.wrap(candidate, "expect", lambda child, deadline, event: f"wait for candidate '{event}'")
     phases.wrap(arch_stage, "run_group", "arch: ncu run (profiled process start + replay)")
@@ -93,20 +101,13 @@ def main() -> int:
     runs = []
     for i in range(args.repeats):
         phases = Phases()
-        saved = {m: dict(vars(m)) for m in (pipeline, candidate, arch_stage, ncu)}
-        saved_checker = dict(vars(correctness.Checker))
         instrument(phases)
         try:
             t = time.perf_counter()
             verdict = pipeline.evaluate(source, task, "sm_90a", workloads=args.workload, stages=stages, options=options)
             wall = time.perf_counter() - t
         finally:
-            for module, attrs in saved.items():
-                for k, v in attrs.items():
-                    if getattr(module, k, None) is not v:
-                        setattr(module, k, v)
-            for k in ("reference_outputs", "compare"):
-                setattr(correctness.Checker, k, saved_checker[k])
+            phases.restore()
         stage_seconds = {s.name: s.seconds for s in verdict.stages}
         arch = verdict.arch_check.status.value if verdict.arch_check else None
         runs.append(
