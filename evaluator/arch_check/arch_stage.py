@@ -12,6 +12,7 @@ Parsing the report and deciding the status are pure functions in evaluator/arch_
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -235,6 +236,8 @@ def profile_workload(
         kernels = ncu_mod.parse_source_page(source_csv)
     except ncu_mod.NcuParseError as exc:
         return error(f"unreadable source page: {exc}", cmd)
+    with contextlib.suppress(ncu_mod.NcuParseError):  # an unreadable raw page is noted where it is read below
+        kernels = ncu_mod.one_block_per_launch(kernels, ncu_mod.parse_launches(raw_csv))
     mismatch = ncu_mod.report_not_of_run(kernels, printed) if printed is not None else None
     if mismatch is not None:
         return error(f"the Nsight Compute report was refused: {mismatch}", cmd)

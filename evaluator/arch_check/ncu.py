@@ -228,6 +228,34 @@ def printed_raw_page(output: str) -> str | None:
     return output
 
 
+def one_block_per_launch(kernels: list[SourceKernel], launches: list[Launch]) -> list[SourceKernel]:
+    """The source page's blocks, as many of each kernel as the raw page has launches of it, when the extra ones only
+    repeat others.
+
+    Nsight Compute prints a kernel's block more than once when several kernels of one module ran in the profiled
+    call: on an H100 (Nsight Compute 2025.3.1) a call of two kernels of one library gave each kernel's block twice,
+    equal in every row (tests/fixtures/ncu/README.md), while kernels of two modules gave one block each. Of a kernel
+    with more blocks than launches, the distinct blocks are kept, then repeats of them up to the number of launches
+    (launches of one kernel with equal counts print equal blocks). A repeat never adds to the counts that way. Blocks
+    that repetition cannot explain (more distinct ones than launches, or fewer blocks than launches) are left as
+    they are, for `report_not_of_run` to refuse."""
+    by_name: dict[str, list[SourceKernel]] = {}
+    for kernel in kernels:
+        by_name.setdefault(kernel.name, []).append(kernel)
+    kept: dict[str, list[SourceKernel]] = {}
+    for name, blocks in by_name.items():
+        wanted = sum(1 for launch in launches if _same_kernel(name, launch.name))
+        distinct = [b for i, b in enumerate(blocks) if all(b.rows != e.rows for e in blocks[:i])]
+        if len(blocks) <= wanted or len(distinct) > wanted:
+            kept[name] = blocks
+            continue
+        repeats = [b for b in blocks if not any(b is d for d in distinct)]
+        kept[name] = distinct + repeats[: wanted - len(distinct)]
+    # In the page's order, so that what is kept reads as the page did.
+    keep_ids = {id(b) for blocks in kept.values() for b in blocks}
+    return [k for k in kernels if id(k) in keep_ids]
+
+
 def report_not_of_run(kernels: list[SourceKernel], printed: str) -> str | None:
     """Why the report's source page cannot be of the run whose raw page the profiler printed, or None.
 

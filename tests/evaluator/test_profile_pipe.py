@@ -96,10 +96,23 @@ def test_a_report_with_a_kernel_the_profiler_did_not_print_is_refused(tmp_path, 
     """The report names a second kernel launch the profiled run never made (a payload rewriting the file after
     the profiler): refused, and on the candidate's side (a `profile_failed` hold). Mutation caught: the
     `report_not_of_run` check dropped from arch_stage (the forged report is read and decided on)."""
-    block = SOURCE[SOURCE.index('"Kernel Name"') :]
+    block = SOURCE[SOURCE.index('"Kernel Name"') :].replace("gemm_tma_wgmma_kernel(", "forged_kernel(", 1)
     outcome, _ = _profile(tmp_path, monkeypatch, printed=RAW, source=SOURCE + "\n" + block)
-    assert outcome.failure is not None and "in the report only" in outcome.failure
+    assert outcome.failure is not None and "in the report only: forged_kernel(" in outcome.failure
     assert outcome.failure_by_candidate is True
+
+
+def test_a_block_the_page_repeats_is_read_once(tmp_path, monkeypatch):
+    """Nsight Compute repeats the blocks of kernels of one library (tests/evaluator/test_ncu_repeated_blocks.py):
+    the same block twice for the one printed launch is neither refused nor counted twice. Mutation caught:
+    arch_stage without `one_block_per_launch` (refused as not of its run, the honest two-kernel control's hold)."""
+    (tmp_path / "once").mkdir()
+    (tmp_path / "twice").mkdir()
+    once, _ = _profile(tmp_path / "once", monkeypatch, printed=RAW)
+    block = SOURCE[SOURCE.index('"Kernel Name"') :]
+    twice, _ = _profile(tmp_path / "twice", monkeypatch, printed=RAW, source=SOURCE + "\n" + block)
+    assert once.failure is None and twice.failure is None, twice.failure
+    assert twice.check.families == once.check.families and once.check.families["gmma"].executed > 0
 
 
 def test_without_a_printed_page_the_report_is_read_and_the_verdict_says_so(tmp_path, monkeypatch):
