@@ -60,29 +60,24 @@ def compile_stage(
         msg = f"rejected by policy while compiling: {v.policy[0].message}"
         book.stop("compile", OverallStatus.POLICY_REJECTED, "rejected by policy", chosen, msg)
         return None
+    # Policy again on the macro-expanded source: token pasting cannot hide dlopen or cuBLAS. A failed compile is
+    # checked too: the assembler may have run an `.include` before the failure, and its errors quote what it read,
+    # so a rejected source's log is withheld either way. Text the compiler compiled that cannot be read back is
+    # refused the same way, never skipped.
+    findings = []
     if compiled.unchecked:
-        # The text the compiler compiled cannot be read back, so the policy after macro expansion cannot be
-        # applied: refused, never skipped, and the log withheld as for a source that failed that check.
-        v.policy = [PolicyFinding("preprocessed", compiled.unchecked)]
-        v.compile.output = f"{POLICY_WITHHELD}: {compiled.unchecked}"
+        findings = [PolicyFinding("preprocessed", compiled.unchecked)]
+    elif compiled.preprocessed is not None:
+        findings = check_preprocessed(compiled.preprocessed)
+    if findings:
+        v.policy = findings
+        first = findings[0]
+        v.compile.output = f"{POLICY_WITHHELD}: {first.message}"
         v.compile.output_truncated = False
-        book.finish("compile", StageState.FAILED, t, compiled.unchecked)
-        msg = f"rejected by policy after macro expansion: {compiled.unchecked}"
+        book.finish("compile", StageState.FAILED, t, f"policy after macro expansion: {first.message}")
+        msg = f"rejected by policy after macro expansion: {first.message}"
         book.stop("compile", OverallStatus.POLICY_REJECTED, "rejected by policy", chosen, msg)
         return None
-    if compiled.preprocessed is not None:
-        # Policy again on the macro-expanded source: token pasting cannot hide dlopen or cuBLAS. A failed compile is
-        # checked too: the assembler may have run an `.include` before the failure, and its errors quote what it
-        # read, so a rejected source's log is withheld either way.
-        v.policy = check_preprocessed(compiled.preprocessed)
-        if v.policy:
-            first = v.policy[0]
-            v.compile.output = f"{POLICY_WITHHELD}: {first.message}"
-            v.compile.output_truncated = False
-            book.finish("compile", StageState.FAILED, t, f"policy after macro expansion: {first.message}")
-            msg = f"rejected by policy after macro expansion: {first.message}"
-            book.stop("compile", OverallStatus.POLICY_REJECTED, "rejected by policy", chosen, msg)
-            return None
     if not compiled.result.ok or compiled.library is None:
         tool = lang.toolchain
         why = f"{tool} timed out" if compiled.result.timed_out else f"{tool} exited with {compiled.result.returncode}"
