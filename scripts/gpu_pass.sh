@@ -23,7 +23,8 @@
 #           once): every sm_90a reference kernel when PASS_REFERENCES=1, the false-hold test on PASS_HOLDS (default:
 #           the FP8 reference), the tensor-pipe probe, the headline GEMM's phases, then the corpus once
 #           (CORPUS_REPEAT; PASS_ENTRIES=FILE: only its entries, in its order); the longest part last, so a machine
-#           lost early keeps the rest.
+#           lost early keeps the rest. PASS_HOLDS=none and PASS_PHASES=0 leave those steps out; PASS_SOURCE_BLOCKS=1
+#           adds bench/probe_ncu_source_blocks.sh after the tensor-pipe probe.
 #   corpus  the whole adversarial corpus twice back to back in one process (tests/adversarial/corpus.py
 #           --repeat 2, or CORPUS_REPEAT), started detached so that it outlives one device call: `corpus start`, then
 #           `corpus wait` in the next call (it waits up to WAIT_S and prints the table when done).
@@ -235,12 +236,18 @@ if [ "$mode" = pass ] && [ "$sub" = run ]; then  # the steps themselves (`pass s
   if [ "${PASS_REFERENCES:-0}" = 1 ]; then
     references_step 480 24
   fi
-  # The false-hold test through the portal's GPU path (each round's rows appended to holds-0.jsonl as it ends).
-  # shellcheck disable=SC2086  # the test's command is words
-  step holds "${HOLDS_LIMIT:-420}" 30 env FALSE_HOLDS_ONLY="${PASS_HOLDS:-gemm_fp8_n7168_k5120/hopper_tma_wgmma_fp8}" \
-    FALSE_HOLDS_OUT="$WORK/holds-0.jsonl" $HOLDS_TEST
+  # The false-hold test through the portal's GPU path (each round's rows appended to holds-0.jsonl as it ends);
+  # PASS_HOLDS=none leaves it out.
+  if [ "${PASS_HOLDS:-}" != none ]; then
+    # shellcheck disable=SC2086  # the test's command is words
+    step holds "${HOLDS_LIMIT:-420}" 30 env FALSE_HOLDS_ONLY="${PASS_HOLDS:-gemm_fp8_n7168_k5120/hopper_tma_wgmma_fp8}" \
+      FALSE_HOLDS_OUT="$WORK/holds-0.jsonl" $HOLDS_TEST
+  fi
   probe_step
-  phases_step 2 40
+  if [ "${PASS_SOURCE_BLOCKS:-0}" = 1 ]; then  # how the source page lists the kernels of one library's call
+    step ncu-source-blocks "${PROBE_LIMIT:-150}" 40 env OUT="$WORK" bash bench/probe_ncu_source_blocks.sh
+  fi
+  [ "${PASS_PHASES:-1}" = 1 ] && phases_step 2 40
   env_log > "$WORK/corpus-env.log" 2>&1
   echo "corpus: started $(date -u)"
   # PASS_ENTRIES=FILE (one entry name a line): those entries only, e.g. the ones a cut-short run did not reach.
