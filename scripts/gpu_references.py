@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -32,6 +33,12 @@ def run_one(solution: Solution, stages: str | None) -> tuple[dict, float]:
     kwargs = {"stages": stages.split(",")} if stages else {}
     verdict = evaluate(solution.source(), task, "sm_90a", workloads="headline", language=solution.language, **kwargs)
     return json.loads(to_json(verdict)), time.monotonic() - start
+
+
+def card_of(verdict: dict) -> str:
+    """The card a verdict ran on as its file names say it ("h200", "h100"); "gpu" when the name says none."""
+    found = re.search(r"\b([A-Z]\d{3})\b", (verdict.get("environment") or {}).get("gpu_name") or "")
+    return found.group(1).lower() if found else "gpu"
 
 
 def judge(want: dict, v: dict) -> list[str]:
@@ -65,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     for solution in chosen:
         name = solution.label
         v, seconds = run_one(solution, None)
-        (args.out / f"{name.replace('/', '-')}-h200.json").write_text(json.dumps(v, indent=1))
+        (args.out / f"{name.replace('/', '-')}-{card_of(v)}.json").write_text(json.dumps(v, indent=1))
         problems = judge(solution.expected, v)
         failed += bool(problems)
         perf = (v["workloads"][0].get("performance") or {}) if v["workloads"] else {}
