@@ -5,7 +5,8 @@ Nsight Compute counts the target instructions in one profiled call, in a process
 injection library is visible): a kernel can take a wgmma path there and a SIMT path when timed. So the parent
 also asks the GPU how much of the time its SMs spent on tensor operations (`NVML_GPM_METRIC_ANY_TENSOR_UTIL`)
 between two samples, the first just before the timing process loads the submission (its setup ran before, beside
-the trusted baseline process), the second once it is gone. Every GPU call of that process
+the trusted baseline process), the second once it is gone, each taken once the GPU reads quiet (GpmWindow: the
+counters trail the work). Every GPU call of that process
 runs on inputs the parent drew and counts (trials, timed rounds, batches: evaluator/measure/lent_calls.py); the parent's
 own work inside the window draws inputs and compares outputs, neither on tensor cores; the references, the
 library baseline and the profile all run outside it.
@@ -25,6 +26,7 @@ Parent side only. `witness` and `judge` are pure; `GpmWindow` is the edge (NVML)
 
 from __future__ import annotations
 
+import importlib
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +36,12 @@ from evaluator.envinfo import nvml_handle
 
 # Shorter windows read low (see above); NVML wants its two samples at least 100 ms apart.
 MIN_WINDOW_S = 0.25
+SETTLE_STEP_S = 0.11
+SETTLE_MAX_S = 2.0
+# One quiet step (GpmWindow): an idle H100 read 0.0000-0.0005% tensor and under 1% SM a 0.1 s step, a SIMT kernel
+# 0.0028% tensor and 99% SM, a cuBLAS GEMM 20-25% tensor (docs/runs/integrity/h100-2026-12-05b/gpm-timeline.log).
+QUIET_TENSOR_PCT = 0.001
+QUIET_SM_PCT = 2.0
 
 
 @dataclass(frozen=True)
@@ -86,24 +94,31 @@ def judge(check: ArchCheck, found: Witness | str) -> None:
 
 
 class GpmWindow:
-    """Two GPM samples of one GPU, taken by `start` and `stop`; `reason` says why there is no reading."""
+    """Two GPM samples of one GPU, taken by `start` and `stop`; `reason` says why there is no reading.
 
-    def __init__(self, gpu_uuid: str | None) -> None:
+    Each edge is taken only once the GPU reads quiet: GPM's counters trail the work (on an H100, a window opened
+    just after the baseline process had been timed still counted about half of that process's last 0.2 s of
+    tensor work; bench/probe_gpm_timeline.py, docs/runs/integrity/h100-2026-12-05b/). Both edges fall where no
+    counted call runs (before the submission is loaded; after its process is gone), so waiting for quiet moves
+    the edge past work that is not the window's without losing any that is. A GPU that does not go quiet in
+    SETTLE_MAX_S gives no reading."""
+
+    def __init__(self, gpu_uuid: str | None, nvml: Any = None) -> None:
         self.reason = ""
         self._nvml: Any = None
         self._handle: Any = None
         self._first: Any = None
         self._t0 = 0.0
         try:
-            import pynvml
+            nvml = nvml or importlib.import_module("pynvml")
 
-            pynvml.nvmlInit()
-            self._nvml = pynvml
-            self._handle = nvml_handle(pynvml, gpu_uuid)
+            nvml.nvmlInit()
+            self._nvml = nvml
+            self._handle = nvml_handle(nvml, gpu_uuid)
             if self._handle is None:
                 self.reason = "no GPU UUID to sample among several GPUs"
                 return
-            if not pynvml.nvmlGpmQueryDeviceSupport(self._handle).isSupportedDevice:
+            if not nvml.nvmlGpmQueryDeviceSupport(self._handle).isSupportedDevice:
                 self.reason = "this GPU does not support GPM metrics"
         except Exception as exc:  # noqa: BLE001 - any NVML failure means no witness, with the reason recorded
             self.reason = f"NVML GPM unavailable ({type(exc).__name__}: {exc})"
@@ -112,9 +127,9 @@ class GpmWindow:
         if self.reason:
             return
         try:
-            self._first = self._nvml.nvmlGpmSampleAlloc()
-            self._nvml.nvmlGpmSampleGet(self._handle, self._first)
-            self._t0 = time.monotonic()
+            edge = self._quiet_edge("before the timing process")
+            if edge is not None:
+                self._first, self._t0 = edge
         except Exception as exc:  # noqa: BLE001
             self.reason = f"GPM sample failed ({type(exc).__name__}: {exc})"
 
@@ -123,39 +138,77 @@ class GpmWindow:
         if self.reason:
             return None
         nvml = self._nvml
-        seconds = time.monotonic() - self._t0
         second = None
         try:
-            if seconds < 0.11:  # NVML refuses samples closer than 100 ms
-                return self._refuse(f"a window of {seconds:.3f} s is too short for GPM")
-            second = nvml.nvmlGpmSampleAlloc()
-            nvml.nvmlGpmSampleGet(self._handle, second)
-            request = nvml.c_nvmlGpmMetricsGet_t()
-            request.version = nvml.NVML_GPM_METRICS_GET_VERSION
-            request.numMetrics = 2
-            request.sample1, request.sample2 = self._first, second
-            request.metrics[0].metricId = nvml.NVML_GPM_METRIC_ANY_TENSOR_UTIL
-            request.metrics[1].metricId = nvml.NVML_GPM_METRIC_SM_UTIL
-            nvml.nvmlGpmMetricsGet(request)
-            if request.metrics[0].nvmlReturn != nvml.NVML_SUCCESS:
-                return self._refuse(f"GPM gave no tensor utilisation (NVML return {request.metrics[0].nvmlReturn})")
-            sm = float(request.metrics[1].value) if request.metrics[1].nvmlReturn == nvml.NVML_SUCCESS else None
-            return GpmReading(seconds, float(request.metrics[0].value), sm)
+            if time.monotonic() - self._t0 < SETTLE_STEP_S:  # NVML refuses samples closer than 100 ms
+                return self._refuse(f"a window of {time.monotonic() - self._t0:.3f} s is too short for GPM")
+            edge = self._quiet_edge("after the timing process")
+            if edge is None:
+                return None
+            second, t1 = edge
+            tensor, sm = self._metrics(self._first, second)
+            if tensor is None:
+                return self._refuse("GPM gave no tensor utilisation")
+            return GpmReading(t1 - self._t0, tensor, sm)
         except Exception as exc:  # noqa: BLE001
             return self._refuse(f"GPM reading failed ({type(exc).__name__}: {exc})")
         finally:
             for sample in (self._first, second):
-                if sample is not None:
-                    try:
-                        nvml.nvmlGpmSampleFree(sample)
-                    except Exception:  # noqa: BLE001, S110 - freeing must not mask the reading
-                        pass
+                self._free(sample)
             self._first = None
             try:
                 nvml.nvmlShutdown()
             except Exception:  # noqa: BLE001, S110
                 pass
 
+    def _sample(self) -> tuple[Any, float]:
+        sample = self._nvml.nvmlGpmSampleAlloc()
+        self._nvml.nvmlGpmSampleGet(self._handle, sample)
+        return sample, time.monotonic()
+
+    def _quiet_edge(self, where: str) -> tuple[Any, float] | None:
+        """A sample taken where the step before it read quiet, and its time; None (with `reason`) when the GPU
+        stayed busy for SETTLE_MAX_S."""
+        sample, t = self._sample()
+        give_up = t + SETTLE_MAX_S
+        while True:
+            time.sleep(SETTLE_STEP_S)
+            following, t = self._sample()
+            tensor, sm = self._metrics(sample, following)
+            self._free(sample)
+            sample = following
+            if quiet(tensor, sm):
+                return sample, t
+            if t >= give_up:
+                self._free(sample)
+                self._refuse(f"the GPU was not quiet {where} within {SETTLE_MAX_S:g} s (tensor {tensor}%, SM {sm}%)")
+                return None
+
+    def _metrics(self, first: Any, second: Any) -> tuple[float | None, float | None]:
+        """Tensor and SM utilisation (percent) between two samples; None for a metric GPM did not give."""
+        nvml = self._nvml
+        request = nvml.c_nvmlGpmMetricsGet_t()
+        request.version = nvml.NVML_GPM_METRICS_GET_VERSION
+        request.numMetrics = 2
+        request.sample1, request.sample2 = first, second
+        request.metrics[0].metricId = nvml.NVML_GPM_METRIC_ANY_TENSOR_UTIL
+        request.metrics[1].metricId = nvml.NVML_GPM_METRIC_SM_UTIL
+        nvml.nvmlGpmMetricsGet(request)
+        values = [float(m.value) if m.nvmlReturn == nvml.NVML_SUCCESS else None for m in request.metrics[:2]]
+        return values[0], values[1]
+
+    def _free(self, sample: Any) -> None:
+        if sample is not None:
+            try:
+                self._nvml.nvmlGpmSampleFree(sample)
+            except Exception:  # noqa: BLE001, S110 - freeing must not mask the reading
+                pass
+
     def _refuse(self, reason: str) -> GpmReading | None:
         self.reason = reason
         return None
+
+
+def quiet(tensor_pct: float | None, sm_pct: float | None) -> bool:
+    """Whether one settle step read a GPU with nothing running: no tensor work and the SMs (near) idle."""
+    return tensor_pct is not None and tensor_pct <= QUIET_TENSOR_PCT and (sm_pct is None or sm_pct <= QUIET_SM_PCT)

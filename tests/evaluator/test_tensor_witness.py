@@ -4,9 +4,21 @@ docs/runs/integrity/h200-2026-12-04b/."""
 
 from __future__ import annotations
 
+import time
+import types
+
 import pytest
 
-from evaluator.arch_check.tensor_witness import MIN_WINDOW_S, GpmReading, Witness, judge, witness
+from evaluator.arch_check.tensor_witness import (
+    MIN_WINDOW_S,
+    SETTLE_STEP_S,
+    GpmReading,
+    GpmWindow,
+    Witness,
+    judge,
+    quiet,
+    witness,
+)
 from evaluator.both_sides.verdict import ArchCheck, ArchStatus
 
 H200_BF16 = 989.4
@@ -52,3 +64,87 @@ def test_a_host_without_gpm_gets_a_note_and_keeps_the_profile_s_status():
     judge(check, "this GPU does not support GPM metrics")
     assert check.status == ArchStatus.VERIFIED and check.witness_tensor_share is None
     assert check.witness_note == "tensor work not witnessed: this GPU does not support GPM metrics"
+
+
+class FakeNvml:
+    """NVML's GPM calls as the window makes them (the edge of the world): every metrics request between two samples
+    answers the next (tensor %, SM %) of `steps`; the samples are numbered in the order taken."""
+
+    NVML_SUCCESS = 0
+    NVML_GPM_METRICS_GET_VERSION = 1
+    NVML_GPM_METRIC_ANY_TENSOR_UTIL = 5
+    NVML_GPM_METRIC_SM_UTIL = 2
+
+    def __init__(self, steps: list[tuple[float, float]]) -> None:
+        self.steps = list(steps)
+        self.taken = 0
+        self.freed: list[int] = []
+        self.asked: list[tuple[int, int]] = []  # (sample1, sample2) of every metrics request
+
+    class c_nvmlGpmMetricsGet_t:  # noqa: N801 - NVML's name
+        def __init__(self) -> None:
+            self.metrics = [types.SimpleNamespace(metricId=0, value=0.0, nvmlReturn=0) for _ in range(2)]
+
+    def nvmlInit(self) -> None: ...  # noqa: N802
+
+    def nvmlShutdown(self) -> None: ...  # noqa: N802
+
+    def nvmlDeviceGetCount(self) -> int:  # noqa: N802
+        return 1
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> str:  # noqa: N802
+        return "gpu0"
+
+    def nvmlGpmQueryDeviceSupport(self, handle: str) -> types.SimpleNamespace:  # noqa: N802
+        return types.SimpleNamespace(isSupportedDevice=1)
+
+    def nvmlGpmSampleAlloc(self) -> list[int]:  # noqa: N802
+        self.taken += 1
+        return [self.taken]
+
+    def nvmlGpmSampleGet(self, handle: str, sample: list[int]) -> None: ...  # noqa: N802
+
+    def nvmlGpmSampleFree(self, sample: list[int]) -> None:  # noqa: N802
+        self.freed.append(sample[0])
+
+    def nvmlGpmMetricsGet(self, request: c_nvmlGpmMetricsGet_t) -> None:  # noqa: N802
+        self.asked.append((request.sample1[0], request.sample2[0]))
+        request.metrics[0].value, request.metrics[1].value = self.steps.pop(0)
+
+
+def test_each_edge_of_the_window_waits_for_a_quiet_gpu():
+    """GPM's counters trail the work: a window opened as the baseline process ends counts part of its tensor work
+    (H100, 2026-12-05). The first step after the start reads the baseline's tail (22% tensor), the second is quiet:
+    the window opens at the third sample. After the timing process the first step is quiet and closes it. Mutation
+    caught: a window taking its first sample at once (reading from sample 1)."""
+    nvml = FakeNvml([(22.0, 50.0), (0.0, 0.3), (0.0, 0.2), (0.6, 35.0)])
+    window = GpmWindow(None, nvml)
+    window.start()
+    time.sleep(SETTLE_STEP_S)
+    reading = window.stop()
+    assert window.reason == "" and reading is not None
+    assert nvml.asked[-1] == (3, 5)  # the reading runs from the quiet start edge to the quiet stop edge
+    assert reading.any_tensor_pct == 0.6 and reading.sm_pct == 35.0
+    assert reading.seconds >= 2 * SETTLE_STEP_S  # from the start edge: one wait and the stop's settle step
+    assert sorted(nvml.freed) == [1, 2, 3, 4, 5]  # every sample given back
+
+
+def test_a_gpu_that_never_goes_quiet_gives_no_reading(monkeypatch):
+    """Another process's tensor work on the GPU would count as the candidate's: no witness, with the reason (the
+    profile alone decides, as on a host without GPM)."""
+    monkeypatch.setattr("evaluator.arch_check.tensor_witness.SETTLE_MAX_S", 0.3)
+    nvml = FakeNvml([(12.0, 80.0)] * 10)
+    window = GpmWindow(None, nvml)
+    window.start()
+    assert window.stop() is None
+    assert window.reason.startswith("the GPU was not quiet before the timing process within 0.3 s (tensor 12.0%")
+    assert sorted(nvml.freed) == list(range(1, nvml.taken + 1))
+
+
+@pytest.mark.parametrize(
+    ("tensor", "sm", "expected"),
+    [(0.0, 0.4, True), (0.0005, 1.1, True), (0.0028, 99.5, False), (0.0, 99.0, False), (None, 0.0, False)],
+)
+def test_quiet_means_no_tensor_work_and_idle_sms(tensor, sm, expected):
+    """The H100's figures: idle 0-0.0005% tensor under 1% SM, a SIMT kernel 0.0028% at 99% SM."""
+    assert quiet(tensor, sm) is expected
