@@ -265,14 +265,9 @@ def test_every_reference_kernel_starter_and_test_kernel_passes_the_raw_check():
         assert found == [], path
 
 
-@needs_nvcc
-def test_the_reference_kernels_with_inline_ptx_pass_after_macro_expansion(tmp_path):
-    """The kernels with inline PTX (wgmma, tcgen05, TMA, mbarrier), through the passes a real compile keeps."""
-    with_asm = [p for p in REFERENCE_SOURCES if "asm" in Path(p).read_text() and "/solutions/" in p]
-    assert len(with_asm) >= 4
-    for i, path in enumerate(with_asm):
-        text = _preprocessed(Path(path).read_text(), tmp_path / str(i))
-        assert [f for f in check_preprocessed(text) if f.rule in ASM_RULES or "assembler" in f.message] == [], path
+# The reference kernels with inline PTX (wgmma, tcgen05, TMA, mbarrier) passing the policy after macro expansion,
+# on the passes their real compile keeps: tests/tasks/test_reference_solutions.py compiles each for its own
+# architecture through the compile stage, where a finding would make it POLICY_REJECTED, not STATIC_ONLY.
 
 
 def test_a_hash_from_a_macro_expansion_is_code_not_a_directive_line():

@@ -17,6 +17,8 @@ SOLUTIONS = find_solutions(REPO / "tasks")
 @pytest.mark.slow  # a compile of each reference kernel: an nvcc sweep (`make test` runs it, `make test-fast` not)
 @pytest.mark.parametrize("solution", SOLUTIONS, ids=lambda s: s.label)
 def test_reference_solution_compiles_with_its_target_instructions(solution: Solution):
+    """STATIC_ONLY also says the policy passed twice: on the source, and after macro expansion on the passes the
+    compile kept (inline PTX: wgmma, tcgen05, TMA, mbarrier); either finding would make it POLICY_REJECTED."""
     if find_bwrap() is None and not allow_unsandboxed_from_env():
         pytest.fail("bubblewrap is missing: `make test` installs it")
     task = find_task(REPO / "tasks", solution.task)
