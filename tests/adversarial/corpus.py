@@ -425,6 +425,15 @@ def spread(chosen: list[dict[str, Any]], parts: int) -> list[list[dict[str, Any]
 
 
 _PRINTED_OUTCOME = re.compile(r"^(\s+)\[1\] ")
+# The relays of a spread round print from one thread each: print writes a line and its end separately, so two
+# relays could splice their lines into one (seen on a loaded 2-core machine).
+_PRINT_LOCK = threading.Lock()
+
+
+def _say(text: str) -> None:
+    """One whole line on stdout, whichever thread prints beside it."""
+    with _PRINT_LOCK:
+        print(text, flush=True)
 
 
 def run_spread_round(
@@ -469,7 +478,7 @@ def run_spread_round(
             if outcome is None:
                 why = f"the process of GPU {gpu} ended (exit {code}) before this entry finished"
                 outcome = Outcome(entry["name"], "/".join(entry["expect"]["status"]), "no outcome", False, why, gpu=gpu)
-                print(f"  [{round_no}] {entry['name']}: no outcome (NOT OK): {why}", flush=True)
+                _say(f"  [{round_no}] {entry['name']}: no outcome (NOT OK): {why}")
             by_name[entry["name"]] = outcome
     ordered = [by_name[e["name"]] for e in chosen if e["name"] in by_name]
     # The round's record in the order chosen (the manifest's, or --only's), whichever part ended first.
@@ -488,9 +497,9 @@ def _relay(proc: subprocess.Popen[str], round_no: int, gpu: str) -> None:
         line = line.rstrip("\n")
         table = table or line.startswith("== corpus round")
         if _PRINTED_OUTCOME.match(line):
-            print(_PRINTED_OUTCOME.sub(rf"\g<1>[{round_no}] ", line) + f" on {gpu}", flush=True)
+            _say(_PRINTED_OUTCOME.sub(rf"\g<1>[{round_no}] ", line) + f" on {gpu}")
         elif line.strip() and not table:
-            print(f"    ({gpu}) {line}", flush=True)
+            _say(f"    ({gpu}) {line}")
 
 
 def _part_outcomes(path: Path) -> dict[str, Outcome]:

@@ -6,10 +6,13 @@ policy), so the processes, the pinning and the records are the real ones on a ho
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adversarial"))
@@ -83,3 +86,26 @@ def test_all_is_every_gpu_the_host_lists_by_uuid(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
     assert corpus.gpu_list("all") == ["GPU-aaaa", "GPU-bbbb"]
     assert corpus.gpu_list(" a, b ,") == ["a", "b"]
+
+
+def test_the_relays_of_a_round_print_whole_lines_side_by_side(monkeypatch):
+    """Each part's relay prints from its own thread; print writes a line and its end in two calls, so without one
+    lock two relays spliced their lines into one (the round's test above failed so on a loaded 2-core machine).
+    A stdout that yields between writes makes the splice all but certain. Mutation caught: `_say` without its
+    lock."""
+
+    class Yielding(io.StringIO):
+        def write(self, text: str) -> int:
+            time.sleep(0.0002)
+            return super().write(text)
+
+    out = Yielding()
+    monkeypatch.setattr(sys, "stdout", out)
+    lines = {gpu: [f"  [1] entry{i}: PASSED (ok) on {gpu}" for i in range(60)] for gpu in ("gpu-a", "gpu-b")}
+    threads = [threading.Thread(target=lambda ls=ls: [corpus._say(line) for line in ls]) for ls in lines.values()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    printed = out.getvalue().splitlines()
+    assert sorted(printed) == sorted(lines["gpu-a"] + lines["gpu-b"])
