@@ -25,6 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from evaluator.arch_check.tensor_witness import gpm_utilisation  # noqa: E402
 from evaluator.both_sides.taskdata import find_task  # noqa: E402
 from evaluator.both_sides.verdict import to_json  # noqa: E402
 from evaluator.pipeline import evaluate  # noqa: E402
@@ -40,15 +41,9 @@ def sampler(stop: threading.Event, rows: list[tuple[float, float, float]], t0: f
     while not stop.wait(0.1):
         current = pynvml.nvmlGpmSampleAlloc()
         pynvml.nvmlGpmSampleGet(handle, current)
-        request = pynvml.c_nvmlGpmMetricsGet_t()
-        request.version = pynvml.NVML_GPM_METRICS_GET_VERSION
-        request.numMetrics = 2
-        request.sample1, request.sample2 = previous, current
-        request.metrics[0].metricId = pynvml.NVML_GPM_METRIC_ANY_TENSOR_UTIL
-        request.metrics[1].metricId = pynvml.NVML_GPM_METRIC_SM_UTIL
         try:
-            pynvml.nvmlGpmMetricsGet(request)
-            rows.append((time.monotonic() - t0, float(request.metrics[0].value), float(request.metrics[1].value)))
+            tensor, sm = gpm_utilisation(pynvml, previous, current)
+            rows.append((time.monotonic() - t0, -1.0 if tensor is None else tensor, -1.0 if sm is None else sm))
         except Exception as exc:  # noqa: BLE001 - a probe: record and go on
             rows.append((time.monotonic() - t0, -1.0, -1.0))
             print("GPM:", exc, file=sys.stderr)

@@ -185,17 +185,7 @@ class GpmWindow:
                 return None
 
     def _metrics(self, first: Any, second: Any) -> tuple[float | None, float | None]:
-        """Tensor and SM utilisation (percent) between two samples; None for a metric GPM did not give."""
-        nvml = self._nvml
-        request = nvml.c_nvmlGpmMetricsGet_t()
-        request.version = nvml.NVML_GPM_METRICS_GET_VERSION
-        request.numMetrics = 2
-        request.sample1, request.sample2 = first, second
-        request.metrics[0].metricId = nvml.NVML_GPM_METRIC_ANY_TENSOR_UTIL
-        request.metrics[1].metricId = nvml.NVML_GPM_METRIC_SM_UTIL
-        nvml.nvmlGpmMetricsGet(request)
-        values = [float(m.value) if m.nvmlReturn == nvml.NVML_SUCCESS else None for m in request.metrics[:2]]
-        return values[0], values[1]
+        return gpm_utilisation(self._nvml, first, second)
 
     def _free(self, sample: Any) -> None:
         if sample is not None:
@@ -207,6 +197,19 @@ class GpmWindow:
     def _refuse(self, reason: str) -> GpmReading | None:
         self.reason = reason
         return None
+
+
+def gpm_utilisation(nvml: Any, first: Any, second: Any) -> tuple[float | None, float | None]:
+    """Tensor and SM utilisation (percent) between two GPM samples; None for a metric GPM did not give."""
+    request = nvml.c_nvmlGpmMetricsGet_t()
+    request.version = nvml.NVML_GPM_METRICS_GET_VERSION
+    request.numMetrics = 2
+    request.sample1, request.sample2 = first, second
+    request.metrics[0].metricId = nvml.NVML_GPM_METRIC_ANY_TENSOR_UTIL
+    request.metrics[1].metricId = nvml.NVML_GPM_METRIC_SM_UTIL
+    nvml.nvmlGpmMetricsGet(request)
+    values = [float(m.value) if m.nvmlReturn == nvml.NVML_SUCCESS else None for m in request.metrics[:2]]
+    return values[0], values[1]
 
 
 def quiet(tensor_pct: float | None, sm_pct: float | None) -> bool:
