@@ -140,8 +140,9 @@ class GpmWindow:
         nvml = self._nvml
         second = None
         try:
-            if time.monotonic() - self._t0 < SETTLE_STEP_S:  # NVML refuses samples closer than 100 ms
-                return self._refuse(f"a window of {time.monotonic() - self._t0:.3f} s is too short for GPM")
+            lived = time.monotonic() - self._t0
+            if lived < SETTLE_STEP_S:  # NVML refuses samples closer than 100 ms
+                return self._refuse(f"a window of {lived:.3f} s is too short for GPM")
             edge = self._quiet_edge("after the timing process")
             if edge is None:
                 return None
