@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -52,15 +53,43 @@ def sampler(stop: threading.Event, rows: list[tuple[float, float, float]], t0: f
     pynvml.nvmlGpmSampleFree(previous)
 
 
+def mark_edges(events: list[tuple[float, str]], t0: float) -> None:
+    """Events for the trusted baseline process's start and end and the witness window's two edges, so the
+    timeline shows which tensor work fell inside the window."""
+    from evaluator.measure import candidate
+
+    def marked(name: str, fn: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            events.append((time.monotonic() - t0, f"{name} begins"))
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                events.append((time.monotonic() - t0, f"{name} returned"))
+
+        return call
+
+    candidate.measure_trusted_baseline = marked("trusted baseline", candidate.measure_trusted_baseline)
+
+    class MarkedWindow(candidate.GpmWindow):  # type: ignore[misc,name-defined]
+        def _quiet_edge(self, where: str) -> Any:
+            edge = super()._quiet_edge(where)
+            events.append((time.monotonic() - t0, f"window edge {where}: {'taken' if edge else self.reason}"))
+            return edge
+
+    candidate.GpmWindow = MarkedWindow  # type: ignore[misc]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--kernel", type=Path, default=REPO / "tests/kernels/simt_gemm.cu")
     parser.add_argument("--task", default="gemm_n4096_k4096")
+    parser.add_argument("--workloads", default="headline", help="as evaluate's `workloads` (default: headline)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     events: list[tuple[float, str]] = []
+    mark_edges(events, t0)
     rows: list[tuple[float, float, float]] = []
     stop = threading.Event()
     thread = threading.Thread(target=sampler, args=(stop, rows, t0), daemon=True)
@@ -71,7 +100,7 @@ def main() -> int:
         args.kernel.read_text(),
         find_task(REPO / "tasks", args.task),
         "sm_90a",
-        workloads="headline",
+        workloads=args.workloads,
         stages=["policy", "compile", "sass", "correctness", "timing", "arch"],
         on_stage=lambda stage, message: events.append((time.monotonic() - t0, f"[{stage}] {message}"[:90])),
     )

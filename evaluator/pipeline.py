@@ -381,20 +381,30 @@ def _gpu_stages(ev: EvaluationRun, setup: CandidateSetup) -> None:
         if arch_result.outcome is not None:
             v.arch_check = arch_result.outcome.check
             absorb_profile(v, arch_result.outcome, timed_launches)
-            profiled = runs.get(v.arch_check.workload or "")
-            if profiled is not None and timing:
-                tensor_witness.judge(v.arch_check, _witness_of(task, profiled, v.environment.gpu_name))
+            if v.arch_check.workload in runs and timing:
+                witnessed, found = _witness_of(task, runs, v.environment.gpu_name)
+                tensor_witness.judge(v.arch_check, found, witnessed)
             v.status = overall_status(v.workloads)
             v.notes.extend(arch_result.outcome.notes)
 
 
-def _witness_of(task: Task, run: WorkloadRun, gpu_name: str | None) -> tensor_witness.Witness | str:
-    """The tensor work the GPU witnessed over one workload's timing process, or why there is none."""
+def _witness_of(
+    task: Task, runs: dict[str, WorkloadRun], gpu_name: str | None
+) -> tuple[str, tensor_witness.Witness | str]:
+    """The tensor work the GPU witnessed over the timing process of the workload whose calls do the most FLOPs
+    (among those with a reading): the one it can best tell from the evaluator's own background. A submission is
+    never profiled while timed, so a profiled-only tensor path shows in any timed workload."""
+
+    def strength(uuid: str) -> tuple[bool, float]:
+        return runs[uuid].gpm is not None, task.flops_for(task.workload(uuid)) or 0.0
+
+    uuid = max(runs, key=strength)
+    run = runs[uuid]
     if run.gpm is None:
-        return run.gpm_reason or "no GPM reading"
-    workload = task.workload(run.result.uuid)
+        return uuid, run.gpm_reason or "no GPM reading"
+    workload = task.workload(uuid)
     peak = limits_for(task.definition, workload, gpu_name).peak_tflops
-    return tensor_witness.witness(run.gpm, peak or 0.0, task.flops_for(workload) or 0.0, run.window_calls)
+    return uuid, tensor_witness.witness(run.gpm, peak or 0.0, task.flops_for(workload) or 0.0, run.window_calls)
 
 
 def _absorb_run(v: Verdict, run: WorkloadRun) -> None:

@@ -257,6 +257,8 @@ class ArchCheck:
     witness_any_tensor_pct: float | None = field(default=None, metadata={"added": "schema_version 2"})
     witness_seconds: float | None = field(default=None, metadata={"added": "schema_version 2"})
     witness_note: str = field(default="", metadata={"added": "schema_version 2"})
+    # The timed workload the witness is of: the one whose calls do the most FLOPs, not always the profiled one
+    witness_workload: str | None = field(default=None, metadata={"added": "schema_version 3"})
     profiled_kernels: list[str] = field(default_factory=list)
     command: list[str] = field(default_factory=list)
     seconds: float = 0.0

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import time
 import types
+from pathlib import Path
 
 import pytest
 
 from evaluator.arch_check.tensor_witness import (
+    MIN_FLOPS_PER_CALL,
     MIN_WINDOW_S,
     SETTLE_STEP_S,
     GpmReading,
@@ -19,7 +21,12 @@ from evaluator.arch_check.tensor_witness import (
     quiet,
     witness,
 )
-from evaluator.both_sides.verdict import ArchCheck, ArchStatus
+from evaluator.both_sides.taskdata import load_task
+from evaluator.both_sides.verdict import ArchCheck, ArchStatus, Status, WorkloadResult
+from evaluator.checks.workload_checks import WorkloadRun
+from evaluator.pipeline import _witness_of
+
+REPO = Path(__file__).resolve().parents[2]
 
 H200_BF16 = 989.4
 GEMM_8192 = 2 * 8192 * 7168 * 5120  # FLOPs of one call of the headline GEMM's largest workload
@@ -40,6 +47,17 @@ def test_tensor_busy_time_at_the_dense_peak_is_the_witnessed_work():
 def test_a_window_too_short_for_gpm_is_not_judged():
     found = witness(GpmReading(MIN_WINDOW_S / 2, 50.0), H200_BF16, GEMM_8192, 10)
     assert isinstance(found, str) and "GPM reading needs" in found
+
+
+def test_a_workload_too_small_to_stand_above_the_background_is_not_judged():
+    """SIMT-only kernels read up to 10 GFLOP-equivalents of tensor work a call at M=128 (9.4 GFLOP a call), shares
+    of 0.14-1.14 (H100, 2026-12-05): such a reading says nothing. Mutation caught: `witness` without the floor
+    (a share of 1.0 here, which would keep a profiled-only wgmma path `verified`)."""
+    m128 = 2 * 128 * 7168 * 5120
+    calls, busy_s = 255, 255 * m128 / (H200_BF16 * 1e12)
+    found = witness(GpmReading(0.94, 100 * busy_s / 0.94), H200_BF16, m128, calls)
+    assert isinstance(found, str) and "9.4 GFLOP a call, under the 50 GFLOP a call" in found
+    assert isinstance(witness(GpmReading(2.0, 1.0), H200_BF16, MIN_FLOPS_PER_CALL, 100), Witness)
 
 
 def test_a_profiled_only_tensor_path_is_not_verified():
@@ -148,3 +166,40 @@ def test_a_gpu_that_never_goes_quiet_gives_no_reading(monkeypatch):
 def test_quiet_means_no_tensor_work_and_idle_sms(tensor, sm, expected):
     """The H100's figures: idle 0-0.0005% tensor under 1% SM, a SIMT kernel 0.0028% at 99% SM."""
     assert quiet(tensor, sm) is expected
+
+
+def _runs(task, readings):
+    """WorkloadRuns of `task` by M, each with its GPM reading (None: no reading) and 255 calls in the window."""
+    runs = {}
+    for w in task.workloads:
+        reading = readings.get(w.axes["M"], "absent")
+        if reading == "absent":
+            continue
+        run = WorkloadRun(WorkloadResult(w.uuid, dict(w.axes), Status.PASSED), window_calls=255)
+        run.gpm, run.gpm_reason = reading, "" if reading else "the GPU was not quiet"
+        runs[w.uuid] = run
+    return runs
+
+
+def test_the_witness_is_of_the_timed_workload_whose_calls_do_the_most_flops():
+    """A profiled-only wgmma path runs SIMT in every timed workload: read where the task's FLOPs dwarf the
+    background. M=128's window reads a share of about 1 from background alone, M=8192's a share near 0: judged on
+    M=8192, the `verified` profile becomes `token`. Mutation caught: judging the profiled (M=128) workload."""
+    task = load_task(REPO / "tasks" / "gemm_n7168_k5120")
+    runs = _runs(task, {128: GpmReading(0.94, 0.28, 95.0), 8192: GpmReading(2.3, 0.018, 99.0)})
+    uuid, found = _witness_of(task, runs, "NVIDIA H100 80GB HBM3")
+    assert task.workload(uuid).axes["M"] == 8192
+    assert isinstance(found, Witness) and found.share < 0.05
+    check = verified()
+    judge(check, found, uuid)
+    assert check.status == ArchStatus.TOKEN and check.witness_workload == uuid
+
+
+def test_a_larger_workload_without_a_reading_gives_way_to_one_with_a_reading():
+    task = load_task(REPO / "tasks" / "gemm_n7168_k5120")
+    sizes = sorted(w.axes["M"] for w in task.workloads)
+    runs = _runs(task, {sizes[-1]: None, sizes[-2]: GpmReading(1.5, 0.02, 99.0)})
+    uuid, found = _witness_of(task, runs, "NVIDIA H100 80GB HBM3")
+    assert task.workload(uuid).axes["M"] == sizes[-2] and isinstance(found, Witness)
+    runs = _runs(task, {sizes[-1]: None})
+    assert _witness_of(task, runs, "NVIDIA H100 80GB HBM3")[1] == "the GPU was not quiet"
