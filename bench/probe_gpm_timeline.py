@@ -9,6 +9,9 @@ and prints one line per sample with the last stage message before it, so the ten
 baseline process, candidate start-up, trials, timed batches, teardown. It also prints the verdict's own witness.
 
     python3 bench/probe_gpm_timeline.py --out DIR [--kernel tests/kernels/simt_gemm.cu] [--task gemm_n4096_k4096]
+        [--workloads headline]
+
+The trusted baseline process's start and end and the witness window's two edges are marked among the events.
 
 On the GPU host, from the repo root, with the carried packages installed (scripts/gpu_host_env.sh).
 """
