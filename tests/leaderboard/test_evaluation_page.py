@@ -80,6 +80,10 @@ def test_evaluation_page_shows_the_gpus_own_witness_of_the_tensor_work(client):
     page = client.get(f"/evidence/evaluations/{lf.evaluation(owner=lf.user('ada'), witness=witnessed).id}/")
     text = page.content.decode()
     assert "over the timed process: 1.29 of the task's FLOPs (1.875% tensor-busy over 4.77 s)" in text
+    # The workload it was read over (the one whose calls do the most FLOPs) is named by its axes
+    of_headline = {**witnessed, "witness_workload": lf.HEADLINE}
+    page = client.get(f"/evidence/evaluations/{lf.evaluation(owner=lf.user('cy'), witness=of_headline).id}/")
+    assert "over the timed process of workload M=4096: 1.29 of the task's FLOPs" in page.content.decode()
     note = {"witness_note": "tensor work not witnessed: this GPU does not support GPM metrics"}
     page = client.get(f"/evidence/evaluations/{lf.evaluation(owner=lf.user('bob'), witness=note).id}/")
     assert "tensor work not witnessed: this GPU does not support GPM metrics" in page.content.decode()
