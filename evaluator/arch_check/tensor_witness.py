@@ -16,11 +16,11 @@ window: the FLOPs the tensor cores could have done in the time they were busy. `
 share threshold of the task's FLOPs for the calls made in the window (evaluator/checks/integrity_record.py), read
 over the timed workload whose calls do the most FLOPs and never under MIN_FLOPS_PER_CALL (evaluator/pipeline.py).
 Measured on an H200 against cuBLAS bf16 GEMMs in another process, 1 s windows read 1.00x-1.16x the achieved rate
-and fp32 SIMT 0%; windows under 0.25 s read low, and the GPU wants samples more than 100 ms apart, so a shorter window is not
-judged. GPM is device-wide: work of another process on the same GPU would count, which the worker's one-GPU-per-
-worker rule (evaluator/host.py) excludes. What the witness cannot tell: tensor work that does not compute the
-outputs (a dummy wgmma kernel beside a SIMT one) counts as tensor work; that kernel pays for it in its ranked time
-(docs/threat-model.md).
+and fp32 SIMT 0%; windows under 0.25 s read low, and the GPU wants samples more than 100 ms apart, so a shorter
+window is not judged. GPM is device-wide: work of another process on the same GPU would count, which the worker's
+one-GPU-per-worker rule (evaluator/host.py) excludes. What the witness cannot tell: tensor work that does not
+compute the outputs (a dummy wgmma kernel beside a SIMT one) counts as tensor work; that kernel pays for it in its
+ranked time (docs/threat-model.md).
 
 Parent side only. `witness` and `judge` are pure; `GpmWindow` is the edge (NVML).
 """
