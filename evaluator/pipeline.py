@@ -93,6 +93,10 @@ class Options:
     # sandbox drops every capability. When the sandboxed profile is refused for that, rerun it outside bubblewrap
     # (still limits, cgroup and a clean environment) only if this is True (None: EVALUATOR_ALLOW_UNSANDBOXED_PROFILE).
     allow_unsandboxed_profile: bool | None = None
+    # Nsight Compute's import of the profile report (a file the profiled process could write) runs in the sandbox
+    # the profile ran in, not in this process, when this is True (None: EVALUATOR_NCU_IMPORT_SANDBOX). Off until it
+    # has been checked on a GPU host (docs/threat-model.md).
+    sandbox_report_import: bool | None = None
     limits: Limits | None = None
     # Only the adversarial corpus sets this: it evaluates files that the source policy would refuse, to show that
     # the defences beneath it (the sandbox, the hostile-file rule, the integrity checks) hold on their own. The
@@ -372,6 +376,9 @@ def _gpu_stages(ev: EvaluationRun, setup: CandidateSetup) -> None:
             allow_unsandboxed_profile=env_flag("EVALUATOR_ALLOW_UNSANDBOXED_PROFILE")
             if opts.allow_unsandboxed_profile is None
             else opts.allow_unsandboxed_profile,
+            sandbox_report_import=env_flag("EVALUATOR_NCU_IMPORT_SANDBOX")
+            if opts.sandbox_report_import is None
+            else opts.sandbox_report_import,
             report=book.report,
             non_tensor_peak=peaks.non_tensor_peak_tflops(v.environment.gpu_name),
             timed=timing and opts.device_type == "cuda",

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evaluator.arch_check import ncu as ncu_mod
+from evaluator.binaries.binary_tools import ToolFailed
 from evaluator.binaries.sass import parse_sass
 from evaluator.both_sides import hostile_files, protocol
 from evaluator.both_sides.launches import Launch
@@ -66,6 +67,7 @@ def run_arch_stage(
     timeout_s: float,
     allow_unsandboxed_profile: bool,
     report: Callable[[str, str], None],
+    sandbox_report_import: bool = False,
     non_tensor_peak: float | None = None,
     timed: bool = False,
 ) -> ArchStageResult:
@@ -92,6 +94,7 @@ def run_arch_stage(
         profile_seed=profile_seed(workload),
         timeout_s=timeout_s,
         allow_unsandboxed_profile=allow_unsandboxed_profile,
+        sandbox_report_import=sandbox_report_import,
     )
     outcome.cross_check_only = absent
     check = outcome.check
@@ -130,8 +133,10 @@ def profile_workload(
     profile_seed: int,
     timeout_s: float,
     allow_unsandboxed_profile: bool,
+    sandbox_report_import: bool = False,
 ) -> ArchOutcome:
-    """Profile one call of the candidate on `workload` and decide the architecture check."""
+    """Profile one call of the candidate on `workload` and decide the architecture check; with
+    `sandbox_report_import`, Nsight Compute reads the report inside the profile's sandbox."""
     flops = setup.task.flops_for(workload)
     outcome = ArchOutcome(ArchCheck(ArchStatus.NOT_REQUESTED))
     ncu = ncu_mod.find_ncu()
@@ -219,7 +224,12 @@ def profile_workload(
     # The kernel time, launch sizes and counters come from the profiler's own output when it printed them there;
     # only the source page (the SASS and its executed counts) is read from the report file.
     printed = ncu_mod.printed_raw_page(run.output)
-    source_csv, report_raw = ncu_mod.read_report(ncu, own_copy, arch=arch, raw=printed is None)
+    try:
+        source_csv, report_raw = ncu_mod.read_report(
+            ncu, own_copy, arch=arch, raw=printed is None, jail=jail if sandbox_report_import else None
+        )
+    except ToolFailed as exc:
+        return error(f"the Nsight Compute report could not be read: {exc}", cmd)
     raw_csv = printed if printed is not None else report_raw
     if printed is None:
         outcome.notes.append(

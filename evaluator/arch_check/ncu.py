@@ -17,15 +17,21 @@ import math
 import re
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evaluator.arch_check import tensor_share
+from evaluator.binaries.binary_tools import read_binary
 from evaluator.binaries.sass import instruction_family
 from evaluator.both_sides.arches import FAMILIES, CounterShareRule, MnemonicShareRule, get_arch
 from evaluator.both_sides.launches import Dims, Launch, dims3
 from evaluator.both_sides.verdict import ArchCheck, ArchStatus, FamilyExecution, SassCounts
 from evaluator.checks.integrity import matches_submission
+
+if TYPE_CHECKING:
+    from evaluator.isolation.jail import Jail
 
 # Below this share of the task's FLOPs done by executed tensor-core instructions, "executed" is only a token.
 TOKEN_SHARE_THRESHOLD = 0.5
@@ -495,13 +501,35 @@ _MANGLED = ("--print-kernel-base", "mangled")
 
 
 def read_report(
-    ncu: str, report: Path, timeout_s: float = 120.0, *, arch: str | None = None, raw: bool = True
+    ncu: str,
+    report: Path,
+    timeout_s: float = 120.0,
+    *,
+    arch: str | None = None,
+    raw: bool = True,
+    jail: Jail | None = None,
 ) -> tuple[str, str]:
     """(source page CSV, raw page CSV with gpu__time_duration and, with `arch`, its share rule's counters) of an
     exported report; with `raw` False the raw page is not imported ("" in its place).
 
-    The two imports run side by side: each is a second of ncu starting up and reading the same report.
+    The two imports run side by side: each is a second of ncu starting up and reading the same report. With
+    `jail`, each runs in that jail's sandbox, the one the profile ran in (evaluator/binaries/binary_tools.py): the
+    report is a file the profiled process could write, and Nsight Compute's reader is a large parser. A failed
+    import then raises ToolFailed with the reason.
     """
+    if jail is not None:
+        pages = [["--page", "source", "--print-source", "sass", "--csv", *_MANGLED, "--import"]]
+        if raw:
+            pages.append(["--page", "raw", "--csv", "--metrics", _metrics(arch), *_MANGLED, "--import"])
+
+        def imported(args: list[str]) -> str:
+            return read_binary(
+                ncu, args, report, jail=jail, timeout_s=timeout_s, toolchain=False, what="the profile report"
+            )
+
+        with ThreadPoolExecutor(len(pages)) as pool:
+            printed = list(pool.map(imported, pages))
+        return printed[0], printed[1] if raw else ""
     commands = [[ncu, "--import", str(report), "--page", "source", "--print-source", "sass", "--csv", *_MANGLED]]
     if raw:
         commands.append(

@@ -51,22 +51,25 @@ def read_binary(
     jail: Jail | None,
     timeout_s: float = READ_TIMEOUT_S,
     max_bytes: int = LISTING_MAX_BYTES,
+    toolchain: bool = True,
+    what: str = "the compiled code",
 ) -> str:
-    """What `tool *args binary` prints on stdout, run in the compile sandbox of `jail` (unsandboxed without one,
-    for the developer scripts). Raises ToolFailed when the tool fails on the file."""
+    """What `tool *args binary` prints on stdout, run in the compile sandbox of `jail` (with `toolchain` False, its
+    wider sandbox, the one the profiler itself runs in; unsandboxed without a jail, for the developer scripts).
+    Raises ToolFailed when the tool fails on the file, naming the file as `what`."""
     binary = Path(binary).resolve()
     name = Path(tool).name
     if jail is not None:  # the sandbox's RLIMIT_FSIZE stops the tool first where it is the lower cap
-        max_bytes = min(max_bytes, jail.limits.compiler_file_bytes)
+        max_bytes = min(max_bytes, jail.limits.compiler_file_bytes if toolchain else jail.limits.file_bytes)
     argv = [tool, *args, str(binary)]
     env = child_env(Path(tempfile.gettempdir()))
     cgroup: Cgroup | None = None
     if jail is not None:
         readable = [binary, Path(tool).resolve().parent]
-        argv = jail.command(argv, readable=readable, toolchain=True)
+        argv = jail.command(argv, readable=readable, toolchain=toolchain)
         env = jail.env(env)
         cgroup, _ = jail.new_cgroup()
-        preexec = jail.preexec(cgroup, toolchain=True)
+        preexec = jail.preexec(cgroup, toolchain=toolchain)
     else:
         preexec = _file_size_limit(max_bytes)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -96,16 +99,16 @@ def read_binary(
             if jail is not None:
                 jail.ledger.add_events(events)
         if timed_out:
-            raise ToolFailed(f"{name} did not finish reading the compiled code within {timeout_s:.0f} s")
+            raise ToolFailed(f"{name} did not finish reading {what} within {timeout_s:.0f} s")
         if events.get("oom_kill"):
-            raise ToolFailed(f"{name} hit the sandbox's memory limit while reading the compiled code")
+            raise ToolFailed(f"{name} hit the sandbox's memory limit while reading {what}")
         printed = out.seek(0, os.SEEK_END)
         if printed > max_bytes or proc.returncode == -signal.SIGXFSZ:
-            raise ToolFailed(f"{name} printed more than {describe_bytes(max_bytes)} about the compiled code")
+            raise ToolFailed(f"{name} printed more than {describe_bytes(max_bytes)} about {what}")
         if proc.returncode != 0:
             said = redact(_head(err, 4096), binary, tool)
             how = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exit status {proc.returncode}"
-            raise ToolFailed(f"{name} could not read the compiled code ({how})" + (f": {said}" if said else ""))
+            raise ToolFailed(f"{name} could not read {what} ({how})" + (f": {said}" if said else ""))
         out.seek(0)
         return out.read(max_bytes).decode("utf-8", errors="replace")
 
