@@ -24,7 +24,8 @@
 #           the FP8 reference), the tensor-pipe probe, the headline GEMM's phases, then the corpus once
 #           (CORPUS_REPEAT; PASS_ENTRIES=FILE: only its entries, in its order); the longest part last, so a machine
 #           lost early keeps the rest. PASS_HOLDS=none and PASS_PHASES=0 leave those steps out; PASS_SOURCE_BLOCKS=1
-#           adds bench/probe_ncu_source_blocks.sh after the tensor-pipe probe.
+#           adds bench/probe_ncu_source_blocks.sh after the tensor-pipe probe, and bench/probe_ncu_import_sandbox.py
+#           on its reports; PASS_WITNESS_PROBE=1 adds bench/probe_witness_background.py (~3 minutes) after them.
 #   corpus  the whole adversarial corpus twice back to back in one process (tests/adversarial/corpus.py
 #           --repeat 2, or CORPUS_REPEAT), started detached so that it outlives one device call: `corpus start`, then
 #           `corpus wait` in the next call (it waits up to WAIT_S and prints the table when done).
@@ -246,6 +247,11 @@ if [ "$mode" = pass ] && [ "$sub" = run ]; then  # the steps themselves (`pass s
   probe_step
   if [ "${PASS_SOURCE_BLOCKS:-0}" = 1 ]; then  # how the source page lists the kernels of one library's call
     step ncu-source-blocks "${PROBE_LIMIT:-150}" 40 env OUT="$WORK" bash bench/probe_ncu_source_blocks.sh
+    # The same reports imported here and in the profile's sandbox (EVALUATOR_NCU_IMPORT_SANDBOX's check)
+    step ncu-import-sandbox 120 12 python3 bench/probe_ncu_import_sandbox.py "$WORK"/ncu-source-blocks/*.ncu-rep
+  fi
+  if [ "${PASS_WITNESS_PROBE:-0}" = 1 ]; then  # the tensor witness's background, with and without a GPM sampler
+    step witness-background 420 20 python3 bench/probe_witness_background.py --out "$WORK/witness-background"
   fi
   [ "${PASS_PHASES:-1}" = 1 ] && phases_step 2 40
   env_log > "$WORK/corpus-env.log" 2>&1
