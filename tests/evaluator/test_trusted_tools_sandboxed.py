@@ -10,7 +10,6 @@ verdict tests."""
 
 from __future__ import annotations
 
-import stat
 from pathlib import Path
 
 import pytest
@@ -26,44 +25,23 @@ from evaluator.stage_book import StageBook, new_verdict
 from tests.fixtures.elf import cubins
 from tests.support.factories import REPO
 from tests.support.sandbox import sandbox_problem
+from tests.support.tool_probe import plant, reach
 
 TASK = find_task(REPO / "tasks", "gemm_n4096_k4096")
 needs_bwrap = pytest.mark.skipif(sandbox_problem() is not None, reason=f"no bubblewrap here: {sandbox_problem()}")
-
-PROBE = """#!/bin/sh
-for last; do :; done
-if cat {secret} >/dev/null 2>&1; then echo "sibling: seen"; else echo "sibling: hidden"; fi
-if (echo tampered >> "$last") 2>/dev/null; then echo "write: done"; else echo "write: refused"; fi
-echo "net: $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | sort | tr '\\n' ' ')"
-"""
 
 
 @pytest.fixture
 def planted(tmp_path):
     """A cubin in a folder of its own with a secret beside it, and a probe named cuobjdump in another folder."""
-    folder = tmp_path / "build-trusted"
-    folder.mkdir()
-    binary = folder / "kernel.cubin"
-    binary.write_bytes(cubins.real())
-    secret = folder / "secret.env"
-    secret.write_text("SECRET_KEY=not-for-tools")
-    tools = tmp_path / "tools"
-    tools.mkdir()
-    probe = tools / "cuobjdump"
-    probe.write_text(PROBE.format(secret=secret))
-    probe.chmod(probe.stat().st_mode | stat.S_IXUSR | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
-    return binary, probe
-
-
-def _seen(report: str) -> dict[str, str]:
-    return dict(line.split(": ", 1) for line in report.splitlines() if ": " in line)
+    return plant(tmp_path, folder="build-trusted", name="kernel.cubin", content=cubins.real(), tool="cuobjdump")
 
 
 @needs_bwrap
 def test_cuobjdump_reads_the_binary_in_the_sandbox_alone(planted):
     binary, probe = planted
     before = binary.read_bytes()
-    seen = _seen(disassemble(binary, str(probe), jail=open_jail(allow_unsandboxed=False)))
+    seen = reach(disassemble(binary, str(probe), jail=open_jail(allow_unsandboxed=False)))
     assert seen["sibling"] == "hidden"
     assert seen["write"] == "refused" and binary.read_bytes() == before
     assert seen["net"].split() == ["lo"]
@@ -78,7 +56,7 @@ def test_the_sass_stage_starts_cuobjdump_in_the_sandbox(planted, tmp_path, monke
     static = build_stages.sass_stage(compiled, TASK, "sm_90a", tmp_path / "build", book, _jail(), TASK.workloads[:1])
     assert static is not None
     listing = build_stages.trusted_sass_path(compiled, tmp_path / "build").read_text()
-    assert _seen(listing)["sibling"] == "hidden" and _seen(listing)["write"] == "refused"
+    assert reach(listing)["sibling"] == "hidden" and reach(listing)["write"] == "refused"
 
 
 @pytest.mark.parametrize("how", ["e_flags of no architecture", "code that is no instruction"])
