@@ -6,7 +6,9 @@ the one run with a GPM sampler beside it (bench/probe_gpm_timeline.py). Two expl
 grows with the calls served (then the sampler makes no difference), or the baseline's work reaching the window late
 when nothing samples GPM between the windows (then the sampler brings M=128 down).
 
-This evaluates the SIMT GEMM (tests/kernels/simt_gemm.cu) on gemm_n7168_k5120 at M=128 and at M=8192, each
+First it runs each piece of the trusted side's per-call work alone on the GPU for a second (drawing a call's
+inputs, the task's reference, comparing outputs, the L2 flush, plain randn and the cast to bf16, and idle), with a
+GPM reading around each: which of them, if any, the GPU counts as tensor work. Then it evaluates the SIMT GEMM (tests/kernels/simt_gemm.cu) on gemm_n7168_k5120 at M=128 and at M=8192, each
 REPEAT times without and with a 0.1 s GPM sampler thread, correctness and timing only (the witness's window is the
 timing process), and prints one row per evaluation: the workload, the sampler, the window, its tensor utilisation
 and the share of the task's FLOPs it stands for, with the floor (MIN_FLOPS_PER_CALL) set aside.
@@ -40,6 +42,57 @@ TASK = "gemm_n7168_k5120"
 KERNEL = REPO / "tests/kernels/simt_gemm.cu"
 
 
+def parent_ops(task: Any, workload: Any) -> list[dict[str, Any]]:
+    """GPM's tensor and SM utilisation over a second of each piece of the trusted side's per-call work, alone."""
+    import pynvml
+    import torch
+
+    from evaluator.arch_check.tensor_witness import gpm_utilisation
+    from evaluator.both_sides.inputs import make_inputs
+    from evaluator.candidate_process.timing import l2_flusher
+    from evaluator.measure.correctness import Checker
+
+    device = torch.device("cuda")
+    checker = Checker.for_task(task, device)
+
+    ref = checker.reference_outputs(workload, 1)
+    out = [r + 0.001 * torch.randn_like(r.float()).to(r.dtype) for r in ref]
+    flush = l2_flusher(device)
+    big = torch.randn(7168 * 5120, device=device)
+    ops = {
+        "idle": lambda: time.sleep(0.01),
+        "draw a call's inputs": lambda: make_inputs(task.definition, workload, 7, device="cuda", derive=checker.derive),
+        "the task's reference": lambda: checker.reference_outputs(workload, 3),
+        "compare outputs": lambda: checker.compare_tensors(workload, out, ref),
+        "L2 flush": flush,
+        "randn fp32 (36.7M)": lambda: torch.randn(7168 * 5120, device=device),
+        "cast fp32 to bf16 (36.7M)": lambda: big.to(torch.bfloat16),
+    }
+    pynvml.nvmlInit()
+    handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+    rows = []
+    for name, op in ops.items():
+        torch.cuda.synchronize()
+        time.sleep(0.5)
+        first = pynvml.nvmlGpmSampleAlloc()
+        pynvml.nvmlGpmSampleGet(handle, first)
+        t0, calls = time.monotonic(), 0
+        while time.monotonic() - t0 < 1.0:
+            op()
+            torch.cuda.synchronize()
+            calls += 1
+        time.sleep(0.2)  # the counters trail the work
+        second = pynvml.nvmlGpmSampleAlloc()
+        pynvml.nvmlGpmSampleGet(handle, second)
+        tensor, sm = gpm_utilisation(pynvml, first, second)
+        for sample in (first, second):
+            pynvml.nvmlGpmSampleFree(sample)
+        rows.append({"op": name, "calls": calls, "tensor_pct": tensor, "sm_pct": sm})
+        print(f"{name:28} {calls:6d} calls  tensor {tensor:.4f}%  SM {sm:.1f}%")
+    pynvml.nvmlShutdown()
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
@@ -58,6 +111,7 @@ def main() -> int:
 
     pipeline.run_workload = keep
     name = None
+    ops = parent_ops(task, sizes[128])
     rows = []
     print(f"{'M':>5} {'sampler':>7} {'window s':>8} {'calls':>5} {'tensor %':>9} {'sm %':>6} {'share':>7}  status")
     for m in (128, 8192):
@@ -96,7 +150,9 @@ def main() -> int:
             else:
                 print(f"{m:5d} {'on' if sampled else 'off':>7} no reading: {run.gpm_reason}  {row['status']}")
             rows.append(row)
-    (args.out / "witness-background.json").write_text(json.dumps({"gpu": name, "rows": rows}, indent=1))
+    (args.out / "witness-background.json").write_text(
+        json.dumps({"gpu": name, "parent_ops": ops, "rows": rows}, indent=1)
+    )
     print(f"floor in force: {tensor_witness.MIN_FLOPS_PER_CALL / 1e9:g} GFLOP a call (set aside above)")
     return 0
 
