@@ -57,8 +57,9 @@ def test_an_import_that_fails_in_the_sandbox_is_a_reason_without_host_paths(tmp_
     assert str(tmp_path) not in message
 
 
-def test_without_a_jail_the_import_runs_here_as_before(tmp_path):
+def test_without_a_jail_the_import_runs_here_as_before(tmp_path, monkeypatch):
     """The developer scripts' path (and the default until checked on a GPU host): the tool runs unsandboxed."""
+    monkeypatch.chdir(tmp_path)  # the probe writes to its last argument, a relative name on this path
     report, probe = _planted(tmp_path)
     source, raw = ncu_mod.read_report(str(probe), report, raw=False)
     assert raw == ""
