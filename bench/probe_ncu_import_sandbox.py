@@ -22,7 +22,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from evaluator.arch_check import ncu as ncu_mod  # noqa: E402
+from evaluator.arch_check.arch_stage import REPORT_MAX_BYTES  # noqa: E402
 from evaluator.binaries.binary_tools import ToolFailed  # noqa: E402
+from evaluator.both_sides import hostile_files  # noqa: E402
 from evaluator.isolation.jail import open_jail  # noqa: E402
 
 
@@ -36,9 +38,16 @@ def main(reports: list[str]) -> int:
     print(f"{'report':40} {'here s':>6} {'jail s':>6} {'source bytes':>12} {'raw bytes':>9}  same")
     same_everywhere = True
     for name in reports:
-        folder = Path(tempfile.mkdtemp(prefix="ncu-import-"))
-        copy = folder / Path(name).name
-        shutil.copyfile(name, copy)
+        # The reports came out of profiled candidate processes: copied as the evaluator copies one (no link
+        # followed, a regular file, capped) into a folder of this process's own.
+        source = Path(name).absolute()
+        folder = hostile_files.fresh_private_dir(Path(tempfile.mkdtemp(prefix="ncu-import-")) / "trusted")
+        try:
+            copy = hostile_files.copy_file(source.parent, source.name, folder / source.name, max_bytes=REPORT_MAX_BYTES)
+        except hostile_files.Refused as exc:
+            print(f"{source.name:40} refused: {exc}")
+            same_everywhere = False
+            continue
         t = time.monotonic()
         here = ncu_mod.read_report(ncu, copy, arch="sm_90a")
         t_here = time.monotonic() - t
@@ -54,7 +63,7 @@ def main(reports: list[str]) -> int:
         same_everywhere &= same
         sizes = f"{len(here[0]):>6}/{len(jailed[0]):<5} {len(here[1]):>4}/{len(jailed[1]):<4}"
         print(f"{Path(name).name:40} {t_here:6.1f} {t_jail:6.1f} {sizes}  {'yes' if same else 'NO'}")
-        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(folder.parent, ignore_errors=True)
     return 0 if same_everywhere else 1
 
 
