@@ -1,6 +1,6 @@
 """Does Nsight Compute print the same pages when it imports a report inside the sandbox? The sandboxed import
-(evaluator/arch_check/ncu.py `read_report(jail=...)`, EVALUATOR_NCU_IMPORT_SANDBOX) stays off until a GPU host shows
-it: this imports each report given twice, here and in the sandbox the profile runs in, and compares the source and
+(evaluator/arch_check/ncu.py `read_report(jail=...)`, on unless EVALUATOR_NCU_IMPORT_SANDBOX=0) was turned on once a GPU
+host showed it: this imports each report given twice, here and in the sandbox the profile runs in, and compares the source and
 raw pages byte for byte.
 
     python3 bench/probe_ncu_import_sandbox.py REPORT.ncu-rep [...]

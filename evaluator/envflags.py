@@ -1,4 +1,5 @@
-"""The EVALUATOR_* on/off switches, read one way: "1", "true" or "yes" (any case, spaces ignored) is on."""
+"""The EVALUATOR_* on/off switches, read one way: "1", "true" or "yes" (any case, spaces ignored) is on; unset or
+empty is the switch's default; anything else is off."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 TRUE_VALUES = ("1", "true", "yes")
 
 
-def env_flag(name: str) -> bool:
-    """Whether the environment variable `name` is set to a true value; unset or anything else is off."""
-    return os.environ.get(name, "").strip().lower() in TRUE_VALUES
+def env_flag(name: str, default: bool = False) -> bool:
+    """Whether the environment variable `name` is set to a true value; unset or empty gives `default`."""
+    value = os.environ.get(name, "").strip().lower()
+    return default if not value else value in TRUE_VALUES

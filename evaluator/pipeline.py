@@ -94,8 +94,8 @@ class Options:
     # (still limits, cgroup and a clean environment) only if this is True (None: EVALUATOR_ALLOW_UNSANDBOXED_PROFILE).
     allow_unsandboxed_profile: bool | None = None
     # Nsight Compute's import of the profile report (a file the profiled process could write) runs in the sandbox
-    # the profile ran in, not in this process, when this is True (None: EVALUATOR_NCU_IMPORT_SANDBOX). Off until it
-    # has been checked on a GPU host (docs/threat-model.md).
+    # the profile ran in, not in this process, when this is True (None: EVALUATOR_NCU_IMPORT_SANDBOX, on unless set
+    # to something else; docs/threat-model.md says what the GPU host showed).
     sandbox_report_import: bool | None = None
     limits: Limits | None = None
     # Only the adversarial corpus sets this: it evaluates files that the source policy would refuse, to show that
@@ -376,9 +376,7 @@ def _gpu_stages(ev: EvaluationRun, setup: CandidateSetup) -> None:
             allow_unsandboxed_profile=env_flag("EVALUATOR_ALLOW_UNSANDBOXED_PROFILE")
             if opts.allow_unsandboxed_profile is None
             else opts.allow_unsandboxed_profile,
-            sandbox_report_import=env_flag("EVALUATOR_NCU_IMPORT_SANDBOX")
-            if opts.sandbox_report_import is None
-            else opts.sandbox_report_import,
+            sandbox_report_import=report_import_sandboxed(opts),
             report=book.report,
             non_tensor_peak=peaks.non_tensor_peak_tflops(v.environment.gpu_name),
             timed=timing and opts.device_type == "cuda",
@@ -393,6 +391,14 @@ def _gpu_stages(ev: EvaluationRun, setup: CandidateSetup) -> None:
                 tensor_witness.judge(v.arch_check, found, witnessed)
             v.status = overall_status(v.workloads)
             v.notes.extend(arch_result.outcome.notes)
+
+
+def report_import_sandboxed(opts: Options) -> bool:
+    """Whether Nsight Compute imports the profile report in the profile's sandbox: the option, else
+    EVALUATOR_NCU_IMPORT_SANDBOX, on unless set to something else."""
+    if opts.sandbox_report_import is not None:
+        return opts.sandbox_report_import
+    return env_flag("EVALUATOR_NCU_IMPORT_SANDBOX", default=True)
 
 
 def _witness_of(

@@ -25,7 +25,8 @@
 #           (CORPUS_REPEAT; PASS_ENTRIES=FILE: only its entries, in its order); the longest part last, so a machine
 #           lost early keeps the rest. PASS_HOLDS=none and PASS_PHASES=0 leave those steps out; PASS_SOURCE_BLOCKS=1
 #           adds bench/probe_ncu_source_blocks.sh after the tensor-pipe probe, and bench/probe_ncu_import_sandbox.py
-#           on its reports; PASS_WITNESS_PROBE=1 adds bench/probe_witness_background.py (~3 minutes) after them.
+#           on its reports; PASS_WITNESS_PROBE=1 adds bench/probe_witness_background.py (~3 minutes) after them;
+#           PASS_GPM_ARTEFACT=1 runs bench/probe_gpm_artefact.py (~4 minutes) before everything.
 #   corpus  the whole adversarial corpus twice back to back in one process (tests/adversarial/corpus.py
 #           --repeat 2, or CORPUS_REPEAT), started detached so that it outlives one device call: `corpus start`, then
 #           `corpus wait` in the next call (it waits up to WAIT_S and prints the table when done).
@@ -234,6 +235,9 @@ fi
 
 if [ "$mode" = pass ] && [ "$sub" = run ]; then  # the steps themselves (`pass start` runs this detached)
   begin
+  if [ "${PASS_GPM_ARTEFACT:-0}" = 1 ]; then  # what GPM counts as tensor work where none runs (first: ~4 minutes)
+    step gpm-artefact 360 20 python3 bench/probe_gpm_artefact.py --out "$WORK/gpm-artefact"
+  fi
   if [ "${PASS_REFERENCES:-0}" = 1 ]; then
     references_step 480 24
   fi

@@ -8,8 +8,8 @@ between two samples, the first just before the timing process loads the submissi
 the trusted baseline process), the second once it is gone, each taken once the GPU reads quiet (GpmWindow: the
 counters trail the work). Every GPU call of that process
 runs on inputs the parent drew and counts (trials, timed rounds, batches: evaluator/measure/lent_calls.py); the parent's
-own work inside the window draws inputs and compares outputs, neither on tensor cores; the references, the
-library baseline and the profile all run outside it.
+own work inside the window draws inputs and compares outputs, neither on tensor cores (though GPM reads the draws
+as a little tensor activity, below); the references, the library baseline and the profile all run outside it.
 
 The witnessed tensor work is that utilisation times the GPU's dense tensor peak for the task's dtype times the
 window: the FLOPs the tensor cores could have done in the time they were busy. `verified` needs it to reach the
@@ -20,7 +20,9 @@ and fp32 SIMT 0%; windows under 0.25 s read low, and the GPU wants samples more 
 window is not judged. GPM is device-wide: work of another process on the same GPU would count, which the worker's
 one-GPU-per-worker rule (evaluator/host.py) excludes. What the witness cannot tell: tensor work that does not
 compute the outputs (a dummy wgmma kernel beside a SIMT one) counts as tensor work; that kernel pays for it in its
-ranked time (docs/threat-model.md).
+ranked time. And GPM can count tensor work where none runs: a SIMT-only timing process of the corpus's
+profiled-only wgmma kernel read 0.93 of the task's FLOPs (docs/threat-model.md, property 4). So the witness is
+one-sided: a low reading demotes, a high one proves nothing.
 
 Parent side only. `witness` and `judge` are pure; `GpmWindow` is the edge (NVML).
 """
@@ -37,11 +39,12 @@ from evaluator.envinfo import nvml_handle
 
 # Shorter windows read low (see above); NVML wants its two samples at least 100 ms apart.
 MIN_WINDOW_S = 0.25
-# The window also sees tensor activity that is not the candidate's, in proportion to the calls it serves: SIMT-only
-# kernels, with no tensor instruction, read 1.1 to 10 GFLOP-equivalents a call on the headline GEMM's M=128
-# workload and 2.5 to 3.6 at M=8192 (H100, 2026-12-05, docs/runs/integrity/h100-2026-12-05c/). Its source is not
-# known, so it is bounded, not subtracted: a workload is judged only where its own FLOPs a call are five times the
-# most seen, which keeps a kernel with no tensor work under a fifth of its FLOPs, below the share threshold.
+# The window also sees tensor activity that is not the candidate's, in proportion to the calls it serves: GPM reads
+# the parent's own input draws (PyTorch's random generator) as a little tensor work. SIMT controls read 1.2 to 3.8
+# GFLOP-equivalents a call on the headline GEMM's M=128 workload and 2.5 to 4.5 at M=8192 (H100 and H200,
+# 2026-12-05, docs/runs/integrity/h100-2026-12-05c/ and h200-2026-12-05c/). It is bounded, not subtracted: a
+# workload is judged only where its own FLOPs a call are over ten times the most seen, which keeps a kernel with no
+# tensor work under a tenth of its FLOPs, far below the share threshold.
 MIN_FLOPS_PER_CALL = 5.0e10
 SETTLE_STEP_S = 0.11
 SETTLE_MAX_S = 2.0

@@ -21,3 +21,12 @@ def test_env_flag(monkeypatch, value, on):
 def test_unset_is_off(monkeypatch):
     monkeypatch.delenv("EVALUATOR_SOME_SWITCH", raising=False)
     assert env_flag("EVALUATOR_SOME_SWITCH") is False
+
+
+@pytest.mark.parametrize(("value", "on"), [(None, True), ("", True), ("1", True), ("0", False), ("off", False)])
+def test_a_switch_that_defaults_on_is_turned_off_only_by_a_value(monkeypatch, value, on):
+    if value is None:
+        monkeypatch.delenv("EVALUATOR_SOME_SWITCH", raising=False)
+    else:
+        monkeypatch.setenv("EVALUATOR_SOME_SWITCH", value)
+    assert env_flag("EVALUATOR_SOME_SWITCH", default=True) is on

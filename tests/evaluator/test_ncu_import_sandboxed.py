@@ -1,4 +1,4 @@
-"""Nsight Compute's import of the profile report runs in the profile's sandbox when asked
+"""Nsight Compute's import of the profile report runs in the profile's sandbox unless told not to
 (evaluator/arch_check/ncu.py `read_report(jail=...)`, `Options.sandbox_report_import`): the report is a file the
 profiled process could write, and the reader that parses it is a large program.
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from evaluator import pipeline
 from evaluator.arch_check import ncu as ncu_mod
 from evaluator.binaries.binary_tools import ToolFailed
 from evaluator.isolation.jail import open_jail
@@ -58,9 +59,30 @@ def test_an_import_that_fails_in_the_sandbox_is_a_reason_without_host_paths(tmp_
 
 
 def test_without_a_jail_the_import_runs_here_as_before(tmp_path, monkeypatch):
-    """The developer scripts' path (and the default until checked on a GPU host): the tool runs unsandboxed."""
+    """The developer scripts' path (and EVALUATOR_NCU_IMPORT_SANDBOX=0): the tool runs unsandboxed."""
     monkeypatch.chdir(tmp_path)  # the probe writes to its last argument, a relative name on this path
     report, probe = _planted(tmp_path)
     source, raw = ncu_mod.read_report(str(probe), report, raw=False)
     assert raw == ""
     assert reach(source)["sibling"] == "seen"
+
+
+@pytest.mark.parametrize(
+    ("option", "variable", "sandboxed"),
+    [
+        (None, None, True),
+        (None, "", True),
+        (None, "0", False),
+        (None, "1", True),
+        (False, None, False),
+        (True, "0", True),
+    ],
+)
+def test_the_evaluator_imports_in_the_sandbox_unless_told_not_to(monkeypatch, option, variable, sandboxed):
+    """Checked on an H200 (docs/threat-model.md): the import in the sandbox is the default; the option wins over
+    the environment variable."""
+    if variable is None:
+        monkeypatch.delenv("EVALUATOR_NCU_IMPORT_SANDBOX", raising=False)
+    else:
+        monkeypatch.setenv("EVALUATOR_NCU_IMPORT_SANDBOX", variable)
+    assert pipeline.report_import_sandboxed(pipeline.Options(sandbox_report_import=option)) is sandboxed
