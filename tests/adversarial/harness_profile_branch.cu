@@ -6,7 +6,9 @@
 // SIMT GEMM. Native code only, no Python. Sized so that the profiled call is about 5% slower than a timed one,
 // inside integrity.NCU_MARGIN. Expected: caught (held `timer_disagreement`, or not `verified`), or, where it is
 // `verified`, disclosed: the timed rate (about 23 TFLOP/s) is within the H200's non-tensor rate, so the verdict says
-// the target instructions rest on the profiled call alone (`arch_check.timed_beyond_non_tensor` false).
+// the target instructions rest on the profiled call alone (`arch_check.timed_beyond_non_tensor` false). It prints
+// the sign of the profiler it saw on its first call, so that a run shows the trick was armed: the timed process
+// must print `profiler seen: no`, and the profiled call must execute the wgmma.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
