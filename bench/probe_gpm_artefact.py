@@ -28,6 +28,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from probe_witness_background import record_runs  # noqa: E402
+
 from evaluator import pipeline  # noqa: E402
 from evaluator.arch_check import tensor_witness  # noqa: E402
 from evaluator.both_sides.taskdata import find_task  # noqa: E402
@@ -117,15 +119,7 @@ def main() -> int:
         return plain(nvml, first, second)
 
     tensor_witness.gpm_utilisation = every_metric
-    runs: list[Any] = []
-    real_run_workload = pipeline.run_workload
-
-    def keep(*a: Any, **kw: Any) -> Any:
-        run = real_run_workload(*a, **kw)
-        runs.append(run)
-        return run
-
-    pipeline.run_workload = keep
+    runs = record_runs()
     chosen = {n.strip() for n in args.only.split(",") if n.strip()}
     rows = []
     short = ("ANY", "HMMA", "IMMA", "DFMA", "SM", "OCC", "INT", "FP32", "FP16")

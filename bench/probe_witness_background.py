@@ -42,6 +42,21 @@ TASK = "gemm_n7168_k5120"
 KERNEL = REPO / "tests/kernels/simt_gemm.cu"
 
 
+def record_runs() -> list[Any]:
+    """From now on, every workload run of `pipeline.evaluate` (its GPM reading and window calls among them) is
+    appended to the list returned."""
+    runs: list[Any] = []
+    real_run_workload = pipeline.run_workload
+
+    def keep(*a: Any, **kw: Any) -> Any:
+        run = real_run_workload(*a, **kw)
+        runs.append(run)
+        return run
+
+    pipeline.run_workload = keep
+    return runs
+
+
 def parent_ops(task: Any, workload: Any) -> list[dict[str, Any]]:
     """GPM's tensor and SM utilisation over a second of each piece of the trusted side's per-call work, alone."""
     import pynvml
@@ -101,15 +116,7 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     task = find_task(REPO / "tasks", TASK)
     sizes = {w.axes["M"]: w for w in task.workloads}
-    runs: list[Any] = []
-    real_run_workload = pipeline.run_workload
-
-    def keep(*a: Any, **kw: Any) -> Any:
-        run = real_run_workload(*a, **kw)
-        runs.append(run)
-        return run
-
-    pipeline.run_workload = keep
+    runs = record_runs()
     name = None
     ops = parent_ops(task, sizes[128])
     rows = []
