@@ -40,9 +40,9 @@ from evaluator.checks import peaks
 from evaluator.checks.integrity_record import absorb_profile, absorb_workload
 from evaluator.checks.physical_limits import limits_for
 from evaluator.checks.workload_checks import WorkloadRun
-from evaluator.envflags import env_flag
+from evaluator.envflags import option_or_flag
 from evaluator.host import check_gpu, prepare_device
-from evaluator.isolation.jail import Jail, allow_unsandboxed_from_env, lendable, open_jail
+from evaluator.isolation.jail import Jail, lendable, open_jail
 from evaluator.isolation.limits import Limits
 from evaluator.languages import DEFAULT_LANGUAGE, Language
 from evaluator.languages import language as find_language
@@ -235,9 +235,8 @@ def _run_stages(run: EvaluationRun) -> None:
     if "compile" not in book.stages:
         return
 
-    allow = run.opts.allow_unsandboxed
     jail = open_jail(
-        allow_unsandboxed=allow_unsandboxed_from_env() if allow is None else allow,
+        allow_unsandboxed=run.opts.allow_unsandboxed,
         gpu=run.gpu_wanted and run.opts.device_type == "cuda",
         limits=run.opts.limits,
     )
@@ -373,9 +372,9 @@ def _gpu_stages(ev: EvaluationRun, setup: CandidateSetup) -> None:
             correctness_passed=passed,
             profile_seed=lambda w: derive_seed(run_seed, w.uuid, "profile"),
             timeout_s=opts.arch_timeout_s,
-            allow_unsandboxed_profile=env_flag("EVALUATOR_ALLOW_UNSANDBOXED_PROFILE")
-            if opts.allow_unsandboxed_profile is None
-            else opts.allow_unsandboxed_profile,
+            allow_unsandboxed_profile=option_or_flag(
+                opts.allow_unsandboxed_profile, "EVALUATOR_ALLOW_UNSANDBOXED_PROFILE"
+            ),
             sandbox_report_import=report_import_sandboxed(opts),
             report=book.report,
             non_tensor_peak=peaks.non_tensor_peak_tflops(v.environment.gpu_name),
@@ -396,9 +395,7 @@ def _gpu_stages(ev: EvaluationRun, setup: CandidateSetup) -> None:
 def report_import_sandboxed(opts: Options) -> bool:
     """Whether Nsight Compute imports the profile report in the profile's sandbox: the option, else
     EVALUATOR_NCU_IMPORT_SANDBOX, on unless set to something else."""
-    if opts.sandbox_report_import is not None:
-        return opts.sandbox_report_import
-    return env_flag("EVALUATOR_NCU_IMPORT_SANDBOX", default=True)
+    return option_or_flag(opts.sandbox_report_import, "EVALUATOR_NCU_IMPORT_SANDBOX", default=True)
 
 
 def _witness_of(

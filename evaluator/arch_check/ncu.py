@@ -517,24 +517,26 @@ def read_report(
     report is a file the profiled process could write, and Nsight Compute's reader is a large parser. A failed
     import then raises ToolFailed with the reason.
     """
+    pages = [["--page", "source", "--print-source", "sass", "--csv", *_MANGLED]]
+    if raw:
+        pages.append(["--page", "raw", "--csv", "--metrics", _metrics(arch), *_MANGLED])
     if jail is not None:
-        pages = [["--page", "source", "--print-source", "sass", "--csv", *_MANGLED, "--import"]]
-        if raw:
-            pages.append(["--page", "raw", "--csv", "--metrics", _metrics(arch), *_MANGLED, "--import"])
 
-        def imported(args: list[str]) -> str:
+        def imported(page: list[str]) -> str:  # read_binary puts the report last, after --import
             return read_binary(
-                ncu, args, report, jail=jail, timeout_s=timeout_s, toolchain=False, what="the profile report"
+                ncu,
+                [*page, "--import"],
+                report,
+                jail=jail,
+                timeout_s=timeout_s,
+                toolchain=False,
+                what="the profile report",
             )
 
         with ThreadPoolExecutor(len(pages)) as pool:
             printed = list(pool.map(imported, pages))
         return printed[0], printed[1] if raw else ""
-    commands = [[ncu, "--import", str(report), "--page", "source", "--print-source", "sass", "--csv", *_MANGLED]]
-    if raw:
-        commands.append(
-            [ncu, "--import", str(report), "--page", "raw", "--csv", "--metrics", _metrics(arch), *_MANGLED]
-        )
+    commands = [[ncu, "--import", str(report), *page] for page in pages]
     procs = [
         subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # noqa: S603
         for cmd in commands

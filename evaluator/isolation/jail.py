@@ -53,7 +53,7 @@ from pathlib import Path
 
 import evaluator
 from evaluator.both_sides.verdict import SandboxInfo
-from evaluator.envflags import env_flag
+from evaluator.envflags import env_flag, option_or_flag
 from evaluator.errors import EnvironmentProblem
 from evaluator.isolation.cgroups import Cgroup
 from evaluator.isolation.limits import Limits
@@ -91,8 +91,11 @@ class SandboxUnavailable(EnvironmentProblem):
     """bubblewrap is missing or cannot start here, and unsandboxed mode was not allowed."""
 
 
+ALLOW_UNSANDBOXED = "EVALUATOR_ALLOW_UNSANDBOXED"
+
+
 def allow_unsandboxed_from_env() -> bool:
-    return env_flag("EVALUATOR_ALLOW_UNSANDBOXED")
+    return env_flag(ALLOW_UNSANDBOXED)
 
 
 @dataclass(frozen=True)
@@ -658,7 +661,7 @@ def open_jail(*, allow_unsandboxed: bool | None = None, gpu: bool = False, limit
     mode was not allowed (argument, or EVALUATOR_ALLOW_UNSANDBOXED=1 when the argument is None)."""
     limits = limits or Limits()
     sandbox_user()  # an identity that would be root is refused before anything runs
-    allowed = allow_unsandboxed_from_env() if allow_unsandboxed is None else allow_unsandboxed
+    allowed = option_or_flag(allow_unsandboxed, ALLOW_UNSANDBOXED)
     bwrap = find_bwrap()
     if bwrap is None:
         why = "bubblewrap (bwrap) is not installed" + (
