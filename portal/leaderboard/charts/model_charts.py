@@ -323,7 +323,7 @@ def best_speedup_data(gen: Generation, query: BoardQuery) -> dict[str, Any]:
 
 
 def best_speedup_figure(data: dict[str, Any], styles: ModelStyles) -> PlainFigure:
-    """Horizontal bars, tasks down the side: long task names stay readable at 17 tasks x several models."""
+    """Horizontal bars, tasks down the side: long task names stay readable at 20 tasks x several models."""
     fig = PlainFigure()
     tasks = list(reversed(data["tasks"]))  # first task on top
     for s in data["series"]:
