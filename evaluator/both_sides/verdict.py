@@ -471,7 +471,7 @@ def from_dict(data: dict[str, Any]) -> Verdict:
 
 def _build(cls: type, data: Any) -> Any:
     kwargs = {}
-    for name, old_name, convert in _reading_plan(cls):
+    for name, old_name, _hint, convert, _required, _nested in _field_plan(cls):
         # A renamed field is read under its old name too (documents written before the rename).
         if name in data:
             kwargs[name] = convert(data[name])
@@ -480,13 +480,30 @@ def _build(cls: type, data: Any) -> Any:
     return cls(**kwargs)
 
 
+class _Field(typing.NamedTuple):
+    name: str
+    old_name: str | None  # the name documents written before a rename use
+    hint: Any
+    convert: Callable[[Any], Any]  # JSON value -> value of `hint`
+    required: bool  # no default: `complete_fields` fills it in where a document lacks it
+    nested: bool  # a value of `hint` can hold a record, so `complete_fields` looks inside it
+
+
 @functools.cache
-def _reading_plan(cls: type) -> tuple[tuple[str, str | None, Callable[[Any], Any]], ...]:
-    """Each field of a record class: its name, its old name, and the converter of its type, decided once per class
-    rather than once per value (a verdict holds thousands of timing samples)."""
+def _field_plan(cls: type) -> tuple[_Field, ...]:
+    """What reading and completing need of each field of a record class, decided once per class rather than once
+    per value (a verdict holds thousands of timing samples)."""
     hints = _hints(cls)
     return tuple(
-        (f.name, f.metadata.get("renamed_from") or None, _converter(hints[f.name])) for f in dataclasses.fields(cls)
+        _Field(
+            f.name,
+            f.metadata.get("renamed_from") or None,
+            hints[f.name],
+            _converter(hints[f.name]),
+            f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+            _holds_records(hints[f.name]),
+        )
+        for f in dataclasses.fields(cls)
     )
 
 
@@ -506,27 +523,28 @@ def complete_fields(
     """`data`, a document of record `cls`, with every field that has no default present, nested records completed
     the same way: a field the document lacks becomes `empty(cls, name, its type)`. `check(cls, data)` sees each
     record's document first (to refuse what its caller cannot read); a document that is not a dict is returned as
-    it is. A renamed field is completed where it is, under its old name (`from_dict` reads both). A shallow copy at
-    each level: `data` is never modified."""
+    it is. A renamed field is completed where it is, under its old name (`from_dict` reads both). Each record and
+    each list or dict that holds records is a new one; a value that holds none is the document's own (`data` is
+    never modified)."""
     check(cls, data)
     if not isinstance(data, dict):
         return data
-    hints = _hints(cls)
     out = dict(data)
-    for f in dataclasses.fields(cls):
-        name = next((n for n in (f.name, f.metadata.get("renamed_from")) if n and n in out), None)
-        if name is not None:
-            out[name] = _complete_value(hints[f.name], out[name], empty, check)
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            out[f.name] = empty(cls, f.name, hints[f.name])
+    for name, old_name, hint, _convert, required, nested in _field_plan(cls):
+        key = name if name in out else old_name if old_name is not None and old_name in out else None
+        if key is not None:
+            if nested:
+                out[key] = _complete_value(hint, out[key], empty, check)
+        elif required:
+            out[name] = empty(cls, name, hint)
     return out
 
 
 def _complete_value(
     hint: Any, value: Any, empty: Callable[[type, str, Any], Any], check: Callable[[type, Any], None]
 ) -> Any:
-    if value is None:
-        return None
+    if value is None or not _holds_records(hint):
+        return value  # nothing below to complete: a list of timing samples is not walked
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(hint) if a is not type(None)]
@@ -540,6 +558,15 @@ def _complete_value(
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return complete_fields(hint, value, empty, check)
     return value
+
+
+@functools.cache
+def _holds_records(hint: Any) -> bool:
+    """Whether a value of type `hint` can hold a record (a dataclass) at some depth."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType, list, dict):
+        return any(_holds_records(a) for a in typing.get_args(hint))
+    return isinstance(hint, type) and dataclasses.is_dataclass(hint)
 
 
 def _same(value: Any) -> Any:
