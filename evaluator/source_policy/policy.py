@@ -124,13 +124,15 @@ def own_lines(text: str, source_name: str = "kernel.cu") -> list[tuple[int, str]
     preprocessor's line markers. A line inside a raw string literal is never a marker: `R"(` + a line
     `# 1 "/usr/include/stdio.h"` would otherwise hide every later line of the candidate's from these checks."""
     own: list[tuple[int, str]] = []
-    current, line_no, raw_end = "", 0, None
+    line_no, in_own_file, raw_end = 0, False, None
     for raw in text.splitlines():
-        marker = _LINE_MARKER.match(raw) if raw_end is None else None
+        # Most of the output is header lines: the marker's pattern starts with '#', and a file's own-ness is decided
+        # once per marker, not per line.
+        marker = _LINE_MARKER.match(raw) if raw_end is None and raw.startswith("#") else None
         if marker:
-            line_no, current = int(marker.group(1)), marker.group(2)
+            line_no, in_own_file = int(marker.group(1)), marker.group(2).rsplit("/", 1)[-1] == source_name
             continue
-        if current.rsplit("/", 1)[-1] == source_name:
+        if in_own_file:
             own.append((line_no, raw))
             raw_end = asm_strings.open_raw_string(raw, raw_end)
         line_no += 1
