@@ -53,7 +53,8 @@ env_log() {
   nvcc --version | tail -1; ncu --version | tail -1; "${EVALUATOR_BWRAP:-bwrap}" --version
   python3 -c 'import torch, triton, tvm_ffi; print("torch", torch.__version__, "triton", triton.__version__, "tvm_ffi", tvm_ffi.__version__)'
   python3 -c 'import django, pyarrow; print("django", django.__version__, "pyarrow", pyarrow.__version__)'
-  git log -1 --format='commit %H %s' 2>/dev/null || true
+  git log -1 --format='commit %H %s (the git metadata of this copy, which can be older than its files)' 2>/dev/null || true
+  echo "tree digest $(bash scripts/tree_digest.sh) (bash scripts/tree_digest.sh COMMIT gives a commit's)"
 }
 pack() { tar -C "$WORK" -czf "$FINAL/gpu-pass.tgz" --exclude compile-cache --exclude 'fixit-site' . 2>/dev/null; }
 
