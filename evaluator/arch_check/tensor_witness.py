@@ -20,9 +20,10 @@ and fp32 SIMT 0%; windows under 0.25 s read low, and the GPU wants samples more 
 window is not judged. GPM is device-wide: work of another process on the same GPU would count, which the worker's
 one-GPU-per-worker rule (evaluator/host.py) excludes. What the witness cannot tell: tensor work that does not
 compute the outputs (a dummy wgmma kernel beside a SIMT one) counts as tensor work; that kernel pays for it in its
-ranked time. And GPM can count tensor work where none runs: a SIMT-only timing process of the corpus's
-profiled-only wgmma kernel read 0.93 of the task's FLOPs (docs/threat-model.md, property 4). So the witness is
-one-sided: a low reading demotes, a high one proves nothing.
+ranked time. And GPM counts tensor work where none runs: a SIMT-only timing process of the corpus's
+profiled-only wgmma kernel read 0.92-0.94 of the task's FLOPs, most likely from register moves its loop issues on
+the MMA pipe (`HFMA2.MMA`; docs/threat-model.md, property 4), which any code can issue. So the witness is
+one-sided: a low reading demotes, a high one proves nothing, and the page says so beside it.
 
 Parent side only. `witness` and `judge` are pure; `GpmWindow` is the edge (NVML).
 """

@@ -80,6 +80,9 @@ def test_evaluation_page_shows_the_gpus_own_witness_of_the_tensor_work(client):
     page = client.get(f"/evidence/evaluations/{lf.evaluation(owner=lf.user('ada'), witness=witnessed).id}/")
     text = page.content.decode()
     assert "over the timed process: 1.29 of the task's FLOPs (1.875% tensor-busy over 4.77 s)" in text
+    # GPM counts instructions that do no tensor math (docs/threat-model.md, property 4): a high reading is not shown
+    # as proof
+    assert "a high one does not establish it" in text
     # The workload it was read over (the one whose calls do the most FLOPs) is named by its axes
     of_headline = {**witnessed, "witness_workload": lf.HEADLINE}
     page = client.get(f"/evidence/evaluations/{lf.evaluation(owner=lf.user('cy'), witness=of_headline).id}/")
