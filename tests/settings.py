@@ -21,3 +21,13 @@ from portal.settings import *  # noqa: E402, F403
 # Django's advice for test runs: a fast password hasher. PBKDF2 costs ~0.35 s of CPU per user created and per
 # password checked, and nothing in the suite is about the hash's strength (production keeps portal.settings').
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# A test database's WAL and shared-memory files can outlive it: the database is removed at the end of a session
+# while a worker process the tests started may still hold it open, and a session that was killed leaves all three.
+# SQLite would then pair a new database with the old WAL and fail every test with "disk I/O error". So the process
+# that first reads these settings for a data folder (pytest, or one xdist worker; not a process it starts, which
+# inherits the mark) removes what an earlier session left there.
+if os.environ.get("PTXBENCH_TEST_DATA_CLEARED") != str(DATA_DIR):  # noqa: F405
+    os.environ["PTXBENCH_TEST_DATA_CLEARED"] = str(DATA_DIR)  # noqa: F405
+    for _stale in DATA_DIR.glob("test_portal.sqlite3*"):  # noqa: F405
+        _stale.unlink(missing_ok=True)

@@ -344,6 +344,9 @@ def decide_arch(
     """
     targets = sass.target_families
     check = ArchCheck(status=ArchStatus.ABSENT, share_threshold=threshold, task_flops=task_flops)
+    check.other_tensor_static = {
+        f: sass.families[f] for f in get_arch(arch).other_tensor_families if sass.families.get(f, 0) > 0
+    }
     if sass.target_count == 0:
         check.reason = f"no {'/'.join(targets)} instruction in the static SASS"
         check.families = {f: FamilyExecution(static=0, executed=0, predicated_on=0) for f in targets}
@@ -433,6 +436,22 @@ def tensor_evidence_note(check: ArchCheck) -> str | None:
         f"arch: the target instructions were seen in the profiled call; the timed calls ran at "
         f"{check.timed_tflops:.4g} TFLOP/s, within the {check.non_tensor_peak_tflops:.4g} TFLOP/s that code "
         "without tensor cores reaches on this GPU, so their use in the timed calls rests on the profiled call alone"
+    )
+
+
+def other_tensor_note(check: ArchCheck) -> str | None:
+    """The verdict's note for a verified check whose module also holds a second tensor-core path.
+
+    The launches of the profiled call must match the timed ones, so a kernel that takes another path when timed
+    branches inside one kernel, and both paths are in its static SASS. Above the GPU's non-tensor rate, the timed
+    calls used tensor cores, but not necessarily the target's: warp-level mma.sync reaches those rates too, and the
+    GPU's counters (tensor_witness) count both alike."""
+    if check.status != ArchStatus.VERIFIED or not check.other_tensor_static:
+        return None
+    found = ", ".join(f"{n} {'/'.join(FAMILIES[f].opcodes)}" for f, n in check.other_tensor_static.items())
+    return (
+        f"arch: the module also holds other tensor-core instructions ({found}), a second path to the task's work "
+        "at tensor-core speed; that the timed calls used the target instructions rests on the profiled call alone"
     )
 
 

@@ -1,7 +1,8 @@
 """The architecture registry: every GPU architecture PTXBench targets, and all that each layer needs to know of it.
 
 One entry per architecture (`ARCHES`) holds its target name, queue and GPU models with their datasheet peaks,
-the SASS instruction families that count as target use (`FAMILIES`), the rule that measures how much of the
+the SASS instruction families that count as target use (`FAMILIES`, which also holds the tensor-core families no
+architecture targets, listed per entry as `other_tensor_families`), the rule that measures how much of the
 task's work its tensor cores did (`MnemonicShareRule`, `CounterShareRule`), the note and knowledge pack the task
 suite gives it. Every layer reads it here and keeps no list of its own: the SASS parser and the Nsight Compute
 decision (evaluator/binaries/sass.py, ncu.py), the peaks (peaks.py), the task suite generator (scripts/make_suite.py), the
@@ -37,6 +38,10 @@ FAMILIES: dict[str, Family] = {
     "tma": Family("tma", ("UTMALDG", "UTMASTG", "UTMAREDG")),
     # Blackwell fifth-generation tensor core path: UTC* (tcgen05.mma/alloc/commit/cp ...), LDTM/STTM (tcgen05.ld/st).
     "tcgen05": Family("tcgen05", ("UTC", "LDTM", "STTM"), by_prefix=True),
+    # Warp-level mma.sync (Volta on, Blackwell too): the target of no architecture here, counted because it can do a
+    # task's work at tensor-core speed beside the target path. HFMA2.MMA (a register move the compiler issues to the
+    # MMA pipe) is not one of them: its base is HFMA2.
+    "mma": Family("mma", ("HMMA", "IMMA", "DMMA", "BMMA")),
 }
 
 
@@ -105,6 +110,9 @@ class Arch:
     # How the tensor cores' share of the task's FLOPs is measured; None: it cannot be, and no kernel is `verified`.
     tensor_share: TensorShareRule | None = None
     gpu_models: tuple[GpuModel, ...] = ()  # datasheet figures, for "of peak" and the physical limits
+    # Tensor-core families that are not the target but run here (keys of FAMILIES): a kernel holding one can do the
+    # task's work on them when timed and on the target only when profiled, so a verified check says so.
+    other_tensor_families: tuple[str, ...] = ()
     target_note: str = ""  # what counts as target use, in words, for the task files
     knowledge_pack: str | None = None  # id of its pack under tasks/packs/
 
@@ -167,6 +175,7 @@ ARCHES: dict[str, Arch] = {
         full_families=frozenset({"gmma", "tma"}),
         # A wgmma issue is one warpgroup's: four warp-level executions, 128 predicated-on threads.
         tensor_share=MnemonicShareRule(families=("gmma",), threads_per_issue=128),
+        other_tensor_families=("mma",),
         gpu_models=(
             GpuModel(("H100", "PCIE"), _HOPPER_PCIE, hbm_tbps=2.0, non_tensor_tflops=102.4),
             GpuModel(("H100", "NVL"), _HOPPER_NVL, hbm_tbps=3.9, non_tensor_tflops=120.0),
@@ -187,6 +196,7 @@ ARCHES: dict[str, Arch] = {
         gpus=("B200", "GB200"),
         # UTCHMMA and its kin keep their tile in an instruction descriptor, not in the mnemonic: counters instead.
         tensor_share=CounterShareRule(metrics=_TCGEN05_MMA_OPS),
+        other_tensor_families=("mma",),
         gpu_models=(
             # HGX B200, per GPU; its datasheet states no rate without tensor cores.
             GpuModel(("B200",), _tensor(40.0, 1100.0, 2250.0, 4500.0, float4_e2m1=9000.0), hbm_tbps=8.0),
@@ -220,7 +230,7 @@ def arch_for_capability(major: int, minor: int) -> Arch | None:
 
 
 def family_of(opcode: str) -> str | None:
-    """The target family a SASS opcode belongs to (its base, before the first '.', matched), or None."""
+    """The family a SASS opcode belongs to (its base, before the first '.', matched), or None."""
     base = opcode.split(".", 1)[0]
     return next((f.name for f in FAMILIES.values() if f.matches(base)), None)
 

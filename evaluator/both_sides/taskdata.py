@@ -433,6 +433,8 @@ def parse_task(
                 raise TaskDataError(
                     path, f"{where}.families", f"unknown family {fam!r} (known: {sorted(FAMILY_OPCODES)})"
                 )
+            if fam in ARCHES[arch].other_tensor_families:
+                raise TaskDataError(path, f"{where}.families", f"{fam!r} is not a target family on {arch}")
         targets[arch] = ArchTarget(arch, tuple(families), _opt(spec, "note", str, "", path, f"{where}."))
     if not targets:
         raise TaskDataError(path, "targets", "must name at least one architecture")

@@ -259,6 +259,14 @@ class ArchCheck:
     witness_note: str = field(default="", metadata={"added": "schema_version 2"})
     # The timed workload the witness is of: the one whose calls do the most FLOPs, not always the profiled one
     witness_workload: str | None = field(default=None, metadata={"added": "schema_version 3"})
+    # Tensor-core instructions of the arch's other families (Arch.other_tensor_families) in the static SASS, e.g.
+    # {"mma": 8}: a second path that can do the task's work at tensor-core speed, so the target family's use in the
+    # timed calls rests on the profiled call alone, whatever the timed rate.
+    other_tensor_static: dict[str, int] = field(default_factory=dict, metadata={"added": "schema_version 3"})
+    # A verified check whose timed calls' use of the target instructions rests on the profiled call alone: the timed
+    # rate is within reach of code without tensor cores, or the module holds a second tensor-core path. The notes
+    # say which; the boards mark the row.
+    rests_on_profile: bool = field(default=False, metadata={"added": "schema_version 3"})
     profiled_kernels: list[str] = field(default_factory=list)
     command: list[str] = field(default_factory=list)
     seconds: float = 0.0

@@ -20,6 +20,7 @@ MEASUREMENT_FIELDS = (
     "status",
     "arch_status",  # one of verdicts.ARCH_STATES
     "arch_full",
+    "arch_rests_on_profile",
     "verdict_phrase",
     "speedup_factor",
     "speedup_ci95_low",
@@ -49,6 +50,8 @@ V1_ALIASES: dict[str, dict[str, str | tuple[str, ...]]] = {
     "run_across_tasks": {"geomean_speedup": "speedup"},  # a run's row across tasks
     "run_metrics": {"best_speedup": "speedup"},  # `/api/v2/runs/<id>` `metrics`
 }
+# Fields added after version 2 began: version 1 answers exactly the names it always did, so it leaves these out.
+V2_ONLY = frozenset({"arch_rests_on_profile"})
 # Every name version 1 answers that version 2 does not (docs/api.md lists each).
 DEPRECATED_ALIASES = sorted({*V1_NAMES.values(), *(a for aliases in V1_ALIASES.values() for a in aliases)})
 
@@ -71,7 +74,7 @@ def to_version(record: dict[str, Any], v: int, resource: str = "") -> dict[str, 
     (V1_NAMES) and the resource's deprecated aliases (V1_ALIASES) after them, same values."""
     if v >= 2:
         return record
-    out = {field_name(key, v): value for key, value in record.items()}
+    out = {field_name(key, v): value for key, value in record.items() if key not in V2_ONLY}
     for alias, source in V1_ALIASES.get(resource, {}).items():
         if isinstance(source, tuple):
             if all(s in record for s in source):
@@ -92,6 +95,7 @@ def measurement(obj: Any, *, arch: str) -> dict[str, Any]:
         "status": status,
         "arch_status": verdicts.arch_state(obj.arch_status),
         "arch_full": bool(obj.arch_full),
+        "arch_rests_on_profile": bool(getattr(obj, "arch_rests_on_profile", False)),
         "verdict_phrase": verdicts.verdict_phrase(status, obj.arch_status, obj.arch_full, arch),
         "speedup_factor": obj.speedup_factor,
         "speedup_ci95_low": obj.speedup_ci95_low,

@@ -1,8 +1,8 @@
 """The columns of each config of a public result snapshot (docs/api.md, "Public result datasets"). One Arrow schema
 per config: the Parquet files have exactly these columns, also with 0 rows, and the JSONL lines the same keys. The
 measurements carry the verdict's names (portal/core/serializers.py MEASUREMENT_FIELDS) since format results-2, and
-a row's board section is `board_section` since results-3 (snapshot.py MANIFEST_FORMAT); versions published before
-keep their names."""
+a row's board section is `board_section` since results-3, and `arch_rests_on_profile` is there since results-4
+(snapshot.py MANIFEST_FORMAT); versions published before keep their names and columns."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ EVALUATION_SCHEMA = pa.schema(
         ("status", pa.string()),
         ("arch_status", pa.string()),
         ("arch_full", pa.bool_()),
+        ("arch_rests_on_profile", pa.bool_()),  # verified on the profiled call alone (docs/api.md)
         ("verdict_phrase", pa.string()),
         ("ptxbench_verified", pa.bool_()),
         ("tensor_core_share", pa.float64()),

@@ -22,7 +22,7 @@ from portal.datasets.schemas import CONFIGS
 # 3: a row's board section is `board_section`. 2: the measurements by the verdict's names (`speedup_factor`,
 # `speedup_ci95_low`/`_high`, `fraction_of_peak`). Versions published in an earlier format are not rewritten:
 # results-1 has version 1's names, results-1 and results-2 say `board_group`.
-MANIFEST_FORMAT = "ptxbench-portal.results-3"
+MANIFEST_FORMAT = "ptxbench-portal.results-4"
 
 _DESCRIPTIONS = {
     "ranked": "every measured kernel on a public kernel board (both architectures, every task): the ranked "

@@ -101,6 +101,9 @@ class Evaluation(models.Model):
     status = models.CharField(max_length=32, blank=True, db_index=True)
     arch_status = models.CharField(max_length=32, blank=True)
     arch_full = models.BooleanField(default=False)
+    # verified, but the timed calls' use of the target instructions rests on the profiled call alone (the verdict's
+    # arch_check.rests_on_profile; its notes say why)
+    arch_rests_on_profile = models.BooleanField(default=False)
     ptxbench_verified = models.BooleanField(default=False)
     tensor_core_share = models.FloatField(null=True, blank=True)
     # Named as the verdict names them (evaluator/both_sides/verdict.py `Performance`; the interval `speedup_ci95` by its ends).

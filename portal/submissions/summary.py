@@ -36,6 +36,7 @@ def summarise_verdict(
         "status": str(verdict.status.value if verdict else "")[:32],
         "arch_status": str(arch.status.value if arch else "")[:32],
         "arch_full": bool(arch and arch.full),
+        "arch_rests_on_profile": bool(arch and arch.rests_on_profile),
         "ptxbench_verified": bool(arch and arch.ptxbench_verified),
         "tensor_core_share": arch.tensor_core_share if arch else None,
         "gpu_name": str((env and env.gpu_name) or "")[:100],

@@ -187,6 +187,8 @@ def judge(entry: dict[str, Any], verdict: Verdict | dict[str, Any]) -> tuple[boo
         problems.extend(_held_problems(expect["held"], v.get("integrity")))
     if expect.get("held_when_passed") and status == "PASSED":
         problems.extend(_held_problems(expect["held_when_passed"], v.get("integrity")))
+    if expect.get("other_tensor") and not (v.get("arch_check") or {}).get("other_tensor_static"):
+        problems.append("no second tensor-core path counted in the static SASS (arch_check.other_tensor_static)")
     if expect.get("caught_or_disclosed") and status == "PASSED":
         problems.extend(_caught_or_disclosed(expect["caught_or_disclosed"], v))
     return not problems, "; ".join(problems) or reason[:160]
@@ -205,16 +207,20 @@ def _held_problems(wanted: list[str], integrity: Any) -> list[str]:
 
 
 def _caught_or_disclosed(codes: list[str], v: dict[str, Any]) -> list[str]:
-    """A profiled-only path: held for one of `codes`, or not verified, or verified with the timed rate disclosed
-    as within reach of code without tensor cores (`arch_check.timed_beyond_non_tensor` false)."""
+    """A profiled-only path: held for one of `codes`, or not verified, or verified with what the timed calls may
+    have run instead disclosed: the timed rate within reach of code without tensor cores
+    (`arch_check.timed_beyond_non_tensor` false), or a second tensor-core path in the module
+    (`arch_check.other_tensor_static`)."""
     if not _held_problems(codes, v.get("integrity")):
         return []
     check = v.get("arch_check") or {}
     if check.get("status") != "verified" or check.get("timed_beyond_non_tensor") is False:
         return []
+    if check.get("other_tensor_static"):
+        return []
     return [
-        f"verified, not held for {'/'.join(codes)}, and the timed rate ({check.get('timed_tflops')} TFLOP/s) "
-        "was not disclosed as within reach of code without tensor cores"
+        f"verified, not held for {'/'.join(codes)}, and not disclosed: the timed rate ({check.get('timed_tflops')} "
+        "TFLOP/s) is beyond code without tensor cores, and the module holds no second tensor-core path"
     ]
 
 

@@ -20,6 +20,7 @@ KNOWN_EXPECT = {
     "arch",
     "arch_not",
     "min_latency_ms",
+    "other_tensor",
     "stdout_contains",
     "stdout_lacks",
     "held",
@@ -156,6 +157,15 @@ def test_caught_or_disclosed_accepts_a_hold_a_lesser_status_or_a_disclosed_rate_
     above = verdict(arch="verified", integrity=holds())
     above["arch_check"].update(timed_beyond_non_tensor=True, timed_tflops=700.0)
     assert not corpus.judge(e, above)[0]  # a fast path when timed is a real tensor-core kernel, not this trick
+    # unless the module holds a second tensor-core path (mma.sync) the timed calls may have taken, which is disclosed
+    above["arch_check"].update(other_tensor_static={"mma": 8})
+    assert corpus.judge(e, above)[0]
+    # `other_tensor`: the count itself is required, held or not
+    counted = dict(e, expect={**e["expect"], "other_tensor": True})
+    assert corpus.judge(counted, above)[0]
+    held = verdict(arch="verified", integrity=holds("timer_disagreement"))
+    ok, found = corpus.judge(counted, held)
+    assert not ok and "other_tensor_static" in found
     # a failing status is judged by `status` alone
     assert not corpus.judge(e, verdict("INCORRECT_NUMERICAL", integrity=holds()))[0]
 

@@ -66,7 +66,7 @@ def test_every_config_of_a_demo_snapshot_opens_with_datasets(results_dir, tmp_pa
     for path, entry in manifest["files"].items():
         data = (folder / path).read_bytes()
         assert hashlib.sha256(data).hexdigest() == entry["sha256"] and len(data) == entry["bytes"]
-    assert manifest["format"] == "ptxbench-portal.results-3"  # the canonical names (docs/api.md)
+    assert manifest["format"] == "ptxbench-portal.results-4"  # the canonical names (docs/api.md)
     assert manifest["licence"] == "cc-by-4.0" and 'license: "cc-by-4.0"' in (folder / "README.md").read_text()
     row = ResultsSnapshot.objects.get(version=1)
     assert row.manifest_sha256 == hashlib.sha256((folder / "manifest.json").read_bytes()).hexdigest()

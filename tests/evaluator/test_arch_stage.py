@@ -85,3 +85,28 @@ def test_only_the_drivers_setting_says_a_refused_profile_was_the_hosts_doing(tmp
     params.write_text("RmProfilingAdminOnly: 0\n")
     assert not counters_restricted(params)
     assert not counters_restricted(tmp_path / "missing")
+
+
+def test_a_verified_check_notes_a_second_tensor_core_path_in_the_module(tmp_path, monkeypatch):
+    """The profile is the edge here (it needs a GPU): it reports what Nsight Compute reported for a kernel whose
+    SASS holds wgmma and mma.sync. The stage adds the note the verdict carries; without the second path it adds none."""
+    from evaluator.arch_check import arch_stage
+    from evaluator.binaries.sass import count_families
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    page = ncu_mod.parse_source_page((fixtures / "ncu" / "h200-probe-wgmma-executed.csv").read_text())
+
+    def profiled(setup, workload, *, arch, sass, **_):
+        check = ncu_mod.decide_arch(arch=arch, sass=sass, kernels=page, task_flops=2 * 64 * 8 * 16)
+        return arch_stage.ArchOutcome(check)
+
+    monkeypatch.setattr(arch_stage, "profile_workload", profiled)
+    two = count_families((fixtures / "sass" / "hopper_two_tensor_paths.sass").read_text(), "sm_90a")
+    result = _stage(tmp_path, two, True, [])
+    assert result.outcome.check.status == ArchStatus.VERIFIED
+    assert [n for n in result.outcome.notes if "other tensor-core instructions (1 HMMA" in n]
+    assert result.outcome.check.rests_on_profile  # what the boards mark
+    plain = count_families((fixtures / "sass" / "hopper_sm90a.sass").read_text(), "sm_90a")
+    result = _stage(tmp_path, plain, True, [])
+    assert result.outcome.check.status == ArchStatus.VERIFIED and not result.outcome.notes
+    assert not result.outcome.check.rests_on_profile

@@ -14,6 +14,7 @@ from evaluator.arch_check.ncu import (
     family_execution,
     ncu_error_reason,
     ncu_profile_command,
+    other_tensor_note,
     parse_launches,
     parse_raw_metrics,
     parse_source_page,
@@ -485,3 +486,20 @@ def test_non_tensor_peaks_name_whole_gpus_and_stay_below_tensor_peaks():
     for model in gpu_models():
         if model.non_tensor_tflops is not None:
             assert model.non_tensor_tflops < model.dense_tensor_tflops["bfloat16"] / 5
+
+
+def test_a_second_tensor_core_path_in_the_module_is_disclosed_on_a_verified_check():
+    """A kernel that branches to mma.sync when timed and to wgmma when profiled launches the same kernels either way,
+    and runs above the non-tensor rate: only its static SASS shows the second path, and a verified check says so."""
+    two = count_families((FIXTURES / "sass" / "hopper_two_tensor_paths.sass").read_text(), "sm_90a")
+    check = decide_arch(arch="sm_90a", sass=two, kernels=parse_source_page(SAMPLE), task_flops=HGMMA_FLOPS)
+    assert check.status == ArchStatus.VERIFIED and check.other_tensor_static == {"mma": 1}
+    tensor_evidence(check, 700.0, 133.8)
+    assert tensor_evidence_note(check) is None  # the rate alone shows tensor cores, not whose
+    note = other_tensor_note(check)
+    assert note is not None and "1 HMMA/IMMA/DMMA/BMMA" in note and "rests on the profiled call alone" in note
+    plain = decide_arch(arch="sm_90a", sass=HOPPER_SASS, kernels=parse_source_page(SAMPLE), task_flops=HGMMA_FLOPS)
+    assert plain.status == ArchStatus.VERIFIED and plain.other_tensor_static == {}
+    assert other_tensor_note(plain) is None
+    check.status = ArchStatus.TOKEN
+    assert other_tensor_note(check) is None  # nothing to qualify: not verified

@@ -13,7 +13,7 @@ BLACKWELL = (FIXTURES / "blackwell_sm100a.sass").read_text()
 
 def test_hopper_golden_counts():
     c = count_families(HOPPER, "sm_90a")
-    assert c.families == {"gmma": 3, "tma": 3, "tcgen05": 0}
+    assert c.families == {"gmma": 3, "tma": 3, "tcgen05": 0, "mma": 0}
     assert c.target_families == ["gmma", "tma"]
     assert c.target_count == 6
     assert c.opcodes == {
@@ -110,3 +110,17 @@ def test_resource_usage_per_function_from_a_shared_library_and_a_cubin():
     assert hopper["_Z16wgmma_tma_kernel14CUtensorMap_stPfi"] == [KernelFootprint(38, 9224)]
     assert hopper["_Z11simt_kernelPKfPfi"] == [KernelFootprint(12, 0)]  # sm_90a without the reserve here
     assert parse_resource_usage("") == {} and parse_resource_usage(" Function x:\n garbage\n") == {}
+
+
+def test_warp_level_mma_is_counted_as_a_second_tensor_path_not_as_a_target():
+    """One kernel with a wgmma path and an mma.sync path (both in its static SASS): HMMA is the `mma` family, which
+    no architecture targets, and the register moves the compiler puts on the MMA pipe (HFMA2.MMA) are not in it."""
+    two = count_families((FIXTURES / "hopper_two_tensor_paths.sass").read_text(), "sm_90a")
+    assert two.families["gmma"] == 1 and two.families["mma"] == 1
+    assert two.target_count == 1  # the HMMA is not target use
+    assert two.opcodes["HMMA.16816.F32.BF16"] == 1
+    moves = (FIXTURES / "hopper_simt_mma_pipe_moves.sass").read_text()
+    assert moves.count("HFMA2.MMA") == 5
+    simt = count_families(moves, "sm_90a")
+    assert simt.families["mma"] == 0 and simt.target_count == 0
+    assert instruction_family("HFMA2.MMA") is None and instruction_family("HMMA.16816.F32.BF16") == "mma"

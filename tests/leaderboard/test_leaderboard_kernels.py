@@ -206,3 +206,23 @@ def test_results_invalidate_only_their_own_scope(board, django_capture_on_commit
         evaluation_finished.send(sender=None, evaluation_id=str(board["alice"].id))
     after = current_tokens()
     assert after["kernels"] != before["kernels"] and after["models"] == before["models"]
+
+
+def test_a_row_verified_on_the_profiled_call_alone_ranks_and_is_marked(client):
+    """The evaluator's `arch_check.rests_on_profile` (a verified check whose timed rate, or a second tensor-core path
+    in the module, leaves the timed calls' use of the target instructions unshown): the row ranks on its own speed,
+    the board marks it, and API version 2 carries the flag (version 1 keeps exactly its old names)."""
+    sync_catalog()
+    marked = lf.evaluation(owner=lf.user("mo"), name="branchy.cu", speedup=0.9, witness={"rests_on_profile": True})
+    plain = lf.evaluation(owner=lf.user("pat"), name="plain.cu", speedup=0.8)
+    html = client.get("/leaderboard/kernels/", {"task": lf.GEMM, "arch": "sm_90a"}).content.decode()
+    rows = {e.id: html.split(f'data-evaluation="{e.id}"', 1)[1].split("</tr>", 1)[0] for e in (marked, plain)}
+    assert "profiled call only" in rows[marked.id] and "profiled call only" not in rows[plain.id]
+    v2 = client.get("/api/v2/leaderboard/kernels", {"task": lf.GEMM, "arch": "sm_90a"}).json()["rows"]
+    flags = {r["evaluation_id"]: (r["rank"], r["arch_rests_on_profile"]) for r in v2}
+    assert flags[str(marked.id)] == (1, True) and flags[str(plain.id)] == (2, False)
+    v1 = client.get("/api/v1/leaderboard/kernels", {"task": lf.GEMM, "arch": "sm_90a"}).json()["rows"]
+    assert v1 and all("arch_rests_on_profile" not in r for r in v1)
+    page = client.get(f"/evidence/evaluations/{marked.id}/").content.decode()
+    assert 'id="profile-only"' in page
+    assert 'id="profile-only"' not in client.get(f"/evidence/evaluations/{plain.id}/").content.decode()

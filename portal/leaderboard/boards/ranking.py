@@ -62,6 +62,9 @@ class KernelRow:
     reference_role: str = ""
     is_synthetic: bool = False  # made up by seed_leaderboard, never measured: marked on its row and in every export
     held_reason: str = ""  # why the row is held for review (then unranked, in the held section); "" when not held
+    # verified, but the timed calls' use of the target instructions rests on the profiled call alone (the verdict's
+    # arch_check.rests_on_profile): ranked on its own speed, marked on its row
+    arch_rests_on_profile: bool = False
 
     @property
     def is_expert_reference(self) -> bool:

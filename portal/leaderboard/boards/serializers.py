@@ -11,7 +11,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from portal.core.api_versions import CURRENT_API_VERSION
-from portal.core.serializers import MEASUREMENT_FIELDS, V1_NAMES, iso, measurement, peak_denominator, to_version
+from portal.core.serializers import (
+    MEASUREMENT_FIELDS,
+    V1_NAMES,
+    V2_ONLY,
+    iso,
+    measurement,
+    peak_denominator,
+    to_version,
+)
 from portal.leaderboard.boards import ranking
 from portal.leaderboard.boards.selectors import BoardQuery
 
@@ -46,7 +54,9 @@ KERNEL_FIELDS = (
 
 def kernel_fields(v: int = CURRENT_API_VERSION) -> list[str]:
     """The kernel board's CSV columns as the API's version `v` names them."""
-    return [V1_NAMES.get(f, f) if v < 2 else f for f in KERNEL_FIELDS]
+    if v >= 2:
+        return list(KERNEL_FIELDS)
+    return [V1_NAMES.get(f, f) for f in KERNEL_FIELDS if f not in V2_ONLY]
 
 
 def kernel_entry(row: ranking.KernelRow, *, v: int = CURRENT_API_VERSION) -> dict[str, Any]:
