@@ -11,6 +11,11 @@ them, each on the headline GEMM's M=8192 workload with correctness and timing on
 window (the witness's own, `GpmWindow`) it reads every per-pipe GPM metric, not only ANY_TENSOR: whether HMMA's
 utilisation (the pipe bf16 wgmma runs on) shows the artefact too decides whether the witness can read that one.
 
+On a third H100 (docs/runs/integrity/h100-2026-12-05e/) every harness variant read about 1.24%, and HMMA read the
+same as ANY_TENSOR in every row. What was left was the SIMT GEMM's own code: its bounds-checked loads have four
+HFMA2.MMA register zeroings (MMA pipe) in its main loop. "harness, loads unguarded" is the direct test: the same
+process with that loop's HFMA2.MMA gone (one remains, in the prologue). `--only unguarded` runs it alone.
+
     python3 bench/probe_gpm_artefact.py --out DIR
 
 On the GPU host, from the repo root, with the carried packages installed (scripts/gpu_host_env.sh); about 4 minutes.
@@ -54,6 +59,18 @@ METRICS = (
 LAUNCH = "  wgmma_kernel<<<132, 128, 0, stream>>>(sink, repeats);\n"
 MALLOC = "    cudaMalloc(&sink, 132 * 128 * 32 * sizeof(float));\n"
 SIGN = "    const char* sign = profiler_sign();\n"
+# The SIMT GEMM's bounds-checked loads: ptxas zeroes their registers with HFMA2.MMA (on the MMA pipe) inside the
+# main loop; unguarded, the loop has none (docs/runs/integrity/h100-2026-12-05e/hfma2-mma-sass.txt).
+GUARDED = (
+    (
+        "      as[r][tx] = (row0 + r < m && ak < k) ? __bfloat162float(a[(size_t)(row0 + r) * k + ak]) : 0.f;\n",
+        "      as[r][tx] = __bfloat162float(a[(size_t)(row0 + r) * k + ak]);\n",
+    ),
+    (
+        "      bs[r][tx] = (col0 + r < n && ak < k) ? __bfloat162float(b[(size_t)(col0 + r) * k + ak]) : 0.f;\n",
+        "      bs[r][tx] = __bfloat162float(b[(size_t)(col0 + r) * k + ak]);\n",
+    ),
+)
 WGMMA_START = "__device__ __forceinline__ uint64_t desc_noswizzle"
 WGMMA_END = "extern char** environ;"
 
@@ -63,6 +80,14 @@ def cut(text: str, *pieces: str) -> str:
         if piece not in text:
             raise SystemExit(f"the harness no longer holds {piece.strip()!r}: update this probe")
         text = text.replace(piece, "")
+    return text
+
+
+def unguarded(text: str) -> str:
+    for guarded, plain in GUARDED:
+        if guarded not in text:
+            raise SystemExit("the harness's SIMT GEMM no longer has its guarded loads: update this probe")
+        text = text.replace(guarded, plain)
     return text
 
 
@@ -83,6 +108,9 @@ def variants() -> dict[str, Callable[[], str]]:
         "  ... and no sink allocation": lambda: cut(no_launch, MALLOC),
         "  ... and no maps read": lambda: cut(no_launch, MALLOC).replace(SIGN, '    const char* sign = "skipped";\n'),
         "harness without its wgmma kernel": lambda: harness[:start] + harness[end:].replace(LAUNCH, "", 1),
+        # The direct test of the likely cause: the same process with no HFMA2.MMA in its SIMT loop (M=8192 is a
+        # multiple of the tile, so the unguarded loads stay in bounds)
+        "harness, loads unguarded": lambda: unguarded(harness),
         "simt_dead_wgmma (reference)": lambda: (SOLUTIONS / "simt_dead_wgmma" / "kernel.cu").read_text(),
         "hopper_tma_wgmma (reference)": lambda: (SOLUTIONS / "hopper_tma_wgmma" / "kernel.cu").read_text(),
     }
