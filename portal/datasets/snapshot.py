@@ -19,9 +19,10 @@ from typing import Any
 from portal.datasets.files import card_front_matter, jsonl_bytes, parquet_bytes, sha256_bytes
 from portal.datasets.schemas import CONFIGS
 
-# 3: a row's board section is `board_section`. 2: the measurements by the verdict's names (`speedup_factor`,
-# `speedup_ci95_low`/`_high`, `fraction_of_peak`). Versions published in an earlier format are not rewritten:
-# results-1 has version 1's names, results-1 and results-2 say `board_group`.
+# 4: an evaluation row carries `arch_rests_on_profile`. 3: a row's board section is `board_section`. 2: the
+# measurements by the verdict's names (`speedup_factor`, `speedup_ci95_low`/`_high`, `fraction_of_peak`). Versions
+# published in an earlier format are not rewritten: results-1 has version 1's names, results-1 and results-2 say
+# `board_group`, and none before results-4 has the flag.
 MANIFEST_FORMAT = "ptxbench-portal.results-4"
 
 _DESCRIPTIONS = {
