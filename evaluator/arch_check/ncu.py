@@ -343,9 +343,10 @@ def decide_arch(
     - token: executed, but the share is below `threshold`.
     """
     targets = sass.target_families
+    target_arch = get_arch(arch)
     check = ArchCheck(status=ArchStatus.ABSENT, share_threshold=threshold, task_flops=task_flops)
     check.other_tensor_static = {
-        f: sass.families[f] for f in get_arch(arch).other_tensor_families if sass.families.get(f, 0) > 0
+        f: sass.families[f] for f in target_arch.other_tensor_families if sass.families.get(f, 0) > 0
     }
     if sass.target_count == 0:
         check.reason = f"no {'/'.join(targets)} instruction in the static SASS"
@@ -366,7 +367,6 @@ def decide_arch(
     }
     ran = [f for f in targets if executed[f][1] > 0]
     check.ptxbench_verified = bool(ran)
-    target_arch = get_arch(arch)
     check.full = target_arch.is_full(ran)
     measured = tensor_core_flops(arch, kernels, raw_page)
     check.tensor_core_flops = measured.flops
@@ -453,6 +453,12 @@ def other_tensor_note(check: ArchCheck) -> str | None:
         f"arch: the module also holds other tensor-core instructions ({found}), a second path to the task's work "
         "at tensor-core speed; that the timed calls used the target instructions rests on the profiled call alone"
     )
+
+
+def disclosure_notes(check: ArchCheck) -> list[str]:
+    """The notes of a verified check whose timed calls' use of the target instructions rests on the profiled call
+    alone (`ArchCheck.rests_on_profile` is whether there is any); empty for every other check."""
+    return [note for note in (tensor_evidence_note(check), other_tensor_note(check)) if note is not None]
 
 
 # --------------------------------------------------------------------------- running ncu (thin)

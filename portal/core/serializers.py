@@ -95,7 +95,7 @@ def measurement(obj: Any, *, arch: str) -> dict[str, Any]:
         "status": status,
         "arch_status": verdicts.arch_state(obj.arch_status),
         "arch_full": bool(obj.arch_full),
-        "arch_rests_on_profile": bool(getattr(obj, "arch_rests_on_profile", False)),
+        "arch_rests_on_profile": bool(obj.arch_rests_on_profile),
         "verdict_phrase": verdicts.verdict_phrase(status, obj.arch_status, obj.arch_full, arch),
         "speedup_factor": obj.speedup_factor,
         "speedup_ci95_low": obj.speedup_ci95_low,
