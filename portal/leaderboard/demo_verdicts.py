@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluator.arch_check.ncu import disclosure_notes, tensor_evidence
 from evaluator.both_sides import verdict as vm
 from evaluator.both_sides.arches import ARCHES
 from evaluator.both_sides.taskdata import load_task
@@ -162,17 +163,17 @@ def _arch_check(kernel: DemoKernel, facts: TaskFacts, arch: str, gpu: str, laten
         for name in spec.families
     }
     share = 0.97 if state == vm.ArchStatus.VERIFIED else 0.08 if state == vm.ArchStatus.TOKEN else 0.0
-    beyond = kernel.rate > facts.simt_tflops
-    return vm.ArchCheck(
+    check = vm.ArchCheck(
         status=state, workload=facts.headline, families=families, ptxbench_verified=runs,
         full=spec.is_full({n for n, f in families.items() if f.executed}), tensor_core_flops=share * facts.flops,
         task_flops=facts.flops, tensor_core_share=share, share_threshold=SHARE_THRESHOLD,
-        ranked_latency_ms=latency_ms, timed_tflops=kernel.rate,
-        non_tensor_peak_tflops=peaks.non_tensor_peak_tflops(gpu),
-        timed_beyond_non_tensor=beyond,
-        # as the evaluator's arch stage marks a verified check whose timed rate shows no tensor cores by itself
-        rests_on_profile=state == vm.ArchStatus.VERIFIED and not beyond,
+        ranked_latency_ms=latency_ms,
     )  # fmt: skip
+    # The timed-rate evidence and its disclosure by the evaluator's own rules: against the datasheet's non-tensor
+    # rate only (none for B200, so no claim either way), never the stand-in ceiling the draw uses.
+    tensor_evidence(check, kernel.rate, peaks.non_tensor_peak_tflops(gpu))
+    check.rests_on_profile = bool(disclosure_notes(check))
+    return check
 
 
 def draw_kernel(rng, facts: TaskFacts, *, status: str, arch_status: str, library_fraction: float, gpu: str,

@@ -111,6 +111,8 @@ def _check_verdict(evaluation) -> list[str]:
         problems.append("full without every family of the full rule executed")
     if state == vm.ArchStatus.VERIFIED and (check.tensor_core_share or 0) < (check.share_threshold or 0.5):
         problems.append("verified below the tensor-core share threshold")
+    if check.timed_beyond_non_tensor is not None and not simt:
+        problems.append("a timed-rate claim against a non-tensor rate the GPU's datasheet does not state")
     unshown = state == vm.ArchStatus.VERIFIED and (check.timed_beyond_non_tensor is False or check.other_tensor_static)
     if bool(check.rests_on_profile) != bool(unshown):
         problems.append("rests_on_profile is not set exactly where the arch stage sets it")
