@@ -21,9 +21,9 @@ window is not judged. GPM is device-wide: work of another process on the same GP
 one-GPU-per-worker rule (evaluator/host.py) excludes. What the witness cannot tell: tensor work that does not
 compute the outputs (a dummy wgmma kernel beside a SIMT one) counts as tensor work; that kernel pays for it in its
 ranked time. And GPM counts tensor work where none runs: a SIMT-only timing process of the corpus's
-profiled-only wgmma kernel read 0.92-0.94 of the task's FLOPs, most likely from register moves its loop issues on
-the MMA pipe (`HFMA2.MMA`; docs/threat-model.md, property 4), which any code can issue. So the witness is
-one-sided: a low reading demotes, a high one proves nothing, and the page says so beside it.
+profiled-only wgmma kernel read 0.92-0.94 of the task's FLOPs, from register moves its loop issues on the MMA pipe
+(`HFMA2.MMA`: without them it read 0.0095%, not 1.2%; docs/threat-model.md, property 4), which any code can issue.
+So the witness is one-sided: a low reading demotes, a high one proves nothing, and the page says so beside it.
 
 Parent side only. `witness` and `judge` are pure; `GpmWindow` is the edge (NVML).
 """
