@@ -40,8 +40,9 @@ FAMILIES: dict[str, Family] = {
     "tcgen05": Family("tcgen05", ("UTC", "LDTM", "STTM"), by_prefix=True),
     # Warp-level mma.sync (Volta on, Blackwell too): the target of no architecture here, counted because it can do a
     # task's work at tensor-core speed beside the target path. HFMA2.MMA (a register move the compiler issues to the
-    # MMA pipe) is not one of them: its base is HFMA2.
-    "mma": Family("mma", ("HMMA", "IMMA", "DMMA", "BMMA")),
+    # MMA pipe) is not one of them: its base is HFMA2. FP8 mma.sync is HMMA on sm_90a and sm_100a, QMMA where the
+    # GPU has an FP8 warp-level MMA of its own (sm_89; tests/fixtures/sass/).
+    "mma": Family("mma", ("HMMA", "IMMA", "DMMA", "BMMA", "QMMA")),
 }
 
 

@@ -497,7 +497,7 @@ def test_a_second_tensor_core_path_in_the_module_is_disclosed_on_a_verified_chec
     tensor_evidence(check, 700.0, 133.8)
     assert tensor_evidence_note(check) is None  # the rate alone shows tensor cores, not whose
     note = other_tensor_note(check)
-    assert note is not None and "1 HMMA/IMMA/DMMA/BMMA" in note and "rests on the profiled call alone" in note
+    assert note is not None and "1 HMMA/IMMA/DMMA/BMMA/QMMA" in note and "rests on the profiled call alone" in note
     plain = decide_arch(arch="sm_90a", sass=HOPPER_SASS, kernels=parse_source_page(SAMPLE), task_flops=HGMMA_FLOPS)
     assert plain.status == ArchStatus.VERIFIED and plain.other_tensor_static == {}
     assert other_tensor_note(plain) is None

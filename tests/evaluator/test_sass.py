@@ -124,3 +124,15 @@ def test_warp_level_mma_is_counted_as_a_second_tensor_path_not_as_a_target():
     simt = count_families(moves, "sm_90a")
     assert simt.families["mma"] == 0 and simt.target_count == 0
     assert instruction_family("HFMA2.MMA") is None and instruction_family("HMMA.16816.F32.BF16") == "mma"
+
+
+def test_fp8_mma_sync_is_counted_as_a_second_tensor_path_wherever_it_compiles():
+    """An FP8 GEMM's warp-level path: on sm_90a the compiler turns e4m3 mma.sync into two HMMA, where the GPU has an
+    FP8 warp-level MMA (sm_89) into one QMMA; both are the `mma` family, neither is the FP8 target (QGMMA)."""
+    hopper = count_families((FIXTURES / "hopper_fp8_mma_sync.sass").read_text(), "sm_90a")
+    assert hopper.families["mma"] == 2 and hopper.opcodes == {"HMMA.16816.F32": 2}
+    assert hopper.target_count == 0
+    ada = parse_sass((FIXTURES / "ada_fp8_mma_sync.sass").read_text())
+    qmma = [i.opcode for i in ada if i.opcode.startswith("QMMA")]
+    assert qmma == ["QMMA.16832.F32.E4M3.E4M3"]
+    assert instruction_family(qmma[0]) == "mma" and instruction_family("QGMMA.64x64x32.F32.E4M3.E4M3") == "gmma"
