@@ -70,9 +70,13 @@ class TaskFiles:
     files: dict[str, str]
 
 
-def targets() -> dict[str, dict[str, object]]:
-    """Every architecture of the registry (evaluator/both_sides/arches.py): the families that count and what they are."""
-    return {a.name: {"families": list(a.families), "note": a.target_note} for a in ARCHES.values()}
+def targets(family: TaskFamily) -> dict[str, dict[str, object]]:
+    """Every architecture of the registry (evaluator/both_sides/arches.py): the families that count and what they are,
+    and which operand type's tensor-core work counts where the task family names one."""
+    only = (
+        f"; only {family.tensor_operands} operands count toward the tensor-core share" if family.tensor_operands else ""
+    )
+    return {a.name: {"families": list(a.families), "note": a.target_note + only} for a in ARCHES.values()}
 
 
 def knowledge_packs() -> dict[str, str]:
@@ -140,7 +144,7 @@ def _ptxbench(task: str, family: TaskFamily, headline: str, causal: bool = False
         "group": family.group,
         "flops": family.flops_for(causal),
         "headline_workload": headline,
-        "targets": targets(),
+        "targets": targets(family),
         "baselines": [b.as_json() for b in family.baselines],
     }
     if family.input_generator is not None:

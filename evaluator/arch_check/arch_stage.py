@@ -21,7 +21,7 @@ from pathlib import Path
 from evaluator.arch_check import ncu as ncu_mod
 from evaluator.binaries.binary_tools import ToolFailed
 from evaluator.binaries.sass import parse_sass
-from evaluator.both_sides import hostile_files, protocol
+from evaluator.both_sides import hostile_files, protocol, task_families
 from evaluator.both_sides.launches import Launch
 from evaluator.both_sides.taskdata import Task, Workload
 from evaluator.both_sides.verdict import ArchCheck, ArchStatus, SassCounts, StageState, WorkloadResult
@@ -114,6 +114,12 @@ def run_arch_stage(
     message = f"{check.status.value}: {check.reason}"
     report("arch", message)
     return ArchStageResult(state, message, check.seconds, outcome)
+
+
+def share_operands(task: Task) -> str | None:
+    """The operand type whose tensor-core work alone counts toward the task's share (its family's), or None."""
+    family = task_families.family_of(task.definition.op_type)
+    return family.tensor_operands if family else None
 
 
 def arch_workload(task: Task, workloads: list[Workload], evaluated: list[WorkloadResult]) -> Workload:
@@ -257,7 +263,9 @@ def profile_workload(
     outcome.impostors = impostor_kernels(own, setup.static_sass or workdir / "build-trusted" / "kernel.sass")
     if not own:
         return error("no kernel of the submission ran in the profiled call", cmd)
-    check = ncu_mod.decide_arch(arch=arch, sass=sass, kernels=own, task_flops=flops, raw_page=raw_csv)
+    check = ncu_mod.decide_arch(
+        arch=arch, sass=sass, kernels=own, task_flops=flops, raw_page=raw_csv, operands=share_operands(setup.task)
+    )
     (logs / "ncu-raw.csv").write_text(raw_csv)
     try:
         outcome.launches = ncu_mod.parse_launches(raw_csv)

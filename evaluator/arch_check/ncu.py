@@ -303,12 +303,16 @@ def family_execution(kernels: list[SourceKernel]) -> dict[str, tuple[int, int]]:
     return {f: (v[0], v[1]) for f, v in sums.items()}
 
 
-def tensor_core_flops(arch: str, kernels: list[SourceKernel], raw_page: str | None = None) -> tensor_share.TensorFlops:
+def tensor_core_flops(
+    arch: str, kernels: list[SourceKernel], raw_page: str | None = None, operands: str | None = None
+) -> tensor_share.TensorFlops:
     """The architecture's share rule applied to the submission's profiled kernels (the source page's blocks) and,
-    for a counter rule, to the raw page's rows of those same kernels (by name; another library's are not summed)."""
+    for a counter rule, to the raw page's rows of those same kernels (by name; another library's are not summed);
+    `operands`: the task family's operand type, whose MMA work alone counts."""
     rule = get_arch(arch).tensor_share
     if isinstance(rule, MnemonicShareRule):
-        return tensor_share.from_mnemonics(rule, ((r.opcode, r.predicated_on) for k in kernels for r in k.rows))
+        rows = ((r.opcode, r.predicated_on) for k in kernels for r in k.rows)
+        return tensor_share.from_mnemonics(rule, rows, operands)
     if isinstance(rule, CounterShareRule):
         if raw_page is None:
             return tensor_share.TensorFlops(None, "no raw page with the tensor counters was read")
@@ -317,7 +321,7 @@ def tensor_core_flops(arch: str, kernels: list[SourceKernel], raw_page: str | No
         except NcuParseError as exc:
             return tensor_share.TensorFlops(None, f"unreadable raw page: {exc}")
         own = {k.name for k in kernels}
-        return tensor_share.from_counters(rule, [values for name, values in counters if name in own])
+        return tensor_share.from_counters(rule, [values for name, values in counters if name in own], operands)
     return tensor_share.TensorFlops(None, f"{arch} has no tensor-core share rule")
 
 
@@ -330,6 +334,7 @@ def decide_arch(
     error: str | None = None,
     threshold: float = TOKEN_SHARE_THRESHOLD,
     raw_page: str | None = None,
+    operands: str | None = None,
 ) -> ArchCheck:
     """The architecture-verification status from static counts and (if profiled) the executed counts.
 
@@ -341,6 +346,8 @@ def decide_arch(
     - verified: a target family executed (PTXBench's rule; `full` when GMMA and TMA both did on sm_90a) and the
       tensor cores did at least `threshold` of the task's FLOPs;
     - token: executed, but the share is below `threshold`.
+
+    `operands` (the task family's `tensor_operands`): only MMA work on that operand type is counted in the share.
     """
     targets = sass.target_families
     target_arch = get_arch(arch)
@@ -368,7 +375,7 @@ def decide_arch(
     ran = [f for f in targets if executed[f][1] > 0]
     check.ptxbench_verified = bool(ran)
     check.full = target_arch.is_full(ran)
-    measured = tensor_core_flops(arch, kernels, raw_page)
+    measured = tensor_core_flops(arch, kernels, raw_page, operands)
     check.tensor_core_flops = measured.flops
     if measured.flops is not None and task_flops:
         check.tensor_core_share = measured.flops / task_flops
@@ -384,9 +391,10 @@ def decide_arch(
         return check
     if check.tensor_core_share < threshold:
         check.status = ArchStatus.TOKEN
+        counted = tensor_share.operand_words(target_arch.tensor_share, operands)
         check.reason = (
             f"{'/'.join(ran)} executed, but tensor-core instructions did {check.tensor_core_share:.1%} of the "
-            f"task's FLOPs (threshold {threshold:.0%})"
+            f"task's FLOPs (threshold {threshold:.0%}{'; counting ' + counted if counted else ''})"
         )
         return check
     check.status = ArchStatus.VERIFIED

@@ -33,11 +33,17 @@ def metrics_needed(rule: TensorShareRule | None) -> tuple[str, ...]:
     return rule.metrics if isinstance(rule, CounterShareRule) else ()
 
 
-def from_mnemonics(rule: MnemonicShareRule, rows: Iterable[tuple[str, int]]) -> TensorFlops:
-    """FLOPs from (opcode, predicated-on thread executions) rows: issues times the tile in the mnemonic."""
+def from_mnemonics(
+    rule: MnemonicShareRule, rows: Iterable[tuple[str, int]], operands: str | None = None
+) -> TensorFlops:
+    """FLOPs from (opcode, predicated-on thread executions) rows: issues times the tile in the mnemonic; with
+    `operands`, only the opcodes of that operand type count."""
+    bases = rule.operand_opcodes[operands] if operands else None
     total = 0.0
     for opcode, predicated_on in rows:
         if predicated_on == 0 or family_of(opcode) not in rule.families:
+            continue
+        if bases is not None and opcode.split(".", 1)[0] not in bases:
             continue
         per_issue = mma_flops_per_issue(opcode)
         if per_issue is None:
@@ -46,8 +52,11 @@ def from_mnemonics(rule: MnemonicShareRule, rows: Iterable[tuple[str, int]]) -> 
     return TensorFlops(total)
 
 
-def from_counters(rule: CounterShareRule, launches: list[Mapping[str, float]]) -> TensorFlops:
-    """FLOPs as the rule's counters summed over the submission's profiled launches (each a metric -> value map).
+def from_counters(
+    rule: CounterShareRule, launches: list[Mapping[str, float]], operands: str | None = None
+) -> TensorFlops:
+    """FLOPs as the rule's counters summed over the submission's profiled launches (each a metric -> value map);
+    with `operands`, only the counters of that operand type.
 
     No launch, or a launch without one of the counters, is no figure: a zero there would read as a token kernel,
     an absent counter as work not done."""
@@ -58,5 +67,14 @@ def from_counters(rule: CounterShareRule, launches: list[Mapping[str, float]]) -
         missing = [m for m in rule.metrics if m not in launch]
         if missing:
             return TensorFlops(None, f"the profile lacks the counters {', '.join(missing)}")
-        total += sum(launch[m] for m in rule.metrics)
+        total += sum(launch[m] for m in (rule.operand_metrics[operands] if operands else rule.metrics))
     return TensorFlops(total)
+
+
+def operand_words(rule: TensorShareRule | None, operands: str | None) -> str:
+    """What the share counted when the task names its operands, for a verdict's reason ("" when it names none)."""
+    if not operands or rule is None:
+        return ""
+    if isinstance(rule, MnemonicShareRule):
+        return f"{operands} operands only ({'/'.join(rule.operand_opcodes[operands])})"
+    return f"{operands} operands only ({len(rule.operand_metrics[operands])} counters)"

@@ -16,7 +16,7 @@ evaluator/both_sides/taskdata.py; every decision made from it is the parent's. D
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,10 @@ class MnemonicShareRule:
 
     families: tuple[str, ...]
     threads_per_issue: int
+    # Operand type -> the opcode bases of those operands (fp8 -> QGMMA): a task family that names its operands
+    # (task_families.TaskFamily.tensor_operands) has only those counted, so an FP8 task done in bf16 wgmma is not
+    # its target's work.
+    operand_opcodes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,8 @@ class CounterShareRule:
     bf16 product, tests/fixtures/ncu/README.md)."""
 
     metrics: tuple[str, ...]  # full metric names with their roll-up, e.g. "...utchmma_src_bf16_dst_fp32.sum"
+    # Operand type -> the metrics (a subset of `metrics`) of those operands, as MnemonicShareRule.operand_opcodes.
+    operand_metrics: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 TensorShareRule = MnemonicShareRule | CounterShareRule
@@ -175,7 +181,11 @@ ARCHES: dict[str, Arch] = {
         gpus=("H100", "H200", "H20", "GH200"),
         full_families=frozenset({"gmma", "tma"}),
         # A wgmma issue is one warpgroup's: four warp-level executions, 128 predicated-on threads.
-        tensor_share=MnemonicShareRule(families=("gmma",), threads_per_issue=128),
+        tensor_share=MnemonicShareRule(
+            families=("gmma",),
+            threads_per_issue=128,
+            operand_opcodes={"fp8": ("QGMMA",)},
+        ),
         other_tensor_families=("mma",),
         gpu_models=(
             GpuModel(("H100", "PCIE"), _HOPPER_PCIE, hbm_tbps=2.0, non_tensor_tflops=102.4),
@@ -184,7 +194,9 @@ ARCHES: dict[str, Arch] = {
             GpuModel(("H100",), _HOPPER_SXM, hbm_tbps=3.35, non_tensor_tflops=133.8),  # H100 SXM5
             GpuModel(("H200",), _HOPPER_SXM, hbm_tbps=4.8, non_tensor_tflops=133.8),  # H200 SXM
         ),
-        target_note="wgmma (HGMMA in SASS) and/or TMA bulk tensor copies (UTMALDG/UTMASTG/UTMAREDG)",
+        target_note=(
+            "wgmma (HGMMA in SASS, QGMMA with FP8 operands) and/or TMA bulk tensor copies (UTMALDG/UTMASTG/UTMAREDG)"
+        ),
         knowledge_pack="hopper",
     ),
     "sm_100a": Arch(
@@ -196,7 +208,10 @@ ARCHES: dict[str, Arch] = {
         families=("tcgen05",),
         gpus=("B200", "GB200"),
         # UTCHMMA and its kin keep their tile in an instruction descriptor, not in the mnemonic: counters instead.
-        tensor_share=CounterShareRule(metrics=_TCGEN05_MMA_OPS),
+        tensor_share=CounterShareRule(
+            metrics=_TCGEN05_MMA_OPS,
+            operand_metrics={"fp8": tuple(m for m in _TCGEN05_MMA_OPS if "_fp8_" in m)},
+        ),
         other_tensor_families=("mma",),
         gpu_models=(
             # HGX B200, per GPU; its datasheet states no rate without tensor cores.

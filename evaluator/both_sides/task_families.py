@@ -90,6 +90,9 @@ class TaskFamily:
     # Causal attention does half the work (the same bytes) and, backward, needs a wider tolerance.
     causal_flops: str | None = None
     causal_tolerance: Tolerance | None = None
+    # The tensor cores' operand type the task's target means (a key of each architecture's share rule's operand
+    # map): only that type's MMA work counts toward the share. None: any tensor-core MMA of the target counts.
+    tensor_operands: str | None = None
 
     def draw(self, input_name: str) -> Draw:
         return self.draws.get(input_name, NORMAL)
@@ -212,6 +215,7 @@ GEMM_FP8 = TaskFamily(
     starter_prefix="gemm_fp8",
     knowledge_pages=("hopper/wgmma-fp8.md",),
     draws={"scale_a": _FP8_SCALE, "scale_b": _FP8_SCALE},
+    tensor_operands="fp8",  # wgmma with FP8 operands (QGMMA), not bf16 wgmma on converted inputs
 )
 
 FAMILIES: dict[str, TaskFamily] = {f.name: f for f in (GEMM_BF16, MHA_FWD, MHA_BWD, GEMM_FP8)}

@@ -110,3 +110,13 @@ def test_a_verified_check_notes_a_second_tensor_core_path_in_the_module(tmp_path
     result = _stage(tmp_path, plain, True, [])
     assert result.outcome.check.status == ArchStatus.VERIFIED and not result.outcome.notes
     assert not result.outcome.check.rests_on_profile
+
+
+def test_the_profile_counts_the_operand_type_the_tasks_family_names():
+    """The FP8 GEMM's family names fp8 operands, so its profile counts QGMMA only; other tasks name none."""
+    from evaluator.arch_check.arch_stage import share_operands
+
+    tasks = Path(__file__).resolve().parents[2] / "tasks"
+    assert share_operands(load_task(tasks / "gemm_fp8_n7168_k5120")) == "fp8"
+    assert share_operands(load_task(tasks / "gemm_n7168_k5120")) is None
+    assert share_operands(TINY) is None

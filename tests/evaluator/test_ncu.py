@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.arch_check import tensor_share
 from evaluator.arch_check.ncu import (
     NcuParseError,
     compare_timers,
@@ -23,7 +24,7 @@ from evaluator.arch_check.ncu import (
     tensor_evidence_note,
 )
 from evaluator.binaries.sass import count_families
-from evaluator.both_sides.arches import gpu_models
+from evaluator.both_sides.arches import family_of, get_arch, gpu_models
 from evaluator.both_sides.verdict import ArchStatus
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -503,3 +504,63 @@ def test_a_second_tensor_core_path_in_the_module_is_disclosed_on_a_verified_chec
     assert other_tensor_note(plain) is None
     check.status = ArchStatus.TOKEN
     assert other_tensor_note(check) is None  # nothing to qualify: not verified
+
+
+def _with_opcode(text: str, opcode: str) -> str:
+    """The probe's page with its one HGMMA row renamed: the same issue count, another operand type."""
+    return text.replace("HGMMA.64x8x16.F32.BF16", opcode)
+
+
+def test_a_task_that_names_fp8_operands_counts_only_fp8_wgmma_toward_its_share():
+    """The FP8 GEMM's target is wgmma with FP8 operands (QGMMA): a kernel that converts its inputs and runs bf16
+    wgmma does the work on tensor cores, but not the target's work, so its share counts none of it."""
+    bf16 = parse_source_page(SAMPLE)
+    fp8 = parse_source_page(_with_opcode(SAMPLE, "QGMMA.64x8x32.F32.E4M3.E4M3"))
+    fp8_flops = 2 * 64 * 8 * 32
+    done = decide_arch(arch="sm_90a", sass=HOPPER_SASS, kernels=fp8, task_flops=fp8_flops, operands="fp8")
+    assert done.status == ArchStatus.VERIFIED and done.tensor_core_share == pytest.approx(1.0)
+    converted = decide_arch(arch="sm_90a", sass=HOPPER_SASS, kernels=bf16, task_flops=HGMMA_FLOPS, operands="fp8")
+    assert converted.status == ArchStatus.TOKEN and converted.tensor_core_share == 0
+    assert "counting fp8 operands only (QGMMA)" in converted.reason
+    # A task that names no operand type counts any wgmma, as before.
+    assert (
+        decide_arch(arch="sm_90a", sass=HOPPER_SASS, kernels=bf16, task_flops=HGMMA_FLOPS).status == ArchStatus.VERIFIED
+    )
+
+
+def test_the_counter_rule_counts_only_the_named_operands_counters():
+    """sm_100a: the probe's counters are bf16 and fp16 UTCHMMA ones, so for an FP8 task they are no FP8 work."""
+    assert _blackwell(SYNTHETIC_B200_RAW).status == ArchStatus.VERIFIED  # no operand type named: every counter
+    kernels = parse_source_page(UTCHMMA_SAMPLE)
+    token = decide_arch(
+        arch="sm_100a",
+        sass=BLACKWELL_SASS,
+        kernels=kernels,
+        task_flops=PROBE_TCGEN05_OPS,
+        raw_page=SYNTHETIC_B200_RAW,
+        operands="fp8",
+    )
+    assert token.status == ArchStatus.TOKEN and token.tensor_core_flops == 0
+    assert "fp8 operands only (2 counters)" in token.reason
+    fp8 = "sm__ops_path_tensor_op_utcqmma_src_fp4_fp6_fp8_dst_fp32.sum"
+    rule = get_arch("sm_100a").tensor_share
+    launch = {m: 0.0 for m in rule.metrics} | {fp8: 5.0, rule.metrics[0]: 7.0}
+    assert tensor_share.from_counters(rule, [launch], "fp8").flops == 5.0
+    assert tensor_share.from_counters(rule, [launch]).flops == 12.0
+
+
+def test_every_operand_type_a_task_family_names_is_known_to_every_architectures_rule():
+    """Else a task of that family could not be judged on that architecture (the lookup would fail mid-evaluation)."""
+    from evaluator.both_sides.arches import ARCHES, CounterShareRule, MnemonicShareRule
+    from evaluator.both_sides.task_families import FAMILIES
+
+    named = {f.tensor_operands for f in FAMILIES.values() if f.tensor_operands}
+    assert named == {"fp8"}
+    for arch in ARCHES.values():
+        rule = arch.tensor_share
+        if isinstance(rule, MnemonicShareRule):
+            assert named <= set(rule.operand_opcodes), arch.name
+            assert all(family_of(b) in rule.families for op in named for b in rule.operand_opcodes[op])
+        elif isinstance(rule, CounterShareRule):
+            assert named <= set(rule.operand_metrics), arch.name
+            assert all(rule.operand_metrics[op] and set(rule.operand_metrics[op]) <= set(rule.metrics) for op in named)
