@@ -1,5 +1,6 @@
 // FP8 GEMM task (gemm_fp8_n7168_k5120). Trick: not a cheat of the output or the clock, but of the label: the e4m3
-// inputs are converted (times their scales) to bf16 scratch buffers, and the expert bf16 wgmma GEMM does the work.
+// inputs are converted to bf16 scratch buffers (exactly: every e4m3 value is a bf16 value), the expert bf16 wgmma
+// GEMM does the work, and a last pass scales C by scale_a * scale_b (rounded twice, within the task's 2e-2).
 // Correct, timed honestly, and wgmma executes with its whole share of the FLOPs, but as HGMMA: the task's target is
 // wgmma with FP8 operands (QGMMA). The evaluator must count only FP8 tensor-core work toward the FP8 task's share
 // (TaskFamily.tensor_operands): PASSED, arch `token`, never `verified`.
@@ -289,14 +290,21 @@ __global__ void __launch_bounds__(THREADS, 1)
   }
 }
 
-// ---- the conversion: e4m3 times its scale, rounded once to bf16 -----------------------------------------------
+// ---- the conversion (exact) and the scales, applied to C ---------------------------------------------------
 
-__global__ void convert_scaled(const __nv_fp8_e4m3* __restrict__ in, const float* __restrict__ scale,
-                               __nv_bfloat16* __restrict__ out, size_t count) {
-  const float s = *scale;
+__global__ void convert_e4m3(const __nv_fp8_e4m3* __restrict__ in, __nv_bfloat16* __restrict__ out, size_t count) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    out[i] = __float2bfloat16(static_cast<float>(in[i]) * s);
+    out[i] = __float2bfloat16(static_cast<float>(in[i]));
+  }
+}
+
+__global__ void scale_output(__nv_bfloat16* __restrict__ c, const float* __restrict__ scale_a,
+                             const float* __restrict__ scale_b, size_t count) {
+  const float s = *scale_a * *scale_b;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    c[i] = __float2bfloat16(__bfloat162float(c[i]) * s);
   }
 }
 
@@ -363,17 +371,16 @@ void run_impl(tvm::ffi::TensorView A, tvm::ffi::TensorView B, tvm::ffi::TensorVi
     attr_set = true;
   }
   cudaStream_t stream = static_cast<cudaStream_t>(TVMFFIEnvGetStream(dev.device_type, dev.device_id));
-  const int convert_blocks = 4 * num_sms;
-  convert_scaled<<<convert_blocks, 256, 0, stream>>>(static_cast<const __nv_fp8_e4m3*>(A.data_ptr()),
-                                                      static_cast<const float*>(scale_a.data_ptr()), s.a, a_count);
-  convert_scaled<<<convert_blocks, 256, 0, stream>>>(static_cast<const __nv_fp8_e4m3*>(B.data_ptr()),
-                                                      static_cast<const float*>(scale_b.data_ptr()), s.b, b_count);
+  const int blocks = 4 * num_sms;
+  convert_e4m3<<<blocks, 256, 0, stream>>>(static_cast<const __nv_fp8_e4m3*>(A.data_ptr()), s.a, a_count);
+  convert_e4m3<<<blocks, 256, 0, stream>>>(static_cast<const __nv_fp8_e4m3*>(B.data_ptr()), s.b, b_count);
   const int num_tiles = static_cast<int>(((M + BM - 1) / BM) * (N / BN));
   const int grid = num_tiles < num_sms ? num_tiles : num_sms;
-  gemm_tma_wgmma_kernel<<<grid, THREADS, SMEM_BYTES, stream>>>(s.map_a, s.map_b,
-                                                                static_cast<__nv_bfloat16*>(C.data_ptr()),
-                                                                static_cast<int>(M), static_cast<int>(N),
-                                                                static_cast<int>(K));
+  auto* c = static_cast<__nv_bfloat16*>(C.data_ptr());
+  gemm_tma_wgmma_kernel<<<grid, THREADS, SMEM_BYTES, stream>>>(s.map_a, s.map_b, c, static_cast<int>(M),
+                                                                static_cast<int>(N), static_cast<int>(K));
+  scale_output<<<blocks, 256, 0, stream>>>(c, static_cast<const float*>(scale_a.data_ptr()),
+                                           static_cast<const float*>(scale_b.data_ptr()), static_cast<size_t>(M) * N);
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) TVM_FFI_THROW(RuntimeError) << "launch failed: " << cudaGetErrorString(err);
 }
