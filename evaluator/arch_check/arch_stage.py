@@ -106,9 +106,7 @@ def run_arch_stage(
     median = perf.candidate.median_ms if perf and perf.candidate else None
     ncu_mod.compare_timers(check, median, ranked_latency_ms=perf.latency_ms if perf else None)
     ncu_mod.tensor_evidence(check, perf.tflops if perf else None, non_tensor_peak)
-    disclosed = ncu_mod.disclosure_notes(check)
-    outcome.notes.extend(disclosed)
-    check.rests_on_profile = bool(disclosed)
+    outcome.notes.extend(ncu_mod.disclose(check))
     check.seconds = round(time.monotonic() - t, 3)
     state = StageState.PASSED if check.status in (ArchStatus.VERIFIED, ArchStatus.ABSENT) else StageState.FAILED
     message = f"{check.status.value}: {check.reason}"

@@ -463,10 +463,12 @@ def other_tensor_note(check: ArchCheck) -> str | None:
     )
 
 
-def disclosure_notes(check: ArchCheck) -> list[str]:
+def disclose(check: ArchCheck) -> list[str]:
     """The notes of a verified check whose timed calls' use of the target instructions rests on the profiled call
-    alone (`ArchCheck.rests_on_profile` is whether there is any); empty for every other check."""
-    return [note for note in (tensor_evidence_note(check), other_tensor_note(check)) if note is not None]
+    alone (empty for every other check); sets `ArchCheck.rests_on_profile` to whether there is any."""
+    notes = [note for note in (tensor_evidence_note(check), other_tensor_note(check)) if note is not None]
+    check.rests_on_profile = bool(notes)
+    return notes
 
 
 # --------------------------------------------------------------------------- running ncu (thin)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from evaluator.arch_check.ncu import disclosure_notes, tensor_evidence
+from evaluator.arch_check.ncu import disclose, tensor_evidence
 from evaluator.both_sides import verdict as vm
 from evaluator.both_sides.arches import ARCHES
 from evaluator.both_sides.taskdata import load_task
@@ -172,7 +172,7 @@ def _arch_check(kernel: DemoKernel, facts: TaskFacts, arch: str, gpu: str, laten
     # The timed-rate evidence and its disclosure by the evaluator's own rules: against the datasheet's non-tensor
     # rate only (none for B200, so no claim either way), never the stand-in ceiling the draw uses.
     tensor_evidence(check, kernel.rate, peaks.non_tensor_peak_tflops(gpu))
-    check.rests_on_profile = bool(disclosure_notes(check))
+    disclose(check)  # sets rests_on_profile; the demo keeps no notes
     return check
 
 

@@ -227,7 +227,6 @@ def test_read_report_asks_the_raw_page_for_the_rules_counters(tmp_path):
 
 
 def test_the_mnemonic_rule_and_the_tensor_op_counter_agree_on_a_real_h200_capture():
-    from evaluator.arch_check import tensor_share
     from evaluator.arch_check.ncu import parse_counters
     from evaluator.both_sides.arches import CounterShareRule
 
