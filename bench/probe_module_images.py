@@ -12,6 +12,11 @@ library), then runs one call in a child process with MODULE, FUNCTION and CONCUR
 way the candidate process enables its timer, and prints every module the call loaded: id, size, the image's first
 bytes and sha256, whether it is one of the build's ELFs, and the functions it defines that were launched.
 
+On an H100 (2026-12-06, driver 580.159.04, cupti-python 13.4.0; docs/runs/integrity/h100-2026-12-06b/probe/) CUPTI
+refused the MODULE activity kind (`activity_enable`: ERROR_INVALID_KIND), so no image came that way. The child now
+also subscribes to the resource domain's MODULE_LOADED callback, whose `CUpti_ModuleResourceData` points at the
+image while the callback runs, and reports which routes it could enable.
+
     python3 bench/probe_module_images.py [--out DIR]
 
 On the GPU host, from the repo root, with the carried packages installed (scripts/gpu_host_env.sh); about a minute.
@@ -43,6 +48,7 @@ CASES = (
     ),
     ("triton gemm", "gemm_n4096_k4096", "tasks/gemm_n4096_k4096/solutions/triton_tma_wgmma/kernel.py", "triton"),
     ("module loaded same name", "gemm_n7168_k5120", "tests/adversarial/module_loaded_same_name.cu", "cuda"),
+    ("module forged footprint", "gemm_n7168_k5120", "tests/adversarial/module_forged_footprint.cu", "cuda"),
 )
 
 
@@ -121,7 +127,7 @@ def parent(out: Path | None) -> int:
             for m in seen["modules"]:
                 if m["defines_launched"] or m["trusted"]:
                     print(
-                        f"   module {m['id']} size {m['size']} head {m['head']} sha {str(m['sha256'])[:16]} "
+                        f"   {m['route']} module {m['id']} size {m['size']} head {m['head']} sha {str(m['sha256'])[:16]} "
                         f"trusted={m['trusted']} defines={m['defines_launched'][:3]}"
                     )
             print(
@@ -146,37 +152,57 @@ def child(job: dict[str, Any]) -> int:
     modules: list[dict[str, Any]] = []
     functions: list[tuple[int, str]] = []
     launched: list[str] = []
-    kinds = {
-        cupti.ActivityKind.MODULE: "module",
-        cupti.ActivityKind.FUNCTION: "function",
-        cupti.ActivityKind.CONCURRENT_KERNEL: "kernel",
-    }
+    routes: dict[str, str] = {}
+
+    def describe(route: str, module_id: int, size: int, address: int) -> None:
+        data = ctypes.string_at(address, size) if address and 0 < size < (1 << 30) else b""
+        modules.append(
+            {
+                "route": route,
+                "id": module_id,
+                "size": size,
+                "head": data[:4].hex(),
+                "sha256": hashlib.sha256(data).hexdigest() if data else None,
+            }
+        )
 
     def requested() -> tuple[int, int]:
         return 8 * 1024 * 1024, 0
 
     def completed(activities: list[Any]) -> None:
         for a in activities:
-            kind = kinds.get(a.kind)
-            if kind == "module":
-                size, ptr = int(a.cubin_size), int(a.cubin or 0)
-                data = ctypes.string_at(ptr, size) if ptr and 0 < size < (1 << 30) else b""
-                modules.append(
-                    {
-                        "id": int(a.id),
-                        "size": size,
-                        "head": data[:4].hex(),
-                        "sha256": hashlib.sha256(data).hexdigest() if data else None,
-                    }
-                )
-            elif kind == "function":
+            if a.kind == cupti.ActivityKind.MODULE:
+                describe("activity", int(a.id), int(a.cubin_size), int(a.cubin or 0))
+            elif a.kind == cupti.ActivityKind.FUNCTION:
                 functions.append((int(a.module_id), str(a.name)))
-            elif kind == "kernel":
+            elif a.kind == cupti.ActivityKind.CONCURRENT_KERNEL:
                 launched.append(str(a.name))
 
+    def on_resource(userdata: Any, domain: Any, cbid: Any, data: Any) -> None:
+        # CUpti_ModuleResourceData on x86-64: uint32 moduleId, (pad), size_t cubinSize at 8, const char* pCubin at 16.
+        if cbid != cupti.CallbackIdResource.MODULE_LOADED:
+            return
+        address = int(data.resource_descriptor)
+        describe(
+            "callback",
+            ctypes.c_uint32.from_address(address).value,
+            ctypes.c_size_t.from_address(address + 8).value,
+            ctypes.c_void_p.from_address(address + 16).value or 0,
+        )
+
     cupti.activity_register_callbacks(requested, completed)
-    for kind in kinds:
-        cupti.activity_enable(kind)
+    for kind in (cupti.ActivityKind.CONCURRENT_KERNEL, cupti.ActivityKind.FUNCTION, cupti.ActivityKind.MODULE):
+        try:
+            cupti.activity_enable(kind)
+            routes[f"activity {kind.name}"] = "enabled"
+        except Exception as exc:  # noqa: BLE001 - the finding itself (MODULE: ERROR_INVALID_KIND on 2026-12-06)
+            routes[f"activity {kind.name}"] = f"{type(exc).__name__}: {exc}"
+    try:
+        subscriber = cupti.subscribe(on_resource, None)
+        cupti.enable_callback(1, subscriber, cupti.CallbackDomain.RESOURCE, cupti.CallbackIdResource.MODULE_LOADED)
+        routes["callback MODULE_LOADED"] = "enabled"
+    except Exception as exc:  # noqa: BLE001 - reported
+        routes["callback MODULE_LOADED"] = f"{type(exc).__name__}: {exc}"
     error = None
     try:
         task = find_task(REPO / "tasks", job["task"])
@@ -195,7 +221,8 @@ def child(job: dict[str, Any]) -> int:
     except Exception as exc:  # noqa: BLE001 - reported, not raised: the records so far still tell something
         error = f"{type(exc).__name__}: {exc}"[:500]
     cupti.activity_flush_all(1)
-    print("MODULES " + json.dumps({"modules": modules, "functions": functions, "launched": launched, "error": error}))
+    result = {"routes": routes, "modules": modules, "functions": functions, "launched": launched, "error": error}
+    print("MODULES " + json.dumps(result))
     sys.stdout.flush()
     os._exit(0)
 
