@@ -81,7 +81,7 @@ def parent(out: Path | None) -> int:
             task,
             "sm_90a",
             stages=["policy", "compile", "sass"],
-            options=Options(workdir=str(workdir), keep_workdir=True),
+            options=Options(workdir=workdir, keep_workdir=True),
             language=language,
         )
         libraries = [p for p in workdir.rglob("*.so") if "cache" not in p.parts]
@@ -182,7 +182,14 @@ def child(job: dict[str, Any]) -> int:
         # CUpti_ModuleResourceData on x86-64: uint32 moduleId, (pad), size_t cubinSize at 8, const char* pCubin at 16.
         if cbid != cupti.CallbackIdResource.MODULE_LOADED:
             return
-        address = int(data.resource_descriptor)
+        routes["callback data type"] = type(data).__name__
+        if hasattr(data, "resource_descriptor"):
+            address = int(data.resource_descriptor)
+        else:  # a pointer to CUpti_ResourceData: context, resource handle, then the descriptor at 16
+            address = ctypes.c_void_p.from_address(int(data) + 16).value or 0
+        if not address:
+            routes["callback"] = "a module load without a descriptor"
+            return
         describe(
             "callback",
             ctypes.c_uint32.from_address(address).value,

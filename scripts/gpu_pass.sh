@@ -26,7 +26,8 @@
 #           lost early keeps the rest. PASS_HOLDS=none and PASS_PHASES=0 leave those steps out; PASS_SOURCE_BLOCKS=1
 #           adds bench/probe_ncu_source_blocks.sh after the tensor-pipe probe, and bench/probe_ncu_import_sandbox.py
 #           on its reports; PASS_WITNESS_PROBE=1 adds bench/probe_witness_background.py (~3 minutes) after them;
-#           PASS_GPM_ARTEFACT=1 runs bench/probe_gpm_artefact.py (~4 minutes) before everything.
+#           PASS_GPM_ARTEFACT=1 runs bench/probe_gpm_artefact.py (~4 minutes) before everything, PASS_MODULE_IMAGES=1
+#           bench/probe_module_images.py (~2 minutes) before that.
 #   corpus  the whole adversarial corpus twice back to back in one process (tests/adversarial/corpus.py
 #           --repeat 2, or CORPUS_REPEAT), started detached so that it outlives one device call: `corpus start`, then
 #           `corpus wait` in the next call (it waits up to WAIT_S and prints the table when done).
@@ -236,6 +237,9 @@ fi
 
 if [ "$mode" = pass ] && [ "$sub" = run ]; then  # the steps themselves (`pass start` runs this detached)
   begin
+  if [ "${PASS_MODULE_IMAGES:-0}" = 1 ]; then  # whether a loaded module's image is the build's device ELF
+    step module-images 200 40 python3 bench/probe_module_images.py --out "$WORK/module-images"
+  fi
   if [ "${PASS_GPM_ARTEFACT:-0}" = 1 ]; then  # what GPM counts as tensor work where none runs (first: ~4 minutes)
     step gpm-artefact 360 20 python3 bench/probe_gpm_artefact.py --out "$WORK/gpm-artefact"
   fi
