@@ -39,8 +39,9 @@
 // The launch records' name, grid, block and footprint all match, so the timed calls' identity check passes it.
 // What must catch it: the profiled call (the arch stage profiles a timed evaluation even with no target
 // instruction) runs the same loaded kernel, and its instructions are not those of the submission's gemm_tiled:
-// FOREIGN_KERNEL, "other instructions than the submission's compiled code". A variant that launches the compiled-in kernel only when it
-// sees a profiler is class 5's known path (docs/threat-model.md), which this entry does not take.
+// FOREIGN_KERNEL, "other instructions than the submission's compiled code". A variant that launches the
+// compiled-in kernel only when it sees a profiler is class 5's known path (docs/threat-model.md), which this entry
+// does not take.
 #include <cuda.h>  // CUmodule / CUfunction types only; the driver functions are fetched at run time
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
