@@ -19,7 +19,7 @@ image while the callback runs, and reports which routes it could enable.
 
     python3 bench/probe_module_images.py [--out DIR]
 
-On the GPU host, from the repo root, with the carried packages installed (scripts/gpu_host_env.sh); about a minute.
+On the GPU host, from the repo root, with the carried packages installed (scripts/gpu_host_env.sh); about two minutes.
 """
 
 from __future__ import annotations
