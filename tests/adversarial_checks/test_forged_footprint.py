@@ -10,7 +10,7 @@ import subprocess
 
 from evaluator.binaries.sass import disassemble, parse_sass, resource_usage
 from evaluator.build.compile import find_nvcc
-from evaluator.checks.integrity import footprint_checks, same_code
+from evaluator.checks.integrity import RESERVED_SHARED_BYTES, footprint_checks, same_code
 from tests.support.factories import REPO
 
 ENTRY = REPO / "tests" / "adversarial" / "module_forged_footprint.cu"
@@ -35,9 +35,10 @@ def test_the_embedded_cubin_forges_the_compiled_in_kernels_name_and_footprint_bu
     )
     forged_prints, own_prints = resource_usage([forged]), resource_usage([own])
     assert list(forged_prints) == [NAME] and forged_prints[NAME] == own_prints[NAME]
-    # As a launch record would show it (the driver's 1 KB of shared memory left out): the timed calls' check passes.
+    # As a launch record would show it (the driver's reserved shared memory left out): the timed calls' check passes.
     (launched,) = forged_prints[NAME]
-    (check,) = footprint_checks([(NAME, launched.registers, launched.shared_bytes - 1024)], own_prints)
+    shared = launched.shared_bytes - RESERVED_SHARED_BYTES
+    (check,) = footprint_checks([(NAME, launched.registers, shared)], own_prints)
     assert check.matches
     # What the profiled call compares: the instructions differ.
     opcodes = [[i.opcode for i in parse_sass(disassemble(binary)) if i.kernel == NAME] for binary in (forged, own)]
