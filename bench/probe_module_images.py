@@ -119,19 +119,22 @@ def parent(out: Path | None) -> int:
             for m in seen["modules"]:
                 m["trusted"] = images.get(m["sha256"] or "", None)
                 m["defines_launched"] = sorted(n for mid, n in seen["functions"] if mid == m["id"] and n in launched)
+                text = m["text"] if isinstance(m["text"], list) else []
+                m["text_launched"] = sorted(n for n in text if n in launched)
         rows.append(row)
         print(f"== {label}: {row['status']}, child rc {proc.returncode}, {len(images)} trusted ELF(s)")
         for h, where in images.items():
             print(f"   trusted {h[:16]} {where}")
         if seen:
             for m in seen["modules"]:
-                if m["defines_launched"] or m["trusted"]:
+                if m["defines_launched"] or m["text_launched"] or m["trusted"]:
                     print(
                         f"   {m['route']} module {m['id']} size {m['size']} head {m['head']} sha {str(m['sha256'])[:16]} "
-                        f"trusted={m['trusted']} defines={m['defines_launched'][:3]}"
+                        f"trusted={m['trusted']} defines={m['defines_launched'][:3]} text={m['text_launched'][:3]}"
                     )
             print(
-                f"   modules loaded {len(seen['modules'])}, launched {sorted(launched)[:4]}, error {seen.get('error')}"
+                f"   modules loaded {len(seen['modules'])}, functions {len(seen['functions'])}, "
+                f"launched {sorted(launched)[:4]}, routes {seen.get('routes')}, error {seen.get('error')}"
             )
         else:
             print("   " + row["child_err"].replace("\n", "\n   ")[-800:])
@@ -139,6 +142,20 @@ def parent(out: Path | None) -> int:
         out.mkdir(parents=True, exist_ok=True)
         (out / "module-images.json").write_text(json.dumps(rows, indent=1))
     return 0
+
+
+def text_sections(data: bytes) -> list[str] | str:
+    """The functions an image defines, by its `.text.<name>` sections: a second route from a launched name to the
+    module that holds it, should CUPTI's FUNCTION records not come."""
+    from evaluator.binaries.elf_layout import ElfError, read_layout
+
+    if data[:4] != b"\x7fELF":
+        return "not an ELF image"
+    try:
+        layout = read_layout(data)
+    except ElfError as exc:
+        return f"unreadable: {exc}"[:200]
+    return [s.name[6:].decode(errors="replace") for s in layout.sections if s.name.startswith(b".text.")][:64]
 
 
 def child(job: dict[str, Any]) -> int:
@@ -163,6 +180,7 @@ def child(job: dict[str, Any]) -> int:
                 "size": size,
                 "head": data[:4].hex(),
                 "sha256": hashlib.sha256(data).hexdigest() if data else None,
+                "text": text_sections(data),
             }
         )
 
