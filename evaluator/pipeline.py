@@ -282,6 +282,7 @@ def _sandboxed_stages(run: EvaluationRun, jail: Jail) -> None:
             footprints=footprints,
             language=run.language,
             static_sass=trusted_sass_path(compiled, run.workdir / "build"),
+            images=compiled.device_images(),
             kernel_cache=compiled.trusted_dir / kernel_cache if kernel_cache and compiled.trusted_dir else None,
         )
         _gpu_stages(run, setup)

@@ -186,11 +186,13 @@ def timing_event(
     functions: list[list[Any]],
     l2: dict[str, Any],
     footprints: list[list[Any]] | None = None,
+    modules: list[list[Any]] | None = None,
 ) -> dict[str, Any]:
     """`series`: call name ("candidate", "baseline") -> {"samples_ms": [...], "activities": [...]};
     `launches`: "timed", "trials", "batch" -> per call, its kernels as [name, [grid], [block]];
     `functions`: [module id, name] of every function loaded; `l2`: {"changed_bytes", "error"};
-    `footprints`: [name, registers, static shared bytes] of every kernel launched, as the activity records say."""
+    `footprints`: [name, registers, static shared bytes] of every kernel launched, as the activity records say;
+    `modules`: [module id, sha256 of its image] of every module loaded, or None where no module records exist."""
     return {
         EVENT: TIMED,
         "method": method,
@@ -200,6 +202,7 @@ def timing_event(
         "functions": functions,
         "l2": l2,
         "footprints": footprints or [],
+        "modules": modules,
     }
 
 
@@ -283,6 +286,7 @@ def check_timing(message: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(message.get("functions"), list) or not isinstance(message.get("l2"), dict):
         raise ChannelViolation("a timing message without its loaded functions or L2 state")
     footprints_of(message.get("footprints"))
+    images_of(message.get("modules"))
     return message
 
 
@@ -321,6 +325,28 @@ def footprints_of(raw: Any) -> list[tuple[str, int, int]]:
         ):
             raise ChannelViolation("a malformed kernel footprint record")
         out.append((item[0], item[1], item[2]))
+    return out
+
+
+def images_of(raw: Any) -> dict[int, str] | None:
+    """The loaded modules' image digests from the wire, checked: [[module id, sha256 hex or ""], ...], or None
+    (this host's CUPTI gives no module records)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise ChannelViolation("a timing message whose loaded modules are not a list")
+    out: dict[int, str] = {}
+    for item in raw:
+        if not (
+            isinstance(item, list)
+            and len(item) == 2
+            and isinstance(item[0], int)
+            and not isinstance(item[0], bool)
+            and isinstance(item[1], str)
+            and (item[1] == "" or (len(item[1]) == 64 and all(c in "0123456789abcdef" for c in item[1])))
+        ):
+            raise ChannelViolation("a malformed loaded-module record")
+        out[item[0]] = item[1]
     return out
 
 

@@ -28,6 +28,7 @@ from evaluator.both_sides import hostile_files
 from evaluator.both_sides.arches import get_arch
 from evaluator.both_sides.verdict import CompileResult, KernelResources
 from evaluator.build import compile_cache, includes
+from evaluator.build.hashing import sha256_file
 from evaluator.errors import EnvironmentProblem
 from evaluator.isolation.limits import describe_bytes
 from evaluator.isolation.sandbox import child_env, run_group
@@ -75,6 +76,12 @@ class CompiledKernel:
     why: str | None = None
     # Why `preprocessed` cannot be checked: a pass file refused (a link, above the cap), or missing after a success.
     unchecked: str | None = None
+
+    def device_images(self) -> frozenset[str] | None:
+        """sha256 of each device ELF of this build (the trusted copies the static SASS counted): what a module that
+        defines one of the submission's kernels must load at run time. None when there is none."""
+        files = self.cubins or ([self.cubin] if self.cubin is not None else [])
+        return frozenset(sha256_file(f) for f in files) or None
 
 
 def find_nvcc() -> str:

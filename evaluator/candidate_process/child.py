@@ -176,6 +176,7 @@ class Session:
                 [[m, name] for m, name in (timer.functions if timer is not None else [])],
                 {"changed_bytes": self.l2.changed_bytes, "error": self.l2.error},
                 [list(f) for f in sorted(timer.footprints)[:256]] if timer is not None else [],
+                _images(timer),
             )
         )
 
@@ -192,6 +193,12 @@ class Session:
         self.run(*inputs, *outputs)
         torch.cuda.synchronize()
         torch.cuda.nvtx.range_pop()
+
+
+def _images(timer: Any) -> list[list[Any]] | None:
+    """[module id, sha256 of its image] of every module loaded while timed; None: no module records here."""
+    modules = getattr(timer, "modules", None) if timer is not None else None
+    return None if modules is None else [[m, digest] for m, digest in sorted(modules.items())]
 
 
 def _wire(launches: list[Any]) -> list[list[Any]]:

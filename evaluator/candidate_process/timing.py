@@ -51,6 +51,8 @@ class CuptiTimer:
         # (start, end, launch or None for memcpy/memset)
         self.records: list[tuple[int, int, Launch | None]] = []
         self.functions: list[tuple[int, str]] = []  # (module id, function name) of every function loaded
+        # module id -> sha256 of its image, of every module loaded; None when this CUPTI gives no module records
+        self.modules: dict[int, str] | None = None
         self.footprints: set[tuple[str, int, int]] = set()  # (kernel name, registers, static shared) as launched
         kernel = cupti.ActivityKind.CONCURRENT_KERNEL
         self._kinds = [kernel, cupti.ActivityKind.MEMCPY, cupti.ActivityKind.MEMSET]
@@ -88,6 +90,28 @@ class CuptiTimer:
                 self._kinds.append(function)
             except Exception:  # noqa: BLE001, S110 - function records only sharpen the identity check
                 pass
+        self._subscriber = self._watch_module_loads(cupti)
+
+    def _watch_module_loads(self, cupti: Any) -> Any:
+        """Record the sha256 of every module's image as the driver loads it: CUPTI's resource callback for a module
+        load passes the image (its MODULE activity kind produces no records). Subscribed before the candidate's code
+        is loaded, so every module that could define one of its kernels is seen. None, with `modules` None, where
+        this CUPTI refuses the subscription (the parent then says the images were not checked)."""
+
+        def on_resource(userdata: Any, domain: Any, cbid: Any, data: Any) -> None:
+            if cbid != cupti.CallbackIdResource.MODULE_LOADED or self.modules is None:
+                return
+            module_id, digest = module_image(data)
+            if len(self.modules) < MAX_MODULES:
+                self.modules[module_id] = digest
+
+        try:
+            subscriber = cupti.subscribe(on_resource, None)
+            cupti.enable_callback(1, subscriber, cupti.CallbackDomain.RESOURCE, cupti.CallbackIdResource.MODULE_LOADED)
+        except Exception:  # noqa: BLE001 - without module images the parent says they were not checked
+            return None
+        self.modules = {}
+        return subscriber
 
     def now(self) -> int:
         return int(self._cupti.get_timestamp())
@@ -111,6 +135,41 @@ class CuptiTimer:
                 self._cupti.activity_disable(kind)
             except Exception:  # noqa: BLE001, S110 - teardown must not mask the measurement
                 pass
+        if self._subscriber is not None:
+            try:
+                self._cupti.unsubscribe(self._subscriber)
+            except Exception:  # noqa: BLE001, S110 - teardown must not mask the measurement
+                pass
+
+
+# A device ELF larger than this is not hashed (its digest is then "", which matches no build): the builds the
+# evaluator makes are far smaller, and the hash runs in the candidate process as the module loads. Past
+# MAX_MODULES loads no more are recorded: a module with no record matches no build either.
+MAX_IMAGE_BYTES = 256 * 1024 * 1024
+MAX_MODULES = 4096
+# CUpti_ModuleResourceData on x86-64: uint32 moduleId, padding, size_t cubinSize at 8, const char *pCubin at 16;
+# CUpti_ResourceData: the context, the resource handle, then the descriptor pointer at 16.
+_SIZE_AT, _IMAGE_AT, _DESCRIPTOR_AT = 8, 16, 16
+
+
+def module_image(data: Any) -> tuple[int, str]:
+    """(module id, sha256 of its image) from a MODULE_LOADED callback's data, read while the callback runs (the
+    image is valid only then); the digest is "" when the image is absent or too large."""
+    import ctypes
+    import hashlib
+
+    if hasattr(data, "resource_descriptor"):
+        descriptor = int(data.resource_descriptor or 0)
+    else:
+        descriptor = ctypes.c_void_p.from_address(int(data) + _DESCRIPTOR_AT).value or 0
+    if not descriptor:
+        return 0, ""
+    module_id = ctypes.c_uint32.from_address(descriptor).value
+    size = ctypes.c_size_t.from_address(descriptor + _SIZE_AT).value
+    address = ctypes.c_void_p.from_address(descriptor + _IMAGE_AT).value or 0
+    if not address or not 0 < size <= MAX_IMAGE_BYTES:
+        return module_id, ""
+    return module_id, hashlib.sha256(ctypes.string_at(address, size)).hexdigest()
 
 
 class HostTimer:
@@ -119,6 +178,7 @@ class HostTimer:
     method = "host_clock"
     records: list[tuple[int, int, Launch | None]] = []
     functions: list[tuple[int, str]] = []
+    modules: dict[int, str] | None = None
     footprints: frozenset[tuple[str, int, int]] = frozenset()
 
     def now(self) -> int:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from evaluator.both_sides.launches import Launch
 from evaluator.both_sides.verdict import FootprintCheck, KernelFootprint
@@ -150,6 +150,29 @@ def defined_twice(
     return [n for n in dict.fromkeys(launched) if n in own and len(modules.get(n, ())) > 1]
 
 
+def defined_by_other_code(
+    functions: Iterable[tuple[int, str]],
+    images: Mapping[int, str],
+    launched: Iterable[str],
+    candidate_kernels: Iterable[str],
+    built: Collection[str],
+) -> list[str]:
+    """Launched kernel names of the submission that a loaded module whose image is none of the build's defines.
+
+    `functions` are CUPTI's FUNCTION records, (module id, name); `images` its MODULE records, module id -> sha256
+    of the module's image ("" when it could not be read); `built` the sha256 of each device ELF the trusted side
+    took from the build. A module loaded at run time can give its kernel the submission's name and footprint, and
+    with lazy loading the submission's own module need never load, so neither a second definition nor the
+    footprint shows it: its image does. A defining module with no image record is not the build's either."""
+    own = set(candidate_kernels)
+    allowed = set(built)
+    others: dict[str, set[int]] = {}
+    for module, name in functions:
+        if name in own and images.get(module, "") not in allowed:
+            others.setdefault(name, set()).add(module)
+    return [n for n in dict.fromkeys(launched) if n in others]
+
+
 # The driver reserves 1 KB of shared memory per block from sm_80 on; cuobjdump's SHARED counts it for some
 # functions and not others, and a launch record may or may not: a difference of exactly that much is allowed.
 RESERVED_SHARED_BYTES = 1024
@@ -191,6 +214,14 @@ def describe_footprint(check: FootprintCheck) -> str:
         f"bytes of static shared memory, but the submission's {_short(check.name, 40)} was compiled with {compiled} "
         "(shared memory may differ by the 1 KB the driver reserves, no more): it is not the submission's compiled code, which "
         "is the only code that may do the work"
+    )
+
+
+def describe_elsewhere(name: str) -> str:
+    return (
+        f"the kernel named {_short(name)} that ran came from a module whose image is none of the build's device "
+        "code, so it is not the submission's compiled code: kernels are identified by their code, and only the "
+        "compiled submission counts"
     )
 
 

@@ -14,7 +14,9 @@ from evaluator.both_sides.launches import Launch
 from evaluator.both_sides.verdict import FootprintCheck, IntegrityHold, KernelFootprint, Status, WorkloadResult
 from evaluator.checks.integrity import (
     consistency_hold,
+    defined_by_other_code,
     defined_twice,
+    describe_elsewhere,
     describe_footprint,
     describe_foreign,
     footprint_checks,
@@ -88,10 +90,15 @@ def judge_timing(
 
 
 def check_kernels(
-    msg: dict[str, Any], run: WorkloadRun, kernels: list[str] | None, compiled: dict[str, list[KernelFootprint]]
+    msg: dict[str, Any],
+    run: WorkloadRun,
+    kernels: list[str] | None,
+    compiled: dict[str, list[KernelFootprint]],
+    built: frozenset[str] | None = None,
 ) -> bool:
     """Fail the workload when a kernel that is not the submission's ran in a trial, timed or batch call, or one
-    carrying the submission's name ran with another footprint than the submission's compiled function."""
+    carrying the submission's name ran with another footprint than the submission's compiled function, or came
+    from a loaded module whose image is none of the build's device ELFs (`built`, their sha256)."""
     launches = msg["launches"]
     run.timed_launches = [protocol.launches_of(c) for c in launches.get("timed", [])]
     if msg["method"] != "cupti":
@@ -106,16 +113,26 @@ def check_kernels(
     functions = [(int(f[0]), str(f[1])) for f in msg["functions"] if isinstance(f, list) and len(f) == 2]
     foreign = foreign_kernels(names, kernels)
     impostors = defined_twice(functions, names, kernels)
+    images = protocol.images_of(msg.get("modules"))
+    if images is None or built is None:
+        run.notes.append(
+            "module images not checked: "
+            + ("this host's CUPTI gives no module records" if images is None else "the build's device code is unknown")
+        )
+        elsewhere: list[str] = []
+    else:
+        elsewhere = [n for n in defined_by_other_code(functions, images, names, kernels, built) if n not in impostors]
     ran = set(names)
     run.footprints = footprint_checks(
         [f for f in protocol.footprints_of(msg.get("footprints", [])) if f[0] in ran], compiled
     )
     changed = [c for c in run.footprints if not c.matches]
-    if not foreign and not impostors and not changed:
+    if not foreign and not impostors and not elsewhere and not changed:
         return False
     run.foreign_kernels = (
         foreign
         + [f"{n} (also defined by another module)" for n in impostors]
+        + [f"{n} (defined by a module that is not the submission's compiled code)" for n in elsewhere]
         + [f"{c.name} (not the submission's compiled code: other registers or shared memory)" for c in changed]
     )
     result = run.result
@@ -127,6 +144,8 @@ def check_kernels(
             f"a module loaded at run time defines the submission's kernel name {impostors[0]} too: kernels are "
             "identified by the module that holds them, and only the compiled submission counts"
         )
+    elif elsewhere:
+        result.message = describe_elsewhere(elsewhere[0])
     else:
         result.message = describe_footprint(changed[0])
     result.performance = None

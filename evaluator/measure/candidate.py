@@ -72,6 +72,9 @@ class CandidateSetup:
     language: Language = DEFAULT_LANGUAGE  # its `loader` loads `library` in the candidate process
     kernel_cache: Path | None = None  # the language's compiled kernels (a trusted copy); each process gets its own
     static_sass: Path | None = None  # the SASS listing the trusted side wrote (the profiled code is held against it)
+    # sha256 of each device ELF the trusted side took from the build: a launched kernel of the submission's must
+    # come from a module with one of these images. None: not known, the images are not checked.
+    images: frozenset[str] | None = None
 
     @property
     def sandboxed(self) -> bool:
@@ -434,7 +437,7 @@ def _time(
     run.sm_clock_mhz = (before, envinfo.sm_clock_mhz(request.gpu_uuid))
     if msg.get("fallback_reason"):
         run.notes.append(str(msg["fallback_reason"]))
-    if check_kernels(msg, run, setup.kernels, setup.footprints):
+    if check_kernels(msg, run, setup.kernels, setup.footprints, setup.images):
         return
     if trusted_base is not None:  # the library's figures come from the trusted baseline process, never this one
         msg = {**msg, "series": {**msg["series"], "baseline": trusted_base.series}}

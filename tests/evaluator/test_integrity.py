@@ -24,6 +24,24 @@ def test_a_submission_name_defined_by_a_second_module_is_an_impostor():
     assert ig.defined_twice(functions[:2] + functions[3:], ["_Z4gemmv"], own) == []
 
 
+def test_a_submission_name_from_a_module_whose_image_is_not_the_builds_is_not_the_submissions():
+    """Identity by code: with lazy loading only the forged module defines the name, so no second definition shows;
+    its image does. Modules that define only other names (the framework's) are not judged here."""
+    own = ["_Z4gemmv", "_Z4helpv"]
+    built = {"a" * 64}
+    images = {1: "a" * 64, 2: "b" * 64, 3: "", 4: "c" * 64}
+    functions = [(1, "_Z4gemmv"), (1, "_Z4helpv"), (4, "_Z5otherv")]
+    assert ig.defined_by_other_code(functions, images, ["_Z4gemmv", "_Z4helpv"], own, built) == []
+    forged = [(2, "_Z4gemmv"), (1, "_Z4helpv")]
+    assert ig.defined_by_other_code(forged, images, ["_Z4helpv", "_Z4gemmv"], own, built) == ["_Z4gemmv"]
+    # An image CUPTI gave no bytes for, or a module with no image record at all, is not the build's either.
+    assert ig.defined_by_other_code([(3, "_Z4gemmv")], images, ["_Z4gemmv"], own, built) == ["_Z4gemmv"]
+    assert ig.defined_by_other_code([(9, "_Z4gemmv")], images, ["_Z4gemmv"], own, built) == ["_Z4gemmv"]
+    # A name that did not run is not reported, whatever defines it.
+    assert ig.defined_by_other_code(forged, images, ["_Z4helpv"], own, built) == []
+    assert "whose image is none of the build's device code" in ig.describe_elsewhere("_Z4gemmv")
+
+
 def test_describe_foreign_names_the_kernel_and_says_what_is_allowed():
     text = ig.describe_foreign(["nvjet_sm90_tst_128x256"], where="timed call 3")
     assert "nvjet_sm90_tst_128x256" in text and "timed call 3" in text and "memset" in text
@@ -264,6 +282,50 @@ def test_the_timing_message_footprints_fail_a_runtime_module_with_the_submission
     assert "20 registers and 0 bytes" in impostor.result.message and "not the submission's" in impostor.result.message
     with pytest.raises(protocol.ChannelViolation):
         protocol.check_timing({**message(32, 8448), "footprints": [[name, "32", 8448]]})
+
+
+def test_the_timing_message_module_images_fail_a_forged_footprint_from_a_runtime_module():
+    """The class-5 path: a module loaded at run time whose kernel forges the submission's name and footprint, with
+    the submission's own module never loaded (lazy loading). Only the image of the module that defines the name
+    tells it apart; without module records or the build's images the check says it did not run."""
+    from evaluator.both_sides import protocol
+    from evaluator.both_sides.verdict import KernelFootprint, Status, WorkloadResult
+    from evaluator.checks.workload_checks import WorkloadRun, check_kernels
+
+    name = "_Z10gemm_tiledPK13__nv_bfloat16S1_PS_iii"
+    compiled = {name: [KernelFootprint(32, 9472)]}
+    call = [[name, [32, 28, 1], [32, 8, 1]]]
+    built = frozenset({"1" * 64})
+
+    def message(modules: list | None) -> dict:
+        return protocol.timing_event(
+            "cupti",
+            None,
+            {"candidate": {"samples_ms": [1.0], "activities": [1]}},
+            {"timed": [call], "trials": [call], "batch": []},
+            [[7, name], [3, "_ZN2at6native18elementwise_kernelEv"]],
+            {"changed_bytes": 0, "error": None},
+            [[name, 32, 8448]],
+            modules,
+        )
+
+    def judged(modules: list | None, images: frozenset[str] | None = built) -> WorkloadRun:
+        run = WorkloadRun(WorkloadResult(uuid="w", axes={}, status=Status.PASSED))
+        check_kernels(protocol.check_timing(message(modules)), run, [name], compiled, images)
+        return run
+
+    honest = judged([[3, "f" * 64], [7, "1" * 64]])
+    assert honest.result.status == Status.PASSED and not honest.notes
+    forged = judged([[3, "f" * 64], [7, "2" * 64]])
+    assert forged.result.status == Status.FOREIGN_KERNEL and forged.result.performance is None
+    assert "whose image is none of the build's device code" in forged.result.message
+    assert forged.foreign_kernels == [f"{name} (defined by a module that is not the submission's compiled code)"]
+    assert judged(None).result.status == Status.PASSED
+    assert judged(None).notes == ["module images not checked: this host's CUPTI gives no module records"]
+    assert judged([[7, "2" * 64]], None).notes == ["module images not checked: the build's device code is unknown"]
+    for bad in ([[7, "XYZ"]], [["7", "1" * 64]], [[7]], "none", [[True, ""]]):
+        with pytest.raises(protocol.ChannelViolation):
+            protocol.check_timing(message(bad))
 
 
 def test_launch_records_from_the_wire_are_typed_and_three_dimensional():
