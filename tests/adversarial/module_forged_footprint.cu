@@ -36,12 +36,13 @@
 //       if (r < m && col < n) c[(size_t)r * n + col] = __float2bfloat16(acc[i]);
 //     }
 //   }
-// The launch records' name, grid, block and footprint all match, so the timed calls' identity check passes it.
-// What must catch it: the profiled call (the arch stage profiles a timed evaluation even with no target
-// instruction) runs the same loaded kernel, and its instructions are not those of the submission's gemm_tiled:
-// FOREIGN_KERNEL, "other instructions than the submission's compiled code". A variant that launches the
-// compiled-in kernel only when it sees a profiler is class 5's known path (docs/threat-model.md), which this entry
-// does not take.
+// The launch records' name, grid, block and footprint all match, so the footprint check passes it. What catches
+// it: the module that defines the launched name is not the build's. The candidate process hashes every module's
+// image as it loads (CUPTI's module-load callback), and this one's is none of the build's device ELFs:
+// FOREIGN_KERNEL in the timed calls, "whose image is none of the build's device code". Where a host's CUPTI gives
+// no module images, the profiled call is the next layer: it runs the same loaded kernel, whose instructions are not
+// those of the submission's gemm_tiled ("other instructions than the submission's compiled code"). A variant that
+// launches the compiled-in kernel only when it sees a profiler is class 5's known path (docs/threat-model.md).
 #include <cuda.h>  // CUmodule / CUfunction types only; the driver functions are fetched at run time
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
