@@ -58,6 +58,9 @@ def test_compile_success_for_sm90a(tmp_path):
     assert "simt_gemm_kernel" in kernel.name and kernel.registers > 0 and kernel.shared_bytes == 8448
     counts = count_families(disassemble(compiled.cubin), "sm_90a")
     assert counts.target_count == 0 and counts.instructions > 50
+    # The image a timed kernel's module must have (the driver loads this cubin byte for byte: measured on an H100,
+    # docs/runs/integrity/h100-2026-12-06c/)
+    assert compiled.device_images() == frozenset({r.cubin_sha256})
 
 
 @needs_nvcc
