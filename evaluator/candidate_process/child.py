@@ -196,7 +196,8 @@ class Session:
 
 
 def _images(timer: Any) -> list[list[Any]] | None:
-    """[module id, sha256 of its image] of every module loaded while timed; None: no module records here."""
+    """[module id, sha256 of its image] of every module loaded since the timer started; None: no module records
+    here."""
     modules = getattr(timer, "modules", None) if timer is not None else None
     return None if modules is None else [[m, digest] for m, digest in sorted(modules.items())]
 
