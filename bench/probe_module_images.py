@@ -164,6 +164,7 @@ def child(job: dict[str, Any]) -> int:
 
     from evaluator.both_sides.inputs import alloc_outputs, make_inputs
     from evaluator.both_sides.taskdata import find_task
+    from evaluator.candidate_process.timing import module_image_bytes
 
     torch.empty(1, device="cuda")
     modules: list[dict[str, Any]] = []
@@ -171,8 +172,7 @@ def child(job: dict[str, Any]) -> int:
     launched: list[str] = []
     routes: dict[str, str] = {}
 
-    def describe(route: str, module_id: int, size: int, address: int) -> None:
-        data = ctypes.string_at(address, size) if address and 0 < size < (1 << 30) else b""
+    def describe(route: str, module_id: int, size: int, data: bytes) -> None:
         modules.append(
             {
                 "route": route,
@@ -190,30 +190,20 @@ def child(job: dict[str, Any]) -> int:
     def completed(activities: list[Any]) -> None:
         for a in activities:
             if a.kind == cupti.ActivityKind.MODULE:
-                describe("activity", int(a.id), int(a.cubin_size), int(a.cubin or 0))
+                size, address = int(a.cubin_size), int(a.cubin or 0)
+                describe("activity", int(a.id), size, ctypes.string_at(address, size) if address and size else b"")
             elif a.kind == cupti.ActivityKind.FUNCTION:
                 functions.append((int(a.module_id), str(a.name)))
             elif a.kind == cupti.ActivityKind.CONCURRENT_KERNEL:
                 launched.append(str(a.name))
 
     def on_resource(userdata: Any, domain: Any, cbid: Any, data: Any) -> None:
-        # CUpti_ModuleResourceData on x86-64: uint32 moduleId, (pad), size_t cubinSize at 8, const char* pCubin at 16.
+        # Read by the evaluator's own reader, the one the candidate process records images with.
         if cbid != cupti.CallbackIdResource.MODULE_LOADED:
             return
         routes["callback data type"] = type(data).__name__
-        if hasattr(data, "resource_descriptor"):
-            address = int(data.resource_descriptor)
-        else:  # a pointer to CUpti_ResourceData: context, resource handle, then the descriptor at 16
-            address = ctypes.c_void_p.from_address(int(data) + 16).value or 0
-        if not address:
-            routes["callback"] = "a module load without a descriptor"
-            return
-        describe(
-            "callback",
-            ctypes.c_uint32.from_address(address).value,
-            ctypes.c_size_t.from_address(address + 8).value,
-            ctypes.c_void_p.from_address(address + 16).value or 0,
-        )
+        module_id, image = module_image_bytes(data)
+        describe("callback", module_id, len(image), image)
 
     cupti.activity_register_callbacks(requested, completed)
     for kind in (cupti.ActivityKind.CONCURRENT_KERNEL, cupti.ActivityKind.FUNCTION, cupti.ActivityKind.MODULE):

@@ -198,7 +198,7 @@ class Session:
 def _images(timer: Any) -> list[list[Any]] | None:
     """[module id, sha256 of its image] of every module loaded since the timer started; None: no module records
     here."""
-    modules = getattr(timer, "modules", None) if timer is not None else None
+    modules = timer.modules if timer is not None else None
     return None if modules is None else [[m, digest] for m, digest in sorted(modules.items())]
 
 

@@ -155,21 +155,29 @@ _SIZE_AT, _IMAGE_AT, _DESCRIPTOR_AT = 8, 16, 16
 def module_image(data: Any) -> tuple[int, str]:
     """(module id, sha256 of its image) from a MODULE_LOADED callback's data, read while the callback runs (the
     image is valid only then); the digest is "" when the image is absent or too large."""
-    import ctypes
     import hashlib
+
+    module_id, image = module_image_bytes(data)
+    return module_id, hashlib.sha256(image).hexdigest() if image else ""
+
+
+def module_image_bytes(data: Any) -> tuple[int, bytes]:
+    """(module id, a copy of its image) from a MODULE_LOADED callback's data; no bytes when the image is absent or
+    larger than MAX_IMAGE_BYTES."""
+    import ctypes
 
     if hasattr(data, "resource_descriptor"):
         descriptor = int(data.resource_descriptor or 0)
     else:
         descriptor = ctypes.c_void_p.from_address(int(data) + _DESCRIPTOR_AT).value or 0
     if not descriptor:
-        return 0, ""
+        return 0, b""
     module_id = ctypes.c_uint32.from_address(descriptor).value
     size = ctypes.c_size_t.from_address(descriptor + _SIZE_AT).value
     address = ctypes.c_void_p.from_address(descriptor + _IMAGE_AT).value or 0
     if not address or not 0 < size <= MAX_IMAGE_BYTES:
-        return module_id, ""
-    return module_id, hashlib.sha256(ctypes.string_at(address, size)).hexdigest()
+        return module_id, b""
+    return module_id, ctypes.string_at(address, size)
 
 
 class HostTimer:

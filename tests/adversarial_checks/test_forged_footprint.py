@@ -1,24 +1,27 @@
-"""`module_forged_footprint`'s premise, checked on CPU: the cubin it embeds defines the submission's kernel name
-with exactly the footprint of the compiled-in kernel, and other instructions. If a rebuilt image drifted from that,
-the entry's GPU run would test the footprint check again instead of the profiled call's code check, and pass for
-the wrong reason."""
+"""The premise of the two forged-module entries, checked on CPU: the cubin each embeds defines the submission's
+kernel name with exactly the footprint of the compiled-in kernel, and other instructions. If a rebuilt image drifted
+from that, their GPU runs would be caught by the footprint check again instead of the module images (and, for
+`module_forged_footprint` without them, the profiled call's code check), and pass for the wrong reason."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 
+import pytest
+
 from evaluator.binaries.sass import disassemble, parse_sass, resource_usage
 from evaluator.build.compile import find_nvcc
 from evaluator.checks.integrity import RESERVED_SHARED_BYTES, footprint_checks, same_code
 from tests.support.factories import REPO
 
-ENTRY = REPO / "tests" / "adversarial" / "module_forged_footprint.cu"
+ENTRIES = ("module_forged_footprint.cu", "module_forged_profiler_branch.cu")
 NAME = "_Z10gemm_tiledPK13__nv_bfloat16S1_PS_iii"
 
 
-def test_the_embedded_cubin_forges_the_compiled_in_kernels_name_and_footprint_but_not_its_code(tmp_path):
-    source = ENTRY.read_text()
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_the_embedded_cubin_forges_the_compiled_in_kernels_name_and_footprint_but_not_its_code(entry, tmp_path):
+    source = (REPO / "tests" / "adversarial" / entry).read_text()
     array = source[source.index("kCubin[] = {") : source.index("};", source.index("kCubin[] = {"))]
     forged = tmp_path / "forged.cubin"
     forged.write_bytes(bytes(int(b, 16) for b in re.findall(r"0x([0-9a-f]{2})", array)))
