@@ -48,7 +48,7 @@ from evaluator.languages import DEFAULT_LANGUAGE, Language
 from evaluator.languages import language as find_language
 from evaluator.measure.candidate import REPO_ROOT, CandidateSetup, axes_text, fast_tmp, run_workload
 from evaluator.measure.correctness import Checker
-from evaluator.measure.lent_calls import batch_length
+from evaluator.measure.lent_calls import batch_length, round_length
 from evaluator.measure.timing_plan import TimingRequest, seeds_for
 from evaluator.stage_book import StageBook, StageCallback, new_verdict
 
@@ -73,7 +73,7 @@ class Options:
     trials: int = 3
     warmup: int = 10
     iters: int = 50
-    round_calls: int = 3  # timed calls per round (evaluator/measure/lent_calls.py)
+    round_calls: int = 3  # timed calls per round, fewer where they do not fit (lent_calls.round_length)
     batches: int = 3  # back-to-back batches the parent's clock ranks (the fastest counts)
     batch_calls: int | None = (
         None  # calls per batch; None: from the workload's physical limit (lent_calls.batch_length)
@@ -319,7 +319,7 @@ def _gpu_stages(ev: EvaluationRun, setup: CandidateSetup) -> None:
                 # a bf16 task, FP8 for an fp8 one), never a matmul rate measured here
                 limits.peak_tflops or peaks.peak_tflops(v.environment.gpu_name),
                 v.environment.gpu_uuid,
-                opts.round_calls,
+                round_length(limits, opts.round_calls),
                 gpu_name=v.environment.gpu_name,
             )
             if timing

@@ -27,7 +27,8 @@
 #           adds bench/probe_ncu_source_blocks.sh after the tensor-pipe probe, and bench/probe_ncu_import_sandbox.py
 #           on its reports; PASS_WITNESS_PROBE=1 adds bench/probe_witness_background.py (~3 minutes) after them;
 #           PASS_GPM_ARTEFACT=1 runs bench/probe_gpm_artefact.py (~4 minutes) before everything, PASS_MODULE_IMAGES=1
-#           bench/probe_module_images.py (~2 minutes) before that.
+#           bench/probe_module_images.py (~2 minutes) before that; PASS_ALL_WORKLOADS=task/solution,... runs those
+#           references on every workload of their tasks (as the portal does) before the references.
 #   corpus  the whole adversarial corpus twice back to back in one process (tests/adversarial/corpus.py
 #           --repeat 2, or CORPUS_REPEAT), started detached so that it outlives one device call: `corpus start`, then
 #           `corpus wait` in the next call (it waits up to WAIT_S and prints the table when done).
@@ -243,6 +244,10 @@ if [ "$mode" = pass ] && [ "$sub" = run ]; then  # the steps themselves (`pass s
   if [ "${PASS_GPM_ARTEFACT:-0}" = 1 ]; then  # what GPM counts as tensor work where none runs (first: ~4 minutes)
     step gpm-artefact 360 20 python3 bench/probe_gpm_artefact.py --out "$WORK/gpm-artefact"
   fi
+  if [ -n "${PASS_ALL_WORKLOADS:-}" ]; then  # these references on every workload of their tasks, as the portal runs them
+    step all-workloads "${ALL_WORKLOADS_LIMIT:-300}" 8 python3 scripts/gpu_references.py --out "$WORK/verdicts-all" \
+      --workloads all --only "$PASS_ALL_WORKLOADS"
+  fi
   if [ "${PASS_REFERENCES:-0}" = 1 ]; then
     references_step 480 24
   fi
@@ -276,7 +281,7 @@ if [ "$mode" = pass ] && [ "$sub" = start ]; then detach; sub=wait; fi
 if [ "$mode" = pass ] && [ "$sub" = wait ]; then
   await_done
   grep -E "^[a-z-]+: exit [0-9]+ in [0-9]+ s$|^corpus: " "$WORK/pass.log"
-  sed -n '/^== reference kernels/,$p' "$WORK/references.log" 2>/dev/null | cut -c1-130
+  sed -n '/^== reference kernels/,$p' "$WORK/references.log" "$WORK/all-workloads.log" 2>/dev/null | cut -c1-130
   grep -h "^run [0-9]" "$WORK/phases.log" 2>/dev/null | cut -c1-200
   grep -hE "held|PASSED|passed|failed|rows" "$WORK/holds.log" 2>/dev/null | tail -12 | cut -c1-200
   [ -f "$WORK/corpus.log" ] && corpus_summary "$([ -f "$WORK/pass.done" ] && echo 1 || echo 0)"

@@ -1,8 +1,9 @@
 """On a Hopper GPU: every sm_90a reference kernel under tasks/*/solutions/ (CUDA and Triton) through the whole
-evaluator on its task's headline workload; each verdict saved as JSON, judged against the solution's `expected`
-(status, arch status, full) and summed up in one table. Used by scripts/gpu_pass.sh; exit 1 if any differs.
+evaluator on its task's headline workload (--workloads all: on every workload, as the portal evaluates it); each
+verdict saved as JSON, judged against the solution's `expected` (status, arch status, full) and summed up in one
+table. Used by scripts/gpu_pass.sh; exit 1 if any differs.
 
-    python3 scripts/gpu_references.py --out DIR [--only NAME,...] [--prebuild N]
+    python3 scripts/gpu_references.py --out DIR [--only NAME,...] [--prebuild N] [--workloads headline|all]
 
 --prebuild N runs the static stages of every chosen kernel first, N at a time, which fills the compile cache
 (EVALUATOR_COMPILE_CACHE) with each build and its disassembly; the GPU stages then run one kernel at a time.
@@ -27,11 +28,11 @@ from evaluator.pipeline import evaluate  # noqa: E402
 from evaluator.suite.solutions import Solution, find_solutions  # noqa: E402
 
 
-def run_one(solution: Solution, stages: str | None) -> tuple[dict, float]:
+def run_one(solution: Solution, stages: str | None, workloads: str = "headline") -> tuple[dict, float]:
     task = find_task(REPO / "tasks", solution.task)
     start = time.monotonic()
     kwargs = {"stages": stages.split(",")} if stages else {}
-    verdict = evaluate(solution.source(), task, "sm_90a", workloads="headline", language=solution.language, **kwargs)
+    verdict = evaluate(solution.source(), task, "sm_90a", workloads=workloads, language=solution.language, **kwargs)
     return json.loads(to_json(verdict)), time.monotonic() - start
 
 
@@ -59,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--only", help="comma-separated solution names (task/solution)")
     parser.add_argument("--prebuild", type=int, default=0, help="compile all first, this many at a time")
+    parser.add_argument("--workloads", choices=("headline", "all"), default="headline")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     chosen = find_solutions(REPO / "tasks", "sm_90a")
@@ -71,8 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     rows, failed = [], 0
     for solution in chosen:
         name = solution.label
-        v, seconds = run_one(solution, None)
-        (args.out / f"{name.replace('/', '-')}-{card_of(v)}.json").write_text(json.dumps(v, indent=1))
+        v, seconds = run_one(solution, None, args.workloads)
+        suffix = "" if args.workloads == "headline" else f"-{args.workloads}"
+        (args.out / f"{name.replace('/', '-')}-{card_of(v)}{suffix}.json").write_text(json.dumps(v, indent=1))
         problems = judge(solution.expected, v)
         failed += bool(problems)
         perf = (v["workloads"][0].get("performance") or {}) if v["workloads"] else {}

@@ -24,9 +24,10 @@ import evaluator
 from evaluator import envinfo
 from evaluator.arch_check.tensor_witness import GpmWindow
 from evaluator.both_sides import hostile_files, protocol
+from evaluator.both_sides.gpu_share import DriverError
 from evaluator.both_sides.inputs import scalar_input
 from evaluator.both_sides.protocol import CandidateError, ChannelViolation
-from evaluator.both_sides.shared_outputs import SharedOutputs
+from evaluator.both_sides.shared_outputs import SharedOutputs, layout_of
 from evaluator.both_sides.taskdata import HIDDEN_WORKLOADS_FILE, Task, Workload, parse_workloads
 from evaluator.both_sides.verdict import (
     Correctness,
@@ -152,7 +153,20 @@ def shared_outputs(setup: CandidateSetup, workload: Workload, slots: int) -> Sha
 
     shapes = alloc_outputs(setup.task.definition, workload, device="meta")
     inputs = lent_input_shapes(torch, setup.task.definition, workload)
-    return SharedOutputs.create(torch, shapes, max(slots, 1), setup.device_type, setup.device, inputs=inputs)
+    if setup.device_type != "cuda":
+        return SharedOutputs.create(torch, shapes, max(slots, 1), setup.device_type, setup.device, inputs=inputs)
+    # The region comes from the driver, which cannot use what PyTorch's cache holds of this process's freed tensors
+    # (references, inputs drawn for them, earlier workloads' captures): that goes back to the driver first.
+    torch.cuda.empty_cache()
+    try:
+        return SharedOutputs.create(torch, shapes, max(slots, 1), setup.device_type, setup.device, inputs=inputs)
+    except DriverError as exc:
+        wanted = layout_of(torch, inputs + shapes)[1] * max(slots, 1)
+        free, total = torch.cuda.mem_get_info(setup.device)
+        raise EnvironmentProblem(
+            f"this host could not lend {wanted / 2**30:.1f} GiB of GPU memory for {max(slots, 1)} call(s) of the "
+            f"workload ({free / 2**30:.1f} of {total / 2**30:.1f} GiB free on the device): {exc}"
+        ) from None
 
 
 def input_drawer(checker: Checker, workload: Workload) -> InputDrawer:

@@ -36,11 +36,15 @@ Expect = Callable[[Any, float, str], dict[str, Any]]
 
 # Batch length: enough calls that a batch's GPU time is about BATCH_TARGET_MS at the workload's physical limit (a real
 # kernel takes longer), so the per-batch cost of messages and the capture spreads thin; between BATCH_MIN_CALLS and
-# BATCH_MAX_CALLS, and no more slots than BATCH_MEMORY_BYTES hold (each call has its own inputs and outputs).
+# BATCH_MAX_CALLS.
 BATCH_TARGET_MS = 10.0
 BATCH_MIN_CALLS = 16
 BATCH_MAX_CALLS = 64
-BATCH_MEMORY_BYTES = 16 * 1024**3
+# Every call of a round has its own slot (its inputs and outputs), and one process's slots hold at most
+# LEND_MEMORY_BYTES: batches and timed rounds alike are cut to what fits (one call at least). Two such regions exist
+# at once (the candidate's process sets itself up while the trusted baseline's is timed), beside the parent's
+# references and captures: 2 x 16 GiB leaves room for those on an 80 GB card.
+LEND_MEMORY_BYTES = 16 * 1024**3
 
 
 @dataclass
@@ -72,17 +76,26 @@ def fastest_drawing_ms(batches: list[LentRound]) -> float:
     return min((b.drawing_ms for b in batches), default=0.0)
 
 
+def calls_that_fit(limits: PhysicalLimits) -> int:
+    """How many calls' inputs and outputs LEND_MEMORY_BYTES holds for a workload (one at least)."""
+    return max(1, LEND_MEMORY_BYTES // max(limits.io_bytes, 1))
+
+
 def batch_length(limits: PhysicalLimits, flops: float | None, requested: int | None = None) -> int:
     """Calls per batch for a workload: `requested` when given, else from its physical limit (module constants);
-    never more than fit in BATCH_MEMORY_BYTES of slots."""
+    never more than calls_that_fit."""
     calls = requested or BATCH_MIN_CALLS
     if requested is None:
         least = [t for t in (limits.min_ms, _compute_ms(flops, limits.peak_tflops)) if t]
         if least:
             calls = math.ceil(BATCH_TARGET_MS / max(least))
         calls = min(BATCH_MAX_CALLS, max(BATCH_MIN_CALLS, calls))
-    fit = BATCH_MEMORY_BYTES // max(limits.io_bytes, 1)
-    return max(1, min(calls, fit))
+    return max(1, min(calls, calls_that_fit(limits)))
+
+
+def round_length(limits: PhysicalLimits, requested: int) -> int:
+    """Timed calls per round for a workload: `requested`, never more than calls_that_fit."""
+    return max(1, min(requested, calls_that_fit(limits)))
 
 
 def _compute_ms(flops: float | None, peak_tflops: float | None) -> float | None:
