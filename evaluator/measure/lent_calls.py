@@ -43,7 +43,7 @@ BATCH_MAX_CALLS = 64
 # Every call of a round has its own slot (its inputs and outputs), and one process's slots hold at most
 # LEND_MEMORY_BYTES: batches and timed rounds alike are cut to what fits (one call at least). Two such regions exist
 # at once (the candidate's process sets itself up while the trusted baseline's is timed), beside the parent's
-# references and captures: 2 x 16 GiB leaves room for those on an 80 GB card.
+# references and captures: two take at most 32 GiB of an 80 GB card, the rest left to those.
 LEND_MEMORY_BYTES = 16 * 1024**3
 
 
