@@ -161,9 +161,10 @@ def defined_by_other_code(
 
     `functions` are CUPTI's FUNCTION records, (module id, name); `images` what its module-load callback recorded,
     module id -> sha256 of the module's image ("" when it could not be read); `built` the sha256 of each device
-    ELF the trusted side took from the build. A module loaded at run time can give its kernel the submission's name and footprint, and
-    with lazy loading the submission's own module need never load, so neither a second definition nor the
-    footprint shows it: its image does. A defining module with no image record is not the build's either."""
+    ELF the trusted side took from the build. A module loaded at run time can give its kernel the submission's
+    name and footprint, and with lazy loading the submission's own module need never load, so neither a second
+    definition nor the footprint shows it: its image does. A defining module with no image record is not the
+    build's either."""
     own = set(candidate_kernels)
     allowed = set(built)
     others: dict[str, set[int]] = {}

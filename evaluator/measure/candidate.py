@@ -153,18 +153,18 @@ def shared_outputs(setup: CandidateSetup, workload: Workload, slots: int) -> Sha
 
     shapes = alloc_outputs(setup.task.definition, workload, device="meta")
     inputs = lent_input_shapes(torch, setup.task.definition, workload)
-    if setup.device_type != "cuda":
-        return SharedOutputs.create(torch, shapes, max(slots, 1), setup.device_type, setup.device, inputs=inputs)
-    # The region comes from the driver, which cannot use what PyTorch's cache holds of this process's freed tensors
-    # (references, inputs drawn for them, earlier workloads' captures): that goes back to the driver first.
-    torch.cuda.empty_cache()
+    calls = max(slots, 1)
+    if setup.device_type == "cuda":
+        # The region comes from the driver, which cannot use what PyTorch's cache holds of this process's freed
+        # tensors (references, inputs drawn for them, earlier workloads' captures): that goes back to the driver first.
+        torch.cuda.empty_cache()
     try:
-        return SharedOutputs.create(torch, shapes, max(slots, 1), setup.device_type, setup.device, inputs=inputs)
+        return SharedOutputs.create(torch, shapes, calls, setup.device_type, setup.device, inputs=inputs)
     except DriverError as exc:
-        wanted = layout_of(torch, inputs + shapes)[1] * max(slots, 1)
+        wanted = layout_of(torch, inputs + shapes)[1] * calls
         free, total = torch.cuda.mem_get_info(setup.device)
         raise EnvironmentProblem(
-            f"this host could not lend {wanted / 2**30:.1f} GiB of GPU memory for {max(slots, 1)} call(s) of the "
+            f"this host could not lend {wanted / 2**30:.1f} GiB of GPU memory for {calls} call(s) of the "
             f"workload ({free / 2**30:.1f} of {total / 2**30:.1f} GiB free on the device): {exc}"
         ) from None
 
