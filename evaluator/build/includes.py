@@ -23,6 +23,7 @@ The compile sandbox (evaluator/isolation/jail.py, `toolchain=True`) is the conta
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 import shlex
@@ -50,6 +51,12 @@ _HAS_INCLUDE = re.compile(r"\b(__has_include_next|__has_include|__has_embed)\b\s
 _PRAGMA_OPERATOR = re.compile(r"\b_Pragma\s*\(\s*(?:L|u8|u|U)?\"((?:[^\"\\\n]|\\.)*)\"\s*\)")
 _DEVICE_PREFIXES = ("/dev/", "/proc/", "/sys/")
 _FORBIDDEN_HEADER = re.compile(r"(^|/)(cublas\w*|cudnn\w*)(\.h|\.hpp)?$", re.IGNORECASE)
+# Where the directive reader's view changes: a comment, a raw or ordinary literal, the end of a line.
+_READER_TOKEN = re.compile(r"//|/\*|R\"|[\"'\n]")
+_RAW_OPENER = re.compile(r'R"([^()\\ \n]{0,16})\(')
+_NOT_NEWLINE = re.compile(r"[^\n]")
+# A literal's characters up to its closing quote or the end of its line; a backslash takes the next character.
+_LITERAL_BODY = {quote: re.compile(rf"(?:[^{quote}\\\n]|\\[\s\S])*") for quote in "\"'"}
 
 
 def logical_lines(source: str) -> list[tuple[int, str]]:
@@ -66,62 +73,96 @@ def logical_lines(source: str) -> list[tuple[int, str]]:
 def translated_lines(source: str) -> list[tuple[int, str, str]]:
     """The source as the preprocessor's directive reader sees it: (first physical line, text, text with string
     and character literal contents blanked) per line, after splicing and with every comment replaced by one
-    space; a block comment spanning lines joins them, so `#/*newline*/include` is one line."""
-    chars: list[tuple[str, int]] = []
-    for line_no, text in logical_lines(source):
-        chars += [(c, line_no) for c in text] + [("\n", line_no)]
-    n = len(chars)
-    text = "".join(c for c, _ in chars)
-    out: list[tuple[str, str, int]] = []  # (char, char with literals blanked, physical line)
+    space; a block comment spanning lines joins them, so `#/*newline*/include` is one line.
+
+    Runs of ordinary characters are copied whole between the tokens that change how text is read, so a mebibyte
+    of hostile source costs a regular-expression scan, not a Python step per character."""
+    logical = logical_lines(source)
+    text = "".join(line + "\n" for _, line in logical)
+    offsets, numbers, at = [], [], 0
+    for number, line in logical:
+        offsets.append(at)
+        numbers.append(number)
+        at += len(line) + 1
+    n = len(text)
+    result: list[tuple[int, str, str]] = []
+    code: list[str] = []
+    blanked: list[str] = []
+    first: int | None = None  # the physical line of the current line's first piece
+
+    def line_of(pos: int) -> int:
+        return numbers[bisect.bisect_right(offsets, pos) - 1]
+
+    def piece(a: str, b: str, pos: int) -> None:
+        nonlocal first
+        if first is None:
+            first = line_of(pos)
+        code.append(a)
+        blanked.append(b)
+
+    def end_line(pos: int) -> None:
+        nonlocal first
+        result.append((line_of(pos) if first is None else first, "".join(code), "".join(blanked)))
+        code.clear()
+        blanked.clear()
+        first = None
+
+    def region(a: str, b: str, pos: int) -> None:
+        """A literal's text, which can hold newlines (a raw string, an escaped newline): each one ends a line."""
+        if "\n" not in a:
+            piece(a, b, pos)
+            return
+        for index, (part_a, part_b) in enumerate(zip(a.split("\n"), b.split("\n"), strict=True)):
+            if index:
+                end_line(pos - 1)
+            if part_a:
+                piece(part_a, part_b, pos)
+            pos += len(part_a) + 1
+
     i = 0
     while i < n:
-        c, line_no = chars[i]
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            out.append((" ", " ", line_no))
-            i = n if j < 0 else j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            out.append((" ", " ", line_no))
-            i = n if j < 0 else j + 2
-        elif c == "R" and text.startswith('R"', i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
-            m = re.match(r'R"([^()\\ \n]{0,16})\(', text[i:])
-            if m is None:
-                out.append((c, c, line_no))
+        match = _READER_TOKEN.search(text, i)
+        j = n if match is None else match.start()
+        if j > i:  # ordinary characters, on one logical line
+            piece(text[i:j], text[i:j], i)
+        if match is None:
+            break
+        i = j
+        lead = match.group()
+        if lead == "\n":
+            end_line(i)
+            i += 1
+        elif lead == "//":
+            piece(" ", " ", i)
+            newline = text.find("\n", i)
+            i = n if newline < 0 else newline
+        elif lead == "/*":
+            piece(" ", " ", i)
+            close = text.find("*/", i + 2)
+            i = n if close < 0 else close + 2
+        elif lead == 'R"':
+            opener = None if i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_") else _RAW_OPENER.match(text, i)
+            if opener is None:  # an identifier ending in R, or no valid delimiter: R is an ordinary character
+                piece("R", "R", i)
                 i += 1
                 continue
-            end = text.find(")" + m.group(1) + '"', i + m.end())
-            j = n if end < 0 else end + len(m.group(1)) + 2
-            out += [(chars[k][0], "\n" if chars[k][0] == "\n" else " ", chars[k][1]) for k in range(i, j)]
-            i = j
-        elif c == '"' or (c == "'" and not (i > 0 and text[i - 1].isalnum())):  # 1'000 is a digit separator
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            j = min(j + 1, n)
-            for k in range(i, j):
-                inner = i < k < j - 1
-                out.append((chars[k][0], " " if inner and chars[k][0] != "\n" else chars[k][0], chars[k][1]))
-            i = j
-        else:
-            out.append((c, c, line_no))
+            close = text.find(")" + opener.group(1) + '"', opener.end())
+            stop = n if close < 0 else close + len(opener.group(1)) + 2
+            literal = text[i:stop]
+            region(literal, _NOT_NEWLINE.sub(" ", literal), i)
+            i = stop
+        elif lead == "'" and i > 0 and text[i - 1].isalnum():  # 1'000 is a digit separator
+            piece("'", "'", i)
             i += 1
-    result: list[tuple[int, str, str]] = []
-    current: list[tuple[str, str, int]] = []
-    for item in out:
-        if item[0] == "\n":
-            result.append(
-                (
-                    current[0][2] if current else item[2],
-                    "".join(a for a, _, _ in current),
-                    "".join(b for _, b, _ in current),
-                )
-            )
-            current = []
-        else:
-            current.append(item)
-    if current:
-        result.append((current[0][2], "".join(a for a, _, _ in current), "".join(b for _, b, _ in current)))
+        else:  # a string or character literal, to its closing quote or the end of its line
+            body = _LITERAL_BODY[lead].match(text, i + 1)  # always matches, if only the empty string
+            stop = min((body.end() if body else n) + 1, n)
+            literal = text[i:stop]
+            inner = _NOT_NEWLINE.sub(" ", literal[1:-1])
+            region(literal, literal[:1] + inner + literal[1:][-1:] if len(literal) > 1 else literal, i)
+            i = stop
+    if code:
+        result.append((first if first is not None else line_of(n), "".join(code), "".join(blanked)))
     return result
 
 

@@ -86,6 +86,21 @@ def test_findings_name_the_first_physical_line_of_a_spliced_directive():
     assert [(n, text) for n, text, _ in lines] == [(1, "a"), (2, '#include "x"'), (4, "b   c"), (6, "d"), (7, "")]
 
 
+def test_literals_are_blanked_as_the_directive_reader_reads_them():
+    # A raw string hides the directive-looking line inside it; an escaped quote, a character literal and a digit
+    # separator end nothing early; `fooR"` is an identifier and an ordinary literal; an unterminated one ends
+    # with its line.
+    source = 'x = R"d(a\n#include "q")d"; y\ns = "a\\"b" + \'c\' + 1\'000;\nfooR"z" "open\n# define Z // c\n'
+    assert includes.translated_lines(source) == [
+        (1, 'x = R"d(a', "x =      "),
+        (2, '#include "q")d"; y', "               ; y"),
+        (3, "s = \"a\\\"b\" + 'c' + 1'000;", "s = \"    \" + ' ' + 1'000;"),
+        (4, 'fooR"z" "open', 'fooR" " "    '),
+        (5, "# define Z  ", "# define Z  "),
+        (6, "", ""),
+    ]
+
+
 def test_after_macro_expansion_pragma_and_joined_assembler_strings_are_found():
     # What `nvcc -E` makes of `#define P(x) _Pragma(#x)` + `P(GCC dependency "/etc/passwd")`, and of
     # asm(".inc" "bin \"/etc/passwd\"") split over lines, in the candidate's own lines.
