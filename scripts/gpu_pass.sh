@@ -37,6 +37,8 @@
 #           CORPUS_GPUS=all spreads each round over all of them (one runner process pinned to each GPU, as a worker
 #           pins itself): one round of 106 entries took 15 minutes on one H200 (2026-12-04), so two barely fit in one
 #           session's 30 minutes of device time.
+#   MODE stop  ends what `MODE start` left running (pass, first, corpus, holds): every process of the session it
+#           started, then packs what it wrote. GPU_PASS_WORK moves the working folder (default /tmp/gpu-pass).
 # Needs .carry/ (git-ignored; `bash scripts/make_gpu_carry.sh` builds it from .gpu-bundle/): site.tar.xz (the
 # Python packages the host lacks, pruned and compressed to fit the device tool's 64 MiB) and Debian .debs
 # (bubblewrap, redis-server). Everything lands in $OUT as one tarball plus the log.
@@ -44,7 +46,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-checks}; sub=${2:-}
 FINAL=${OUT:-$PWD/gpu-out}
-WORK=/tmp/gpu-pass
+WORK=${GPU_PASS_WORK:-/tmp/gpu-pass}  # where a detached mode writes, between device calls
 mkdir -p "$FINAL" "$WORK"
 export PYTHONUNBUFFERED=1 EVALUATOR_COMPILE_CACHE=$WORK/compile-cache
 BUNDLE=${BUNDLE:-.carry}
@@ -81,12 +83,29 @@ fixit_step() {
 # (up to WAIT_S) for its $WORK/MODE.done.
 detach() {
   rm -f "$WORK/$mode.done"
-  setsid nohup bash "$0" "$mode" run >/dev/null 2>&1 < /dev/null &
+  # The detached shell writes its own pid: setsid made it the leader of a new session, which `MODE stop` ends.
+  setsid nohup bash -c 'echo $$ > "$1"; exec bash "$2" "$3" run' _ "$WORK/$mode.sid" "$0" "$mode" \
+    >/dev/null 2>&1 < /dev/null &
   sleep 2; echo "$mode started: $(date -u)"
+}
+# MODE stop: ends what `MODE start` left running (the session it started, so every child of it: the runner, its
+# evaluators and their profilers) and packs what it wrote, so that the device's remaining time can go to another
+# mode without two users of the GPU. The command line never names the processes, so it cannot match itself.
+stop_detached() {
+  local f sid
+  for f in "$WORK/$mode.sid" "$WORK/$mode"-*.sid; do
+    [ -f "$f" ] || continue
+    sid=$(cat "$f")
+    pkill -TERM -s "$sid" 2>/dev/null
+    for _ in 1 2 3 4 5 6; do pgrep -s "$sid" >/dev/null || break; sleep 0.5; done
+    pkill -KILL -s "$sid" 2>/dev/null
+    rm -f "$f"
+  done
+  echo "$mode stopped: $(date -u)"
 }
 await_done() {
   local end=$(( $(date +%s) + ${WAIT_S:-570} ))
-  while [ ! -f "$WORK/$mode.done" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 5; done
+  while [ ! -f "$WORK/$mode.done" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 1; done
 }
 # The steps more than one mode runs: LIMIT (the default of its *_LIMIT variable) and the LINES of its log shown.
 references_step() {  # references_step LIMIT LINES
@@ -106,6 +125,12 @@ corpus_summary() {  # corpus_summary ENDED(0|1)
 }
 begin() { exec > >(tee "$WORK/$mode.log") 2>&1; env_log | tee "$WORK/env.log"; }
 finish() { cp "$WORK/$mode.log" "$FINAL/"; exit 0; }
+
+if [ "$sub" = stop ]; then
+  stop_detached
+  pack; cp "$WORK/$mode.log" "$WORK"/corpus.log "$WORK"/holds-*.log "$FINAL/" 2>/dev/null
+  exit 0
+fi
 
 if [ "$mode" = checks ]; then
   begin
@@ -184,7 +209,7 @@ if [ "$mode" = holds ] && [ "$sub" = start ]; then  # the false-hold rate: tests
     # FALSE_HOLDS_THEN=task/solution,...: a second part run after the first ends, so that a call cut short by the
     # device's time still has the first part whole (each round writes its rows to the part's .jsonl as it ends).
     holds="$pin FALSE_HOLDS_OUT='$WORK/holds-$i.jsonl' $HOLDS_TEST >> '$WORK/holds-$i.log' 2>&1"
-    setsid nohup bash -c "cd '$PWD' && : > '$WORK/holds-$i.log'; $holds; rc=\$?
+    setsid nohup bash -c "echo \$\$ > '$WORK/holds-$i.sid'; cd '$PWD' && : > '$WORK/holds-$i.log'; $holds; rc=\$?
       if [ -n '${FALSE_HOLDS_THEN:-}' ]; then FALSE_HOLDS_ONLY='${FALSE_HOLDS_THEN:-}' $holds; rc=\$(( rc | \$? )); fi
       echo \"exit \$rc\" > '$WORK/holds-$i.done'" \
       >/dev/null 2>&1 < /dev/null &
@@ -196,7 +221,7 @@ if [ "$mode" = holds ] && [ "$sub" = wait ]; then
   end=$(( $(date +%s) + ${WAIT_S:-570} ))
   parts=$(cat "$WORK/holds.parts" 2>/dev/null || echo 1)
   finished() { [ "$(find "$WORK" -maxdepth 1 -name 'holds-*.done' | wc -l)" -ge "$parts" ]; }
-  while ! finished && [ "$(date +%s)" -lt "$end" ]; do sleep 5; done
+  while ! finished && [ "$(date +%s)" -lt "$end" ]; do sleep 1; done
   cat "$WORK"/holds-*.jsonl > "$WORK/holds.jsonl" 2>/dev/null
   if finished; then
     cat "$WORK"/holds-*.done; grep -hE "STATIC_ONLY|PASSED|INCORRECT|ERROR|passed|failed" "$WORK"/holds-*.log | tail -45
@@ -298,7 +323,7 @@ if [ "$mode" = corpus ] && [ "$sub" = run ]; then  # in the foreground, within o
 fi
 if [ "$mode" = corpus ] && [ "$sub" = start ]; then
   env_log > "$WORK/corpus-env.log" 2>&1
-  setsid nohup bash -c "cd '$PWD' && python3 tests/adversarial/corpus.py --repeat ${CORPUS_REPEAT:-2} --prebuild 12 ${CORPUS_GPUS:+--gpus $CORPUS_GPUS} ${CORPUS_ARGS:-} \
+  setsid nohup bash -c "echo \$\$ > '$WORK/corpus.sid'; cd '$PWD' && python3 tests/adversarial/corpus.py --repeat ${CORPUS_REPEAT:-2} --prebuild 12 ${CORPUS_GPUS:+--gpus $CORPUS_GPUS} ${CORPUS_ARGS:-} \
     --json '$WORK/corpus.json' > '$WORK/corpus.log' 2>&1; echo \"exit \$?\" > '$WORK/corpus.done'" \
     >/dev/null 2>&1 < /dev/null &
   sleep 2; echo "corpus started: $(date -u)"
@@ -306,7 +331,7 @@ if [ "$mode" = corpus ] && [ "$sub" = start ]; then
 fi
 if [ "$mode" = corpus ] && [ "$sub" = wait ]; then
   end=$(( $(date +%s) + ${WAIT_S:-570} ))
-  while [ ! -f "$WORK/corpus.done" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 5; done
+  while [ ! -f "$WORK/corpus.done" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 1; done
   grep -E '^\s+\[[0-9]\]' "$WORK/corpus.log" | tail -3
   if [ -f "$WORK/corpus.done" ]; then
     cat "$WORK/corpus.done"; corpus_summary 1

@@ -1,0 +1,68 @@
+"""`scripts/gpu_pass.sh MODE stop` ends what `MODE start` left running on the GPU host, children included, so the
+device's remaining time can go to another mode without two users of the GPU.
+
+The corpus runner is the edge here: a `python3` on PATH that, for the runner, starts a child and sleeps, as the
+real one would sit on the GPU; everything else is the real script."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+FAKE_PYTHON = f"""#!/bin/bash
+case "$*" in
+  *tests/adversarial/corpus.py*) sleep 300 & sleep 300 ;;
+  *) exec {sys.executable} "$@" ;;
+esac
+"""
+
+
+def _pass(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    bin_dir = tmp_path / "bin"
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}",
+        "GPU_PASS_WORK": str(tmp_path / "work"),
+        "OUT": str(tmp_path / "out"),
+        "BUNDLE": str(tmp_path / "no-bundle"),
+        "HOST_ENV_DIR": str(tmp_path / "host"),
+        "WAIT_S": "1",
+    }
+    return subprocess.run(
+        ["bash", "scripts/gpu_pass.sh", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def _session(sid: int) -> list[str]:
+    found = subprocess.run(["pgrep", "-s", str(sid)], capture_output=True, text=True).stdout
+    return found.split()
+
+
+def test_a_detached_corpus_stops_with_every_process_of_its_session(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").write_text(FAKE_PYTHON)
+    (bin_dir / "python3").chmod(0o755)
+
+    started = _pass(tmp_path, "corpus", "start")
+    assert "corpus started" in started.stdout, started.stdout + started.stderr
+    sid_file = tmp_path / "work" / "corpus.sid"
+    sid = int(sid_file.read_text())
+    deadline = time.monotonic() + 30
+    while len(_session(sid)) < 3 and time.monotonic() < deadline:  # the shell and the runner's two sleeps
+        time.sleep(0.2)
+    assert len(_session(sid)) >= 3
+
+    try:
+        stopped = _pass(tmp_path, "corpus", "stop")
+        assert "corpus stopped" in stopped.stdout, stopped.stdout + stopped.stderr
+        assert _session(sid) == []
+        assert not sid_file.exists()
+        assert (tmp_path / "out" / "gpu-pass.tgz").exists()  # what it wrote so far is packed
+    finally:
+        subprocess.run(["pkill", "-KILL", "-s", str(sid)], capture_output=True)
