@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import shutil
 from pathlib import Path
 
@@ -30,9 +31,28 @@ def make_token(user) -> str:
 
 
 def sync_catalog() -> None:
+    """The catalog of the repository's tasks/, as `sync_tasks` makes it. Most tests need a catalog, not the
+    command: the task and pack files are read once per test process (the records are frozen), and each call
+    writes them into that test's database with the service the command calls. A test that points TASKS_DIR
+    elsewhere gets the command itself."""
+    from django.conf import settings
     from django.core.management import call_command
 
-    call_command("sync_tasks", verbosity=0)
+    from portal.catalog.services import catalog_sync
+
+    if Path(settings.TASKS_DIR).resolve() != REPO / "tasks":
+        call_command("sync_tasks", verbosity=0)
+        return
+    tasks, packs = _repository_catalog()
+    catalog_sync(tasks=list(tasks), packs=list(packs))
+
+
+@functools.cache
+def _repository_catalog() -> tuple[tuple, tuple]:
+    from evaluator.both_sides.taskdata import load_tasks
+    from evaluator.suite.packs import load_packs
+
+    return tuple(load_tasks(REPO / "tasks")), tuple(load_packs(REPO / "tasks" / "packs"))
 
 
 def starter_source(task: str = GEMM) -> str:
