@@ -158,11 +158,10 @@ def translated_lines(source: str) -> list[tuple[int, str, str]]:
             body = _LITERAL_BODY[lead].match(text, i + 1)  # always matches, if only the empty string
             stop = min((body.end() if body else n) + 1, n)
             literal = text[i:stop]
-            inner = _NOT_NEWLINE.sub(" ", literal[1:-1])
-            region(literal, literal[:1] + inner + literal[1:][-1:] if len(literal) > 1 else literal, i)
+            region(literal, literal[:1] + _NOT_NEWLINE.sub(" ", literal[1:-1]) + literal[1:][-1:], i)
             i = stop
-    if code:
-        result.append((first if first is not None else line_of(n), "".join(code), "".join(blanked)))
+    if code:  # an unterminated block comment swallowed the last newline
+        end_line(n)
     return result
 
 

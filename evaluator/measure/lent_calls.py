@@ -90,11 +90,11 @@ def batch_length(limits: PhysicalLimits, flops: float | None, requested: int | N
         if least:
             calls = math.ceil(BATCH_TARGET_MS / max(least))
         calls = min(BATCH_MAX_CALLS, max(BATCH_MIN_CALLS, calls))
-    return max(1, min(calls, calls_that_fit(limits)))
+    return round_length(limits, calls)
 
 
 def round_length(limits: PhysicalLimits, requested: int) -> int:
-    """Timed calls per round for a workload: `requested`, never more than calls_that_fit."""
+    """Calls that share one lent region (a timed round, a batch): `requested`, never more than calls_that_fit."""
     return max(1, min(requested, calls_that_fit(limits)))
 
 

@@ -49,10 +49,10 @@ def sync_catalog() -> None:
 
 @functools.cache
 def _repository_catalog() -> tuple[tuple, tuple]:
-    from evaluator.both_sides.taskdata import load_tasks
-    from evaluator.suite.packs import load_packs
+    from portal.catalog.management.commands.sync_tasks import read_catalog
 
-    return tuple(load_tasks(REPO / "tasks")), tuple(load_packs(REPO / "tasks" / "packs"))
+    tasks, packs = read_catalog(REPO / "tasks")
+    return tuple(tasks), tuple(packs)
 
 
 def starter_source(task: str = GEMM) -> str:

@@ -12,6 +12,13 @@ from evaluator.suite.flashinfer_import import load_flashinfer_dir
 from portal.catalog.services import catalog_import, catalog_sync
 
 
+def read_catalog(root: Path) -> tuple[list, list]:
+    """The task definitions and knowledge packs of a tasks/ folder, validated (TaskDataError when not)."""
+    from evaluator.suite.packs import load_packs
+
+    return load_tasks(root), load_packs(root / "packs") if (root / "packs").is_dir() else []
+
+
 class Command(BaseCommand):
     help = "Sync tasks and knowledge packs from the tasks/ folder, or import a FlashInfer-Trace directory with --from."
 
@@ -30,11 +37,7 @@ class Command(BaseCommand):
                 items = load_flashinfer_dir(root)
                 report = catalog_import(items=items)
             else:
-                from evaluator.suite.packs import load_packs
-
-                root = Path(tasks_dir) if tasks_dir else settings.TASKS_DIR
-                tasks = load_tasks(root)
-                packs = load_packs(root / "packs") if (root / "packs").is_dir() else []
+                tasks, packs = read_catalog(Path(tasks_dir) if tasks_dir else settings.TASKS_DIR)
                 report = catalog_sync(tasks=tasks, packs=packs)
         except TaskDataError as exc:
             # Everything is validated before the first write, so the database is untouched.
