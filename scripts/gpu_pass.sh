@@ -200,7 +200,8 @@ if [ "$mode" = holds ] && [ "$sub" = start ]; then  # the false-hold rate: tests
   [ "${HOLDS_GPUS:-}" = all ] && mapfile -t gpus < <(nvidia-smi --query-gpu=uuid --format=csv,noheader)
   parts=${#gpus[@]}
   load=$(( $(nproc) / parts - 2 )); [ "$load" -ge 1 ] || load=1
-  echo "$parts" > "$WORK/holds.parts"; rm -f "$WORK"/holds-*.done
+  # Each part's rows start afresh: an earlier run's (a pass's holds step writes holds-0.jsonl too) are in its tarball.
+  echo "$parts" > "$WORK/holds.parts"; rm -f "$WORK"/holds-*.done "$WORK"/holds-*.jsonl
   for i in "${!gpus[@]}"; do
     pin=""
     # Each part has its own data folder: the test database is a file there.
@@ -226,7 +227,8 @@ if [ "$mode" = holds ] && [ "$sub" = wait ]; then
   if finished; then
     cat "$WORK"/holds-*.done; grep -hE "STATIC_ONLY|PASSED|INCORRECT|ERROR|passed|failed" "$WORK"/holds-*.log | tail -45
   else
-    echo "false-hold run still running: $(cat "$WORK"/holds-*.log | grep -c 'Successfully completed') evaluations done"
+    # The test appends one row per evaluation as it ends; the worker's log counts jobs (a ranked check is one too).
+    echo "false-hold run still running: $(cat "$WORK"/holds-*.jsonl 2>/dev/null | grep -c .) evaluations recorded"
   fi
   cp "$WORK"/holds-*.log "$WORK/holds.jsonl" "$WORK/holds-env.log" "$FINAL/" 2>/dev/null  # the rounds finished so far
   exit 0

@@ -1,8 +1,10 @@
-"""`scripts/gpu_pass.sh MODE stop` ends what `MODE start` left running on the GPU host, children included, so the
-device's remaining time can go to another mode without two users of the GPU.
+"""`scripts/gpu_pass.sh`'s detached modes on the GPU host: `MODE stop` ends what `MODE start` left running,
+children included, so the device's remaining time can go to another mode without two users of the GPU; `holds wait`
+counts the evaluations of its own run.
 
-The corpus runner is the edge here: a `python3` on PATH that, for the runner, starts a child and sleeps, as the
-real one would sit on the GPU; everything else is the real script."""
+The GPU programs are the edge here: a `python3` on PATH that, for the corpus runner, starts a child and sleeps, and
+for the false-hold test writes one evaluation's row and sleeps, as the real ones would sit on the GPU; everything
+else is the real script."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 FAKE_PYTHON = f"""#!/bin/bash
 case "$*" in
   *tests/adversarial/corpus.py*) sleep 300 & sleep 300 ;;
+  *tests/submissions/test_false_holds_gpu.py*) echo '{{"kernel": "k", "holds": []}}' >> "$FALSE_HOLDS_OUT"; sleep 300 ;;
   *) exec {sys.executable} "$@" ;;
 esac
 """
@@ -64,5 +67,29 @@ def test_a_detached_corpus_stops_with_every_process_of_its_session(tmp_path):
         assert _session(sid) == []
         assert not sid_file.exists()
         assert (tmp_path / "out" / "gpu-pass.tgz").exists()  # what it wrote so far is packed
+    finally:
+        subprocess.run(["pkill", "-KILL", "-s", str(sid)], capture_output=True)
+
+
+def test_a_false_hold_run_counts_its_own_evaluations_not_an_earlier_runs(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").write_text(FAKE_PYTHON)
+    (bin_dir / "python3").chmod(0o755)
+    work = tmp_path / "work"
+    work.mkdir()
+    # A pass's holds step wrote five rows to the same file earlier on this host.
+    (work / "holds-0.jsonl").write_text('{"kernel": "earlier", "holds": []}\n' * 5)
+
+    started = _pass(tmp_path, "holds", "start")
+    assert "false-hold run started in 1 part(s)" in started.stdout, started.stdout + started.stderr
+    sid = int((work / "holds-0.sid").read_text())
+    try:
+        deadline = time.monotonic() + 30
+        while "k" not in (work / "holds-0.jsonl").read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        waited = _pass(tmp_path, "holds", "wait")
+        assert "false-hold run still running: 1 evaluations recorded" in waited.stdout, waited.stdout
+        assert (tmp_path / "out" / "holds.jsonl").read_text().count("\n") == 1
     finally:
         subprocess.run(["pkill", "-KILL", "-s", str(sid)], capture_output=True)
