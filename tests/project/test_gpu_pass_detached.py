@@ -85,8 +85,9 @@ def test_a_false_hold_run_counts_its_own_evaluations_not_an_earlier_runs(tmp_pat
     assert "false-hold run started in 1 part(s)" in started.stdout, started.stdout + started.stderr
     sid = int((work / "holds-0.sid").read_text())
     try:
+        rows = work / "holds-0.jsonl"
         deadline = time.monotonic() + 30
-        while "k" not in (work / "holds-0.jsonl").read_text() and time.monotonic() < deadline:
+        while not (rows.exists() and '"k"' in rows.read_text()) and time.monotonic() < deadline:
             time.sleep(0.2)
         waited = _pass(tmp_path, "holds", "wait")
         assert "false-hold run still running: 1 evaluations recorded" in waited.stdout, waited.stdout
