@@ -82,11 +82,22 @@ fixit_step() {
 # detach, await_done: `bash $0 MODE run` started so that it outlives this device call, and the next call's wait
 # (up to WAIT_S) for its $WORK/MODE.done.
 detach() {
-  rm -f "$WORK/$mode.done"
+  rm -f "$WORK/$mode.done" "$WORK/$mode.sid"
   # The detached shell writes its own pid: setsid made it the leader of a new session, which `MODE stop` ends.
   setsid nohup bash -c 'echo $$ > "$1"; exec bash "$2" "$3" run' _ "$WORK/$mode.sid" "$0" "$mode" \
     >/dev/null 2>&1 < /dev/null &
-  sleep 2; echo "$mode started: $(date -u)"
+  await_sessions "$WORK/$mode.sid"; echo "$mode started: $(date -u)"
+}
+# await_sessions SIDFILE...: until each detached shell has written its session id (it is then its own session, out
+# of this device call's reach), at most 10 s.
+await_sessions() {
+  local f missing
+  for _ in $(seq 100); do
+    missing=0
+    for f in "$@"; do [ -s "$f" ] || missing=1; done
+    [ "$missing" = 0 ] && return 0
+    sleep 0.1
+  done
 }
 # MODE stop: ends what `MODE start` left running (the session it started, so every child of it: the runner, its
 # evaluators and their profilers) and packs what it wrote, so that the device's remaining time can go to another
@@ -97,7 +108,8 @@ stop_detached() {
     [ -f "$f" ] || continue
     sid=$(cat "$f")
     pkill -TERM -s "$sid" 2>/dev/null
-    for _ in 1 2 3 4 5 6; do pgrep -s "$sid" >/dev/null || break; sleep 0.5; done
+    # Up to 3 s for them to end; an ended process waiting for its parent to reap it (Z) holds nothing.
+    for _ in $(seq 30); do ps -o stat= -s "$sid" | grep -qv '^Z' || break; sleep 0.1; done
     pkill -KILL -s "$sid" 2>/dev/null
     rm -f "$f"
   done
@@ -201,7 +213,7 @@ if [ "$mode" = holds ] && [ "$sub" = start ]; then  # the false-hold rate: tests
   parts=${#gpus[@]}
   load=$(( $(nproc) / parts - 2 )); [ "$load" -ge 1 ] || load=1
   # Each part's rows start afresh: an earlier run's (a pass's holds step writes holds-0.jsonl too) are in its tarball.
-  echo "$parts" > "$WORK/holds.parts"; rm -f "$WORK"/holds-*.done "$WORK"/holds-*.jsonl
+  echo "$parts" > "$WORK/holds.parts"; rm -f "$WORK"/holds-*.done "$WORK"/holds-*.jsonl "$WORK"/holds-*.sid
   for i in "${!gpus[@]}"; do
     pin=""
     # Each part has its own data folder: the test database is a file there.
@@ -215,7 +227,8 @@ if [ "$mode" = holds ] && [ "$sub" = start ]; then  # the false-hold rate: tests
       echo \"exit \$rc\" > '$WORK/holds-$i.done'" \
       >/dev/null 2>&1 < /dev/null &
   done
-  sleep 2; echo "false-hold run started in $parts part(s): $(date -u)"
+  sids=(); for i in "${!gpus[@]}"; do sids+=("$WORK/holds-$i.sid"); done
+  await_sessions "${sids[@]}"; echo "false-hold run started in $parts part(s): $(date -u)"
   exit 0
 fi
 if [ "$mode" = holds ] && [ "$sub" = wait ]; then
@@ -325,10 +338,11 @@ if [ "$mode" = corpus ] && [ "$sub" = run ]; then  # in the foreground, within o
 fi
 if [ "$mode" = corpus ] && [ "$sub" = start ]; then
   env_log > "$WORK/corpus-env.log" 2>&1
+  rm -f "$WORK/corpus.sid"
   setsid nohup bash -c "echo \$\$ > '$WORK/corpus.sid'; cd '$PWD' && python3 tests/adversarial/corpus.py --repeat ${CORPUS_REPEAT:-2} --prebuild 12 ${CORPUS_GPUS:+--gpus $CORPUS_GPUS} ${CORPUS_ARGS:-} \
     --json '$WORK/corpus.json' > '$WORK/corpus.log' 2>&1; echo \"exit \$?\" > '$WORK/corpus.done'" \
     >/dev/null 2>&1 < /dev/null &
-  sleep 2; echo "corpus started: $(date -u)"
+  await_sessions "$WORK/corpus.sid"; echo "corpus started: $(date -u)"
   sub=wait
 fi
 if [ "$mode" = corpus ] && [ "$sub" = wait ]; then

@@ -25,7 +25,7 @@ esac
 """
 
 
-def _pass(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+def _pass(tmp_path: Path, *args: str, wait_s: int = 1) -> subprocess.CompletedProcess:
     bin_dir = tmp_path / "bin"
     env = {
         **os.environ,
@@ -34,7 +34,7 @@ def _pass(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
         "OUT": str(tmp_path / "out"),
         "BUNDLE": str(tmp_path / "no-bundle"),
         "HOST_ENV_DIR": str(tmp_path / "host"),
-        "WAIT_S": "1",
+        "WAIT_S": str(wait_s),
     }
     return subprocess.run(
         ["bash", "scripts/gpu_pass.sh", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
@@ -42,8 +42,9 @@ def _pass(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def _session(sid: int) -> list[str]:
-    found = subprocess.run(["pgrep", "-s", str(sid)], capture_output=True, text=True).stdout
-    return found.split()
+    """The processes of session `sid` still running (an ended one its parent has not reaped yet is not)."""
+    found = subprocess.run(["ps", "-o", "pid=,stat=", "-s", str(sid)], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in found.splitlines() if not line.split()[1].startswith("Z")]
 
 
 def test_a_detached_corpus_stops_with_every_process_of_its_session(tmp_path):
@@ -89,7 +90,7 @@ def test_a_false_hold_run_counts_its_own_evaluations_not_an_earlier_runs(tmp_pat
         deadline = time.monotonic() + 30
         while not (rows.exists() and '"k"' in rows.read_text()) and time.monotonic() < deadline:
             time.sleep(0.2)
-        waited = _pass(tmp_path, "holds", "wait")
+        waited = _pass(tmp_path, "holds", "wait", wait_s=0)
         assert "false-hold run still running: 1 evaluations recorded" in waited.stdout, waited.stdout
         assert (tmp_path / "out" / "holds.jsonl").read_text().count("\n") == 1
     finally:
