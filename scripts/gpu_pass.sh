@@ -240,7 +240,7 @@ if [ "$mode" = holds ] && [ "$sub" = wait ]; then
   if finished; then
     cat "$WORK"/holds-*.done; grep -hE "STATIC_ONLY|PASSED|INCORRECT|ERROR|passed|failed" "$WORK"/holds-*.log | tail -45
   else
-    # The test appends one row per evaluation as it ends; the worker's log counts jobs (a ranked check is one too).
+    # The test appends one row per evaluation as it ends; the worker's log is no count (it can print a job twice).
     echo "false-hold run still running: $(cat "$WORK"/holds-*.jsonl 2>/dev/null | grep -c .) evaluations recorded"
   fi
   cp "$WORK"/holds-*.log "$WORK/holds.jsonl" "$WORK/holds-env.log" "$FINAL/" 2>/dev/null  # the rounds finished so far
