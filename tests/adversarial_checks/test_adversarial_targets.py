@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.source_policy.asm_strings import decode_literal
 from tests.support.evaluator_imports import CANDIDATE_PACKAGE, import_edges, loaded_by
 
 REPO = Path(__file__).resolve().parents[2]
@@ -69,23 +70,9 @@ def c_strings(text: str) -> list[str]:
                 break
             pieces.append(following.group(1))
             end = following.end()
-        out.append(C_ESCAPE.sub(_c_escape, "".join(pieces)))
+        out.append("".join(decode_literal(f'"{piece}"') for piece in pieces))
         pos = end
     return out
-
-
-C_ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]+|[0-7]{1,3}|.)", re.DOTALL)
-C_SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
-
-
-def _c_escape(match: re.Match[str]) -> str:
-    """One C escape sequence as the compiler reads it; an unknown one (`\\d`) is its character, as gcc makes it."""
-    body = match.group(1)
-    if body[0] == "x":
-        return chr(int(body[1:], 16) & 0xFF)
-    if body[0] in "01234567":
-        return chr(int(body, 8) & 0xFF)
-    return C_SIMPLE_ESCAPES.get(body, body)
 
 
 def _folded(node: ast.AST) -> str | None:
