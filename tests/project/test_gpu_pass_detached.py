@@ -25,6 +25,13 @@ esac
 """
 
 
+def _fake_python(tmp_path: Path) -> None:
+    fake = tmp_path / "bin" / "python3"
+    fake.parent.mkdir()
+    fake.write_text(FAKE_PYTHON)
+    fake.chmod(0o755)
+
+
 def _pass(tmp_path: Path, *args: str, wait_s: int = 1) -> subprocess.CompletedProcess:
     bin_dir = tmp_path / "bin"
     env = {
@@ -48,10 +55,7 @@ def _session(sid: int) -> list[str]:
 
 
 def test_a_detached_corpus_stops_with_every_process_of_its_session(tmp_path):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "python3").write_text(FAKE_PYTHON)
-    (bin_dir / "python3").chmod(0o755)
+    _fake_python(tmp_path)
 
     started = _pass(tmp_path, "corpus", "start")
     assert "corpus started" in started.stdout, started.stdout + started.stderr
@@ -73,10 +77,7 @@ def test_a_detached_corpus_stops_with_every_process_of_its_session(tmp_path):
 
 
 def test_a_false_hold_run_counts_its_own_evaluations_not_an_earlier_runs(tmp_path):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "python3").write_text(FAKE_PYTHON)
-    (bin_dir / "python3").chmod(0o755)
+    _fake_python(tmp_path)
     work = tmp_path / "work"
     work.mkdir()
     # A pass's holds step wrote five rows to the same file earlier on this host.
