@@ -214,8 +214,10 @@ if [ "$mode" = holds ] && [ "$sub" = start ]; then  # the false-hold rate: tests
   load=$(( $(nproc) / parts - 2 )); [ "$load" -ge 1 ] || load=1
   # Each part's rows start afresh: an earlier run's (a pass's holds step writes holds-0.jsonl too) are in its tarball.
   echo "$parts" > "$WORK/holds.parts"; rm -f "$WORK"/holds-*.done "$WORK"/holds-*.jsonl "$WORK"/holds-*.sid
+  sids=()
   for i in "${!gpus[@]}"; do
     pin=""
+    sids+=("$WORK/holds-$i.sid")
     # Each part has its own data folder: the test database is a file there.
     [ "$parts" -gt 1 ] && pin="CUDA_VISIBLE_DEVICES=${gpus[$i]} FALSE_HOLDS_PART=$i/$parts FALSE_HOLDS_LOAD=$load \
       PORTAL_DATA_DIR='$WORK/holds-data-$i'"
@@ -227,7 +229,6 @@ if [ "$mode" = holds ] && [ "$sub" = start ]; then  # the false-hold rate: tests
       echo \"exit \$rc\" > '$WORK/holds-$i.done'" \
       >/dev/null 2>&1 < /dev/null &
   done
-  sids=(); for i in "${!gpus[@]}"; do sids+=("$WORK/holds-$i.sid"); done
   await_sessions "${sids[@]}"; echo "false-hold run started in $parts part(s): $(date -u)"
   exit 0
 fi
