@@ -81,25 +81,31 @@ fixit_step() {
   export FIXIT_EXAMPLE_OUT="$WORK/fixit-example" FIXIT_VERDICTS_OUT="$WORK/fixit-verdicts"
   step fixit "${FIXIT_LIMIT:-240}" 25 python3 -m pytest -m gpu -q -p no:cacheprovider -rA tests/fixit/test_fixit_gpu.py
 }
+# spawn_session SIDFILE SCRIPT: SCRIPT run by bash as the leader of a new session, so that it outlives this device
+# call; its first act is to write its pid (the session id, which `MODE stop` ends) to SIDFILE.
+spawn_session() {
+  rm -f "$1"
+  setsid nohup bash -c 'echo $$ > "$1"; eval "$2"' _ "$1" "$2" >/dev/null 2>&1 < /dev/null &
+}
 # detach, await_done: `bash $0 MODE run` started so that it outlives this device call, and the next call's wait
 # (up to WAIT_S) for its $WORK/MODE.done.
 detach() {
-  rm -f "$WORK/$mode.done" "$WORK/$mode.sid"
-  # The detached shell writes its own pid: setsid made it the leader of a new session, which `MODE stop` ends.
-  setsid nohup bash -c 'echo $$ > "$1"; exec bash "$2" "$3" run' _ "$WORK/$mode.sid" "$0" "$mode" \
-    >/dev/null 2>&1 < /dev/null &
-  await_sessions "$WORK/$mode.sid"; echo "$mode started: $(date -u)"
+  rm -f "$WORK/$mode.done"
+  spawn_session "$WORK/$mode.sid" "exec bash '$0' '$mode' run"
+  await_sessions "$WORK/$mode.sid" && echo "$mode started: $(date -u)"
 }
 # await_sessions SIDFILE...: until each detached shell has written its session id (it is then its own session, out
-# of this device call's reach), at most 10 s.
+# of this device call's reach), at most SESSION_WAIT_S (10 s); says which did not, as `MODE stop` then cannot end it.
 await_sessions() {
   local f missing
-  for _ in $(seq 100); do
-    missing=0
-    for f in "$@"; do [ -s "$f" ] || missing=1; done
-    [ "$missing" = 0 ] && return 0
+  for _ in $(seq $(( ${SESSION_WAIT_S:-10} * 10 ))); do
+    missing=()
+    for f in "$@"; do [ -s "$f" ] || missing+=("$f"); done
+    [ "${#missing[@]}" = 0 ] && return 0
     sleep 0.1
   done
+  echo "not started in ${SESSION_WAIT_S:-10} s (no session id in ${missing[*]}): \`$mode stop\` cannot end it if it starts late" >&2
+  return 1
 }
 # MODE stop: ends what `MODE start` left running (the session it started, so every child of it: the runner, its
 # evaluators and their profilers) and packs what it wrote, so that the device's remaining time can go to another
@@ -226,13 +232,12 @@ if [ "$mode" = holds ] && [ "$sub" = start ]; then  # the false-hold rate: tests
     # FALSE_HOLDS_THEN=task/solution,...: a second part run after the first ends, so that a call cut short by the
     # device's time still has the first part whole (each round writes its rows to the part's .jsonl as it ends).
     holds="$pin FALSE_HOLDS_OUT='$WORK/holds-$i.jsonl' $HOLDS_TEST >> '$WORK/holds-$i.log' 2>&1"
-    setsid nohup bash -c "echo \$\$ > '$WORK/holds-$i.sid'; cd '$PWD' && : > '$WORK/holds-$i.log'; $holds; rc=\$?
+    spawn_session "$WORK/holds-$i.sid" ": > '$WORK/holds-$i.log'; $holds; rc=\$?
       if [ -n '${FALSE_HOLDS_THEN:-}' ]; then FALSE_HOLDS_ONLY='${FALSE_HOLDS_THEN:-}' $holds; rc=\$(( rc | \$? )); fi
-      echo \"exit \$rc\" > '$WORK/holds-$i.done'" \
-      >/dev/null 2>&1 < /dev/null &
+      echo \"exit \$rc\" > '$WORK/holds-$i.done'"
   done
-  await_sessions "${sids[@]}"; echo "false-hold run started in $parts part(s): $(date -u)"
-  exit 0
+  await_sessions "${sids[@]}" && echo "false-hold run started in $parts part(s): $(date -u)"
+  exit
 fi
 if [ "$mode" = holds ] && [ "$sub" = wait ]; then
   end=$(( $(date +%s) + ${WAIT_S:-570} ))
@@ -341,11 +346,10 @@ if [ "$mode" = corpus ] && [ "$sub" = run ]; then  # in the foreground, within o
 fi
 if [ "$mode" = corpus ] && [ "$sub" = start ]; then
   env_log > "$WORK/corpus-env.log" 2>&1
-  rm -f "$WORK/corpus.sid"
-  setsid nohup bash -c "echo \$\$ > '$WORK/corpus.sid'; cd '$PWD' && python3 tests/adversarial/corpus.py --repeat ${CORPUS_REPEAT:-2} --prebuild 12 ${CORPUS_GPUS:+--gpus $CORPUS_GPUS} ${CORPUS_ARGS:-} \
-    --json '$WORK/corpus.json' > '$WORK/corpus.log' 2>&1; echo \"exit \$?\" > '$WORK/corpus.done'" \
-    >/dev/null 2>&1 < /dev/null &
-  await_sessions "$WORK/corpus.sid"; echo "corpus started: $(date -u)"
+  rm -f "$WORK/corpus.done"
+  spawn_session "$WORK/corpus.sid" "python3 tests/adversarial/corpus.py --repeat ${CORPUS_REPEAT:-2} --prebuild 12 ${CORPUS_GPUS:+--gpus $CORPUS_GPUS} ${CORPUS_ARGS:-} \
+    --json '$WORK/corpus.json' > '$WORK/corpus.log' 2>&1; echo \"exit \$?\" > '$WORK/corpus.done'"
+  await_sessions "$WORK/corpus.sid" && echo "corpus started: $(date -u)"
   sub=wait
 fi
 if [ "$mode" = corpus ] && [ "$sub" = wait ]; then

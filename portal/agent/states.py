@@ -150,8 +150,8 @@ def published_status(outcome: str, verdict_status: str = "") -> str:
 
 
 def outcome_of_status(status: str) -> tuple[str, str]:
-    """(outcome, verdict status) of a published status: how a turn is written from one (demo data, rows stored
-    before the split, test fixtures)."""
+    """(outcome, verdict status) of a published status, the inverse of `published_status`: the rule by which the
+    migrations that split the old status read each stored one (tests/agent/test_agent_states.py holds them to it)."""
     for outcome, name in _OUTCOME_STATUS.items():
         if status == name:
             return outcome, ""

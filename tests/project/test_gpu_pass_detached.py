@@ -32,7 +32,7 @@ def _fake_python(tmp_path: Path) -> None:
     fake.chmod(0o755)
 
 
-def _pass(tmp_path: Path, *args: str, wait_s: int = 1) -> subprocess.CompletedProcess:
+def _pass(tmp_path: Path, *args: str, wait_s: int = 1, **extra: str) -> subprocess.CompletedProcess:
     bin_dir = tmp_path / "bin"
     env = {
         **os.environ,
@@ -42,6 +42,7 @@ def _pass(tmp_path: Path, *args: str, wait_s: int = 1) -> subprocess.CompletedPr
         "BUNDLE": str(tmp_path / "no-bundle"),
         "HOST_ENV_DIR": str(tmp_path / "host"),
         "WAIT_S": str(wait_s),
+        **extra,
     }
     return subprocess.run(
         ["bash", "scripts/gpu_pass.sh", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
@@ -96,3 +97,33 @@ def test_a_false_hold_run_counts_its_own_evaluations_not_an_earlier_runs(tmp_pat
         assert (tmp_path / "out" / "holds.jsonl").read_text().count("\n") == 1
     finally:
         subprocess.run(["pkill", "-KILL", "-s", str(sid)], capture_output=True)
+
+
+def test_a_new_corpus_run_is_not_taken_for_done_by_an_earlier_runs_end(tmp_path):
+    _fake_python(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "corpus.done").write_text("exit 0\n")  # an earlier corpus run on this host ended
+
+    started = _pass(tmp_path, "corpus", "start")
+    sid = int((work / "corpus.sid").read_text())
+    try:
+        assert "corpus started" in started.stdout, started.stdout + started.stderr
+        assert "corpus still running" in started.stdout, started.stdout
+        assert "exit 0" not in started.stdout
+    finally:
+        subprocess.run(["pkill", "-KILL", "-s", str(sid)], capture_output=True)
+
+
+def test_a_detached_run_that_never_starts_is_reported_not_announced(tmp_path):
+    _fake_python(tmp_path)
+    # A setsid that starts nothing: no shell ever writes its session id.
+    (tmp_path / "bin" / "setsid").write_text("#!/bin/bash\nexit 0\n")
+    (tmp_path / "bin" / "setsid").chmod(0o755)
+
+    started = _pass(tmp_path, "holds", "start", SESSION_WAIT_S="1")
+
+    assert started.returncode != 0
+    assert "false-hold run started" not in started.stdout
+    assert "not started in 1 s" in started.stderr and "holds-0.sid" in started.stderr, started.stderr
+    assert "holds stop` cannot end it" in started.stderr
