@@ -3,8 +3,8 @@ children included, so the device's remaining time can go to another mode without
 counts the evaluations of its own run.
 
 The GPU programs are the edge here: a `python3` on PATH that, for the corpus runner, starts a child and sleeps, and
-for the false-hold test writes one evaluation's row and sleeps, as the real ones would sit on the GPU; everything
-else is the real script."""
+for the false-hold test writes one evaluation's row and sleeps, as the real ones would sit on the GPU, and answers
+the environment log's version queries of the GPU host's packages; everything else is the real script."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 FAKE_PYTHON = f"""#!/bin/bash
 case "$*" in
+  *"import torch, triton"*|*"import django, pyarrow"*) echo "versions of the GPU host's packages" ;;
   *tests/adversarial/corpus.py*) sleep 300 & sleep 300 ;;
   *tests/submissions/test_false_holds_gpu.py*) echo '{{"kernel": "k", "holds": []}}' >> "$FALSE_HOLDS_OUT"; sleep 300 ;;
   *) exec {sys.executable} "$@" ;;
