@@ -3,15 +3,10 @@ and files by how much their time changed."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+from tests.support.factories import REPO
+from tests.support.script_modules import load_script
 
-SPEC = importlib.util.spec_from_file_location(
-    "durations_compare", Path(__file__).resolve().parents[2] / "bench" / "durations_compare.py"
-)
-assert SPEC and SPEC.loader
-compare = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(compare)
+compare = load_script(REPO / "bench" / "durations_compare.py", "durations_compare")
 
 BEFORE = """\
 ============================= slowest durations ==============================

@@ -4,20 +4,13 @@ time."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 from tests.support.factories import REPO
+from tests.support.script_modules import load_script
 
 
 def _load_probe(monkeypatch):
     monkeypatch.syspath_prepend(str(REPO / "bench"))  # the probe imports its sibling probes by name
-    spec = importlib.util.spec_from_file_location("probe_gpm_artefact", REPO / "bench" / "probe_gpm_artefact.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "probe_gpm_artefact", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(REPO / "bench" / "probe_gpm_artefact.py", "probe_gpm_artefact", monkeypatch)
 
 
 def test_each_variant_takes_away_what_its_name_says(monkeypatch):

@@ -4,14 +4,12 @@ compared by the family's rule and timed against the family's baseline (torch._sc
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pytest
 
 from evaluator.both_sides.taskdata import load_task
 from evaluator.both_sides.verdict import OverallStatus
 from evaluator.pipeline import Options, evaluate
+from tests.support.script_modules import load_script
 from tests.tasks.test_task_suite import REPO
 
 SOURCE = (REPO / "tests" / "kernels" / "cpu_gemm_fp8.cu").read_text()
@@ -19,10 +17,7 @@ SOURCE = (REPO / "tests" / "kernels" / "cpu_gemm_fp8.cu").read_text()
 
 @pytest.fixture
 def small_fp8_task(tmp_path, monkeypatch):
-    spec = importlib.util.spec_from_file_location("make_suite_fp8_cpu", REPO / "scripts" / "make_suite.py")
-    make_suite = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, make_suite)
-    spec.loader.exec_module(make_suite)
+    make_suite = load_script(REPO / "scripts" / "make_suite.py", "make_suite_fp8_cpu", monkeypatch)
     files = make_suite.gemm_fp8_task(64, 128)
     folder = tmp_path / files.name
     folder.mkdir()

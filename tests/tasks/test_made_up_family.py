@@ -5,9 +5,6 @@ family's rule, its FLOPs and bytes are the family's, and the comparison applies 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pytest
 import torch
 
@@ -19,6 +16,7 @@ from evaluator.both_sides.taskdata import load_task
 from evaluator.checks import physical_limits
 from evaluator.languages import LANGUAGES
 from evaluator.measure.correctness import Checker
+from tests.support.script_modules import load_script
 from tests.tasks.test_task_suite import REPO
 
 FAMILY = TaskFamily(
@@ -40,10 +38,7 @@ SCALE_SOURCE = "def run(X, alpha):\n    return X * alpha\n"
 @pytest.fixture
 def make_suite(tmp_path, monkeypatch):
     """scripts/make_suite.py with the made-up family registered and its templates beside the real ones."""
-    spec = importlib.util.spec_from_file_location("make_suite_made_up_family", REPO / "scripts" / "make_suite.py")
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, module)
-    spec.loader.exec_module(module)
+    module = load_script(REPO / "scripts" / "make_suite.py", "make_suite_made_up_family", monkeypatch)
     templates = tmp_path / "templates"
     templates.mkdir()
     (templates / FAMILY.reference).write_text(SCALE_SOURCE)
