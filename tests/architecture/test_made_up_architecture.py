@@ -5,9 +5,7 @@ client, which reads that answer."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ from evaluator.both_sides import arches, taskdata
 from evaluator.both_sides.verdict import ArchStatus
 from evaluator.checks import peaks
 from tests.support.cli_support import FakePortal, run_cli, serving
+from tests.support.script_modules import load_script
 
 pytestmark = pytest.mark.django_db
 
@@ -67,7 +66,7 @@ def _raw_page(ops: str) -> str:
     )
 
 
-def test_the_evaluator_layers_pick_up_an_architecture_added_only_to_the_registry(made_up, tmp_path):
+def test_the_evaluator_layers_pick_up_an_architecture_added_only_to_the_registry(made_up, tmp_path, monkeypatch):
     # SASS: the family is detected and counted as the architecture's target
     dump = "\tFunction : probe\n        /*0000*/   XMMA.64x8x16.F32.BF16 R24, gdesc[UR4], RZ ;\n"
     assert sass.instruction_family("XMMA.64x8x16.F32.BF16") == "xmma"
@@ -90,10 +89,7 @@ def test_the_evaluator_layers_pick_up_an_architecture_added_only_to_the_registry
     assert (peaks.hbm_tbps("NVIDIA X1"), peaks.non_tensor_peak_tflops("NVIDIA X1")) == (20.0, 300.0)
 
     # The suite generator writes its target and pack into every task, and the task loader accepts them
-    spec = importlib.util.spec_from_file_location("make_suite_made_up", REPO / "scripts" / "make_suite.py")
-    make_suite = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = make_suite
-    spec.loader.exec_module(make_suite)
+    make_suite = load_script(REPO / "scripts" / "make_suite.py", "make_suite_made_up", monkeypatch)
     task_files = make_suite.gemm_task(4096, 4096)
     written = json.loads(task_files.files["ptxbench.json"])
     assert written["targets"]["sm_999x"] == {"families": ["xmma"], "note": "xmma (XMMA in SASS)"}

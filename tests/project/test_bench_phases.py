@@ -4,23 +4,12 @@ without its phase table."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 from tests.support.factories import REPO
+from tests.support.script_modules import load_script
 
 
-def _load_bench():
-    spec = importlib.util.spec_from_file_location("evaluator_phases", REPO / "bench" / "evaluator_phases.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("evaluator_phases", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_every_phase_it_times_exists_and_is_put_back():
-    bench = _load_bench()
+def test_every_phase_it_times_exists_and_is_put_back(monkeypatch):
+    bench = load_script(REPO / "bench" / "evaluator_phases.py", "evaluator_phases", monkeypatch)
     phases = bench.Phases()
     bench.instrument(phases)  # AttributeError for a function the evaluator no longer has
     wrapped = [(owner, attr, original) for owner, attr, original in phases.wrapped]

@@ -4,12 +4,10 @@ rejected naming file and field, the generator script reproduces the folders, and
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import shutil
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -17,6 +15,7 @@ import pytest
 import torch
 
 from evaluator.both_sides.taskdata import Task, TaskDataError, evaluate_flops, load_task, load_tasks
+from tests.support.script_modules import load_script
 from tests.support.task_suite_build import compile_all, distinct_starters
 from tests.support.task_suite_math import (
     attention_exact,
@@ -169,11 +168,8 @@ def test_headline_flops_are_the_published_sizes(suite):
     assert evaluate_flops(suite["mha_bwd_d64_causal"].flops, {"B": 1, "H": 1, "S": 2, "D": 3}) == 60
 
 
-def test_make_suite_reproduces_the_task_folders(tmp_path):
-    spec = importlib.util.spec_from_file_location("make_suite", REPO / "scripts" / "make_suite.py")
-    make_suite = importlib.util.module_from_spec(spec)
-    sys.modules["make_suite"] = make_suite
-    spec.loader.exec_module(make_suite)
+def test_make_suite_reproduces_the_task_folders(tmp_path, monkeypatch):
+    make_suite = load_script(REPO / "scripts" / "make_suite.py", "make_suite", monkeypatch)
     assert make_suite.differences(TASKS) == []
     assert sorted(t.name for t in make_suite.build_suite()) == sorted(SUITE + FP8)
     # A hand edit is noticed.
