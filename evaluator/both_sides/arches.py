@@ -83,7 +83,7 @@ class CounterShareRule:
     the sum is FLOPs (checked on an H200: sm__ops_path_tensor_src_bf16_dst_fp32 reads 2*1024**3 for one 1024^3
     bf16 product, tests/fixtures/ncu/README.md)."""
 
-    metrics: tuple[str, ...]  # full metric names with their roll-up, e.g. "...utchmma_src_bf16_dst_fp32.sum"
+    metrics: tuple[str, ...]  # full metric names with their roll-up, e.g. "...utchmma_src_bf16_dst_fp32_sparsity_off.sum"
     # Operand type -> the metrics (a subset of `metrics`) of those operands, as MnemonicShareRule.operand_opcodes.
     operand_metrics: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
@@ -153,11 +153,12 @@ _HOPPER_PCIE = _tensor(51.0, 378.0, 756.0, 1513.0)
 _HOPPER_NVL = _tensor(60.0, 417.5, 835.0, 1670.5)
 
 # Every UTC*MMA math-operation counter Nsight Compute 2025.3 lists for the GB100 chip (B200, GB200), one per
-# source/destination type, without the sparsity split (the plain counter holds both): `ncu --query-metrics --chip
-# gb100`, excerpt in tests/fixtures/ncu/gb100-query-metrics-utcmma.txt. Legacy mma.sync (HMMA) is left out: it is
-# not tcgen05 work.
+# source/destination type, each in its two sparsity halves (`ncu --query-metrics --chip gb100`, excerpt in
+# tests/fixtures/ncu/gb100-query-metrics-utcmma.txt): the plain counter is their sum, but a B200 report of
+# `--set full` holds the halves only (its roofline section's counters; tests/fixtures/ncu/b200-*), so the rule reads
+# what Nsight Compute's own sections collect on that chip. Legacy mma.sync (HMMA) is left out: it is not tcgen05 work.
 _TCGEN05_MMA_OPS = tuple(
-    f"sm__ops_path_tensor_op_{op}.sum"
+    f"sm__ops_path_tensor_op_{op}_sparsity_{half}.sum"
     for op in (
         "utchmma_src_bf16_dst_fp32",
         "utchmma_src_fp16_dst_fp16",
@@ -168,6 +169,7 @@ _TCGEN05_MMA_OPS = tuple(
         "utcqmma_src_fp4_fp6_fp8_dst_fp16",
         "utcqmma_src_fp4_fp6_fp8_dst_fp32",
     )
+    for half in ("off", "on")
 )
 
 ARCHES: dict[str, Arch] = {

@@ -195,8 +195,9 @@ def test_the_blackwell_rule_names_only_counters_ncu_lists_for_gb100():
     }
     rule = ARCHES["sm_100a"].tensor_share
     assert rule.metrics and {m.removesuffix(".sum") for m in rule.metrics} <= listed
-    # every UTC*MMA op counter but the sparsity splits, which the plain counter already holds
-    assert {m for m in listed if "sparsity" not in m} == {m.removesuffix(".sum") for m in rule.metrics}
+    # every UTC*MMA op counter, in its two sparsity halves (what a B200's `--set full` report holds), none whole:
+    # the whole counter beside its halves would count the work twice
+    assert {m for m in listed if "sparsity" in m} == {m.removesuffix(".sum") for m in rule.metrics}
 
 
 def test_the_profile_collects_and_reads_the_counters_of_the_architectures_rule():
@@ -540,8 +541,8 @@ def test_the_counter_rule_counts_only_the_named_operands_counters():
         operands="fp8",
     )
     assert token.status == ArchStatus.TOKEN and token.tensor_core_flops == 0
-    assert "fp8 operands only (2 counters)" in token.reason
-    fp8 = "sm__ops_path_tensor_op_utcqmma_src_fp4_fp6_fp8_dst_fp32.sum"
+    assert "fp8 operands only (4 counters)" in token.reason
+    fp8 = "sm__ops_path_tensor_op_utcqmma_src_fp4_fp6_fp8_dst_fp32_sparsity_off.sum"
     rule = get_arch("sm_100a").tensor_share
     launch = {m: 0.0 for m in rule.metrics} | {fp8: 5.0, rule.metrics[0]: 7.0}
     assert tensor_share.from_counters(rule, [launch], "fp8").flops == 5.0
