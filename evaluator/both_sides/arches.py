@@ -83,7 +83,7 @@ class CounterShareRule:
     the sum is FLOPs (checked on an H200: sm__ops_path_tensor_src_bf16_dst_fp32 reads 2*1024**3 for one 1024^3
     bf16 product, tests/fixtures/ncu/README.md)."""
 
-    metrics: tuple[str, ...]  # full metric names with their roll-up, e.g. "...utchmma_src_bf16_dst_fp32_sparsity_off.sum"
+    metrics: tuple[str, ...]  # full names with their roll-up, e.g. "...utchmma_src_bf16_dst_fp32_sparsity_off.sum"
     # Operand type -> the metrics (a subset of `metrics`) of those operands, as MnemonicShareRule.operand_opcodes.
     operand_metrics: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 

@@ -1,0 +1,89 @@
+"""The sm_100a tensor-share rule (evaluator/both_sides/arches.py) on real Blackwell counters: two Nsight Compute
+2025.3.1 reports of `--set full` captured on a B200 and published by others, each one launch of an NVFP4 GEMM at
+M=128, N=7168, K=16384 done with tcgen05 (UTCOMMA), one by CUTLASS, one hand-written. Their counters were read from
+the report files with bench/ncu_report_metrics.py (no Nsight Compute host was at hand); provenance in
+tests/fixtures/ncu/README.md."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from evaluator.arch_check import tensor_share
+from evaluator.arch_check.ncu import SourceKernel, tensor_core_flops
+from evaluator.both_sides.arches import CounterShareRule, arch_for_capability, get_arch
+
+NCU = Path(__file__).resolve().parents[1] / "fixtures" / "ncu"
+CAPTURES = ("b200-nvfp4-cutlass", "b200-nvfp4-tcgen05-handwritten")
+GEMM_FLOPS = 2 * 128 * 7168 * 16384  # a multiply-add counted as two
+FP4_DENSE = "sm__ops_path_tensor_op_utcomma_src_fp4_dst_fp32_sparsity_off.sum"
+RULE = get_arch("sm_100a").tensor_share
+assert isinstance(RULE, CounterShareRule)
+
+
+def _launch(name: str) -> dict:
+    (launch,) = json.loads((NCU / f"{name}-counters.json").read_text())["launches"]  # one launch per report
+    return launch
+
+
+def _raw_page(launch: dict) -> str:
+    """The captured launch laid out as `ncu --import --page raw --csv --metrics ...` prints one (the layout of the
+    real H200 pages beside it), with the rule's counters as its columns."""
+    metrics = launch["metrics"]
+    out = io.StringIO()
+    page = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    page.writerow(["ID", "Kernel Name", "Block Size", "Grid Size", "CC", "gpu__time_duration.sum", *RULE.metrics])
+    page.writerow(["", "", "", "", "", "nsecond", *[""] * len(RULE.metrics)])
+    cc = f"{metrics['device__attribute_compute_capability_major']}.{metrics['device__attribute_compute_capability_minor']}"
+    values = [f"{metrics[m]:,.0f}" for m in RULE.metrics]
+    dims = [f"({', '.join(map(str, launch[k]))})" for k in ("block", "grid")]
+    page.writerow(["0", launch["mangled"], *dims, cc, f"{metrics['gpu__time_duration.sum']:.0f}", *values])
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("name", CAPTURES)
+def test_each_capture_is_one_launch_on_a_b200_which_is_sm_100a(name):
+    metrics = _launch(name)["metrics"]
+    assert metrics["device__attribute_display_name"] == "NVIDIA B200"
+    arch = arch_for_capability(
+        metrics["device__attribute_compute_capability_major"], metrics["device__attribute_compute_capability_minor"]
+    )
+    assert arch is not None and arch.name == "sm_100a"
+
+
+@pytest.mark.parametrize("name", CAPTURES)
+def test_every_counter_of_the_rule_is_in_a_b200_report_and_they_sum_to_the_gemms_flops(name):
+    metrics = _launch(name)["metrics"]
+    assert set(RULE.metrics) <= set(metrics)
+    assert tensor_share.from_counters(RULE, [metrics]).flops == GEMM_FLOPS
+    assert {m for m in RULE.metrics if metrics[m]} == {FP4_DENSE}  # dense FP4 work only, as the kernel does
+    # Nsight Compute's counter of all FP4 tensor work agrees: nothing of it escaped the rule's counters.
+    assert metrics["sm__ops_path_tensor_src_fp4_dst_fp32.sum"] == GEMM_FLOPS
+
+
+@pytest.mark.parametrize("name", CAPTURES)
+def test_a_full_b200_report_holds_each_counter_in_its_sparsity_halves_only(name):
+    """Why the rule names the halves: the whole counters (`ncu --query-metrics` lists them too) are not in a report
+    of `--set full`, and a rule asking for them gets no figure there, never a zero."""
+    metrics = _launch(name)["metrics"]
+    whole = tuple(sorted({m.replace("_sparsity_off", "").replace("_sparsity_on", "") for m in RULE.metrics}))
+    assert len(whole) == 8 and not set(whole) & set(metrics)
+    measured = tensor_share.from_counters(CounterShareRule(metrics=whole), [metrics])
+    assert measured.flops is None and "lacks the counters" in measured.why_not
+
+
+@pytest.mark.parametrize("name", CAPTURES)
+def test_the_captured_counters_count_for_the_submissions_kernel_by_name_and_operand_type(name):
+    launch = _launch(name)
+    page = _raw_page(launch)
+    own = [SourceKernel(name=launch["mangled"])]
+    assert tensor_core_flops("sm_100a", own, page).flops == GEMM_FLOPS
+    # Judged as an FP8 task, FP4 work is not the target's: only the UTCQMMA counters count.
+    assert tensor_core_flops("sm_100a", own, page, operands="fp8").flops == 0
+    # Another kernel's counters are not the submission's work.
+    other = tensor_core_flops("sm_100a", [SourceKernel(name="another_librarys_kernel")], page)
+    assert other.flops is None and "name none of the submission's kernels" in other.why_not
