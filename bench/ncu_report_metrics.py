@@ -16,7 +16,9 @@ message; then blocks, each a uint32-length-prefixed header message (1: source co
 as repeated strings in its field 1, 5: payload size) followed by that many uint32-length-prefixed entries, sources
 first, then one ProfileResult per launch (5: mangled name, 7: demangled name, 10/11: grid/block as x, y, z in
 fields 1-3, 13: repeated metric results, each 1: index into the block's string table, 2: value with 1: string,
-2: float, 3: double, 4: uint32, 5: uint64). Protocol Buffers wire format throughout.
+2: float, 3: double, 4: uint32, 5: uint64, and for an instanced metric 3: repeated instances, each 1: key and
+2: value, both values as in 2). Protocol Buffers wire format throughout. An instanced metric comes out as
+{"total": value, "instances": {key: value}}: e.g. `sass__inst_executed_per_opcode`, the executions per SASS opcode.
 """
 
 from __future__ import annotations
@@ -91,6 +93,14 @@ def _value(data: bytes) -> object:
     return None
 
 
+def _instance(msg: list[Field]) -> tuple[str, object]:
+    key, value = _first(msg, 1), _first(msg, 2)
+    return (
+        str(_value(key)) if isinstance(key, bytes) else "",
+        _value(value) if isinstance(value, bytes) else None,
+    )
+
+
 def _dims(data: object) -> list[int] | None:
     if not isinstance(data, bytes):
         return None
@@ -133,7 +143,12 @@ def launches(data: bytes, patterns: tuple[str, ...] = ()) -> list[dict[str, obje
                 if patterns and not any(fnmatch.fnmatchcase(name, p) for p in patterns):
                     continue
                 value = _first(metric, 2)
-                metrics[name] = _value(value) if isinstance(value, bytes) else None
+                total = _value(value) if isinstance(value, bytes) else None
+                instances = [fields(i) for i in _all(metric, 3)]  # type: ignore[arg-type]
+                if instances:  # an instanced metric (per opcode, per unit...): its total and each instance's value
+                    metrics[name] = {"total": total, "instances": dict(_instance(i) for i in instances)}
+                else:
+                    metrics[name] = total
             results.append(
                 {
                     "mangled": bytes(_first(result, 5, b"")).decode(),  # type: ignore[arg-type]

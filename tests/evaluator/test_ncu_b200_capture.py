@@ -1,8 +1,8 @@
 """The sm_100a tensor-share rule (evaluator/both_sides/arches.py) on real Blackwell counters: two Nsight Compute
 2025.3.1 reports of `--set full` captured on a B200 and published by others, each one launch of an NVFP4 GEMM at
-M=128, N=7168, K=16384 done with tcgen05 (UTCOMMA), one by CUTLASS, one hand-written. Their counters were read from
-the report files with bench/ncu_report_metrics.py (no Nsight Compute host was at hand); provenance in
-tests/fixtures/ncu/README.md."""
+M=128, N=7168, K=16384 done with tcgen05 (UTCOMMA), one by CUTLASS, one hand-written. Their counters, and the
+executions of each SASS opcode, were read from the report files with bench/ncu_report_metrics.py (no Nsight Compute
+host was at hand); provenance in tests/fixtures/ncu/README.md."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 from evaluator.arch_check import tensor_share
-from evaluator.arch_check.ncu import SourceKernel, tensor_core_flops
-from evaluator.both_sides.arches import CounterShareRule, arch_for_capability, get_arch
+from evaluator.arch_check.ncu import SourceKernel, SourceRow, decide_arch, family_execution, tensor_core_flops
+from evaluator.binaries.sass import instruction_family
+from evaluator.both_sides.arches import FAMILIES, CounterShareRule, arch_for_capability, get_arch
+from evaluator.both_sides.verdict import ArchStatus, SassCounts
 
 NCU = Path(__file__).resolve().parents[1] / "fixtures" / "ncu"
 CAPTURES = ("b200-nvfp4-cutlass", "b200-nvfp4-tcgen05-handwritten")
@@ -87,3 +89,53 @@ def test_the_captured_counters_count_for_the_submissions_kernel_by_name_and_oper
     # Another kernel's counters are not the submission's work.
     other = tensor_core_flops("sm_100a", [SourceKernel(name="another_librarys_kernel")], page)
     assert other.flops is None and "name none of the submission's kernels" in other.why_not
+
+
+def _kernel(launch: dict) -> SourceKernel:
+    """The launch as the arch stage's source page would give it, from the report's instruction statistics: one row
+    per SASS opcode with its warp-level executions and its predicated-on thread executions (what `family_execution`
+    sums per family; the statistics carry no separate all-threads count, so the predicated-on one stands for it)."""
+    metrics = launch["metrics"]
+    executed = metrics["sass__inst_executed_per_opcode"]["instances"]
+    predicated_on = metrics["sass__thread_inst_executed_true_per_opcode"]["instances"]
+    rows = [
+        SourceRow(f"{i:#06x}", opcode, int(n), int(predicated_on.get(opcode, 0)), int(predicated_on.get(opcode, 0)))
+        for i, (opcode, n) in enumerate(sorted(executed.items()))
+    ]
+    return SourceKernel(name=launch["mangled"], rows=rows)
+
+
+def _static(kernel: SourceKernel) -> SassCounts:
+    """Static counts of the opcodes that ran (the cubin inside the report is another project's code, not kept here)."""
+    families = dict.fromkeys(FAMILIES, 0)
+    for row in kernel.rows:
+        family = instruction_family(row.opcode)
+        if family is not None:
+            families[family] += 1
+    targets = list(get_arch("sm_100a").families)
+    return SassCounts(
+        "sm_100a", families, {}, targets, sum(families[f] for f in targets), [kernel.name], len(kernel.rows)
+    )
+
+
+@pytest.mark.parametrize("name", CAPTURES)
+def test_a_b200_gemm_done_on_tcgen05_is_verified_end_to_end_on_its_captured_counts(name):
+    launch = _launch(name)
+    kernel, page = _kernel(launch), _raw_page(launch)
+    executed, predicated_on = family_execution([kernel])["tcgen05"]
+    assert executed > 0 and predicated_on > 0  # UTCOMMA, UTCCP, LDTM... ran with a true predicate
+
+    check = decide_arch(arch="sm_100a", sass=_static(kernel), kernels=[kernel], task_flops=GEMM_FLOPS, raw_page=page)
+    assert check.status == ArchStatus.VERIFIED, check.reason
+    assert check.ptxbench_verified and check.tensor_core_share == pytest.approx(1.0)
+
+    # The same launch against four times the work: a quarter of it on the tensor cores is a token share.
+    token = decide_arch(
+        arch="sm_100a", sass=_static(kernel), kernels=[kernel], task_flops=4 * GEMM_FLOPS, raw_page=page
+    )
+    assert token.status == ArchStatus.TOKEN and token.tensor_core_share == pytest.approx(0.25)
+    # Judged as an FP8 task it did none of the target's work.
+    fp8 = decide_arch(
+        arch="sm_100a", sass=_static(kernel), kernels=[kernel], task_flops=GEMM_FLOPS, raw_page=page, operands="fp8"
+    )
+    assert fp8.status == ArchStatus.TOKEN and fp8.tensor_core_flops == 0

@@ -32,8 +32,9 @@ def _framed(message: bytes) -> bytes:
     return struct.pack("<I", len(message)) + message
 
 
-def _metric(name_id: int, value: bytes) -> bytes:
-    return _field(13, _field(1, name_id) + _field(2, value))
+def _metric(name_id: int, value: bytes, instances: tuple[tuple[bytes, bytes], ...] = ()) -> bytes:
+    each = b"".join(_field(3, _field(1, key) + _field(2, val)) for key, val in instances)
+    return _field(13, _field(1, name_id) + _field(2, value) + each)
 
 
 def _report() -> bytes:
@@ -41,6 +42,7 @@ def _report() -> bytes:
         b"gpu__time_duration.sum",
         b"sm__ops_path_tensor_op_x_sparsity_off.sum",
         b"device__attribute_display_name",
+        b"sass__inst_executed_per_opcode",
     ]
     table = b"".join(_field(1, s) for s in strings)
     result = (
@@ -51,6 +53,7 @@ def _report() -> bytes:
         + _metric(0, _field(3, struct.pack("<d", 1234.5), fixed64=True))
         + _metric(1, _field(5, 30064771072))
         + _metric(2, _field(1, b"NVIDIA B200"))
+        + _metric(3, _field(5, 30), ((_field(1, b"UTCOMMA"), _field(5, 10)), (_field(1, b"BRA"), _field(5, 20))))
     )
     source = _field(1, b"an embedded cubin would be here")
     header = _field(1, 1) + _field(2, 1) + _field(4, table) + _field(5, 8 + len(source) + len(result))
@@ -69,6 +72,7 @@ def test_each_launch_comes_with_its_names_dimensions_and_metric_values(reader):
     assert launch["metrics"] == {
         "device__attribute_display_name": "NVIDIA B200",
         "gpu__time_duration.sum": 1234.5,
+        "sass__inst_executed_per_opcode": {"total": 30, "instances": {"UTCOMMA": 10, "BRA": 20}},
         "sm__ops_path_tensor_op_x_sparsity_off.sum": 30064771072,
     }
     (only,) = reader.launches(_report(), ("sm__ops_path_tensor_op_*.sum",))
