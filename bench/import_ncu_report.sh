@@ -6,9 +6,9 @@
 # Writes OUTDIR/NAME-{session,raw-all,raw-rule,source}.csv (NAME: the report's file name without .ncu-rep), each
 # gzipped, and OUTDIR/NAME-import.log with the commands and ncu's version.
 set -euo pipefail
-report=${1:?REPORT.ncu-rep}
+report=$(realpath "${1:?REPORT.ncu-rep}")
 arch=${2:?ARCH, e.g. sm_100a}
-out=${3:?OUTDIR}
+out=$(realpath -m "${3:?OUTDIR}")  # both resolved before the cd below
 cd "$(dirname "$0")/.."
 mkdir -p "$out"
 name=$(basename "$report" .ncu-rep)
