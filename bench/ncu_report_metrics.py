@@ -30,7 +30,7 @@ import struct
 import sys
 from pathlib import Path
 
-Field = tuple[int, int, object]  # (number, wire type, value: int for varints, bytes otherwise)
+Field = tuple[int, int, int | bytes]  # (number, wire type, value: int for varints, bytes otherwise)
 
 
 def _varint(data: bytes, i: int) -> tuple[int, int]:
@@ -72,40 +72,45 @@ def fields(data: bytes) -> list[Field]:
     return out
 
 
-def _first(msg: list[Field], number: int, default: object = None) -> object:
-    return next((v for n, _, v in msg if n == number), default)
+def _ints(msg: list[Field], number: int) -> list[int]:
+    return [v for n, _, v in msg if n == number and isinstance(v, int)]
 
 
-def _all(msg: list[Field], number: int) -> list[object]:
-    return [v for n, _, v in msg if n == number]
+def _blobs(msg: list[Field], number: int) -> list[bytes]:
+    return [v for n, _, v in msg if n == number and isinstance(v, bytes)]
 
 
-def _value(data: bytes) -> object:
-    for number, _, raw in fields(data):
-        if number == 1:
-            return bytes(raw).decode("utf-8", "replace")  # type: ignore[arg-type]
-        if number == 2:
-            return struct.unpack("<f", raw)[0]  # type: ignore[arg-type]
-        if number == 3:
-            return struct.unpack("<d", raw)[0]  # type: ignore[arg-type]
-        if number in (4, 5):
+def _int(msg: list[Field], number: int) -> int:
+    return next(iter(_ints(msg, number)), 0)
+
+
+def _blob(msg: list[Field], number: int) -> bytes | None:
+    return next(iter(_blobs(msg, number)), None)
+
+
+def _value(data: bytes | None) -> object:
+    """A value message: the first of its typed fields that is set."""
+    for number, _, raw in fields(data or b""):
+        if isinstance(raw, int):  # uint32, uint64
             return raw
+        if number == 1:
+            return raw.decode("utf-8", "replace")
+        if number == 2:
+            return struct.unpack("<f", raw)[0]
+        if number == 3:
+            return struct.unpack("<d", raw)[0]
     return None
 
 
 def _instance(msg: list[Field]) -> tuple[str, object]:
-    key, value = _first(msg, 1), _first(msg, 2)
-    return (
-        str(_value(key)) if isinstance(key, bytes) else "",
-        _value(value) if isinstance(value, bytes) else None,
-    )
+    return str(_value(_blob(msg, 1))), _value(_blob(msg, 2))
 
 
-def _dims(data: object) -> list[int] | None:
-    if not isinstance(data, bytes):
+def _dims(data: bytes | None) -> list[int] | None:
+    if data is None:
         return None
     msg = fields(data)
-    return [int(_first(msg, n, 0)) for n in (1, 2, 3)]  # type: ignore[call-overload]
+    return [_int(msg, n) for n in (1, 2, 3)]
 
 
 def _framed(data: bytes, offset: int) -> tuple[bytes, int]:
@@ -127,34 +132,33 @@ def launches(data: bytes, patterns: tuple[str, ...] = ()) -> list[dict[str, obje
     while offset < len(data):
         header_bytes, offset = _framed(data, offset)
         header = fields(header_bytes)
-        table = _first(header, 4)
-        strings = [bytes(s).decode() for s in _all(fields(table), 1)] if isinstance(table, bytes) else []  # type: ignore[arg-type]
-        sources, count = int(_first(header, 1, 0)), int(_first(header, 2, 0))  # type: ignore[call-overload]
+        table = _blob(header, 4)
+        strings = [s.decode() for s in _blobs(fields(table), 1)] if table is not None else []
+        sources, count = _int(header, 1), _int(header, 2)
         for index in range(sources + count):
             entry, offset = _framed(data, offset)
             if index < sources:
                 continue
             result = fields(entry)
             metrics: dict[str, object] = {}
-            for raw in _all(result, 13):
-                metric = fields(raw)  # type: ignore[arg-type]
-                name_id = int(_first(metric, 1, 0))  # type: ignore[call-overload]
+            for raw in _blobs(result, 13):
+                metric = fields(raw)
+                name_id = _int(metric, 1)
                 name = strings[name_id] if name_id < len(strings) else f"#{name_id}"
                 if patterns and not any(fnmatch.fnmatchcase(name, p) for p in patterns):
                     continue
-                value = _first(metric, 2)
-                total = _value(value) if isinstance(value, bytes) else None
-                instances = [fields(i) for i in _all(metric, 3)]  # type: ignore[arg-type]
+                total = _value(_blob(metric, 2))
+                instances = [fields(i) for i in _blobs(metric, 3)]
                 if instances:  # an instanced metric (per opcode, per unit...): its total and each instance's value
                     metrics[name] = {"total": total, "instances": dict(_instance(i) for i in instances)}
                 else:
                     metrics[name] = total
             results.append(
                 {
-                    "mangled": bytes(_first(result, 5, b"")).decode(),  # type: ignore[arg-type]
-                    "demangled": bytes(_first(result, 7, b"")).decode(),  # type: ignore[arg-type]
-                    "grid": _dims(_first(result, 10)),
-                    "block": _dims(_first(result, 11)),
+                    "mangled": (_blob(result, 5) or b"").decode(),
+                    "demangled": (_blob(result, 7) or b"").decode(),
+                    "grid": _dims(_blob(result, 10)),
+                    "block": _dims(_blob(result, 11)),
                     "metrics": dict(sorted(metrics.items())),
                 }
             )
