@@ -7,6 +7,7 @@ host was at hand); provenance in tests/fixtures/ncu/README.md."""
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 from evaluator.arch_check import tensor_share
 from evaluator.arch_check.ncu import SourceKernel, SourceRow, decide_arch, family_execution, tensor_core_flops
 from evaluator.binaries.sass import instruction_family
-from evaluator.both_sides.arches import FAMILIES, CounterShareRule, arch_for_capability, get_arch
+from evaluator.both_sides.arches import CounterShareRule, arch_for_capability, get_arch
 from evaluator.both_sides.verdict import ArchStatus, SassCounts
 
 NCU = Path(__file__).resolve().parents[1] / "fixtures" / "ncu"
@@ -107,15 +108,8 @@ def _kernel(launch: dict) -> SourceKernel:
 
 def _static(kernel: SourceKernel) -> SassCounts:
     """Static counts of the opcodes that ran (the cubin inside the report is another project's code, not kept here)."""
-    families = dict.fromkeys(FAMILIES, 0)
-    for row in kernel.rows:
-        family = instruction_family(row.opcode)
-        if family is not None:
-            families[family] += 1
-    targets = list(get_arch("sm_100a").families)
-    return SassCounts(
-        "sm_100a", families, {}, targets, sum(families[f] for f in targets), [kernel.name], len(kernel.rows)
-    )
+    tcgen05 = sum(instruction_family(row.opcode) == "tcgen05" for row in kernel.rows)
+    return SassCounts("sm_100a", {"tcgen05": tcgen05}, {}, ["tcgen05"], tcgen05, [kernel.name], len(kernel.rows))
 
 
 @pytest.mark.parametrize("name", CAPTURES)
@@ -125,17 +119,14 @@ def test_a_b200_gemm_done_on_tcgen05_is_verified_end_to_end_on_its_captured_coun
     executed, predicated_on = family_execution([kernel])["tcgen05"]
     assert executed > 0 and predicated_on > 0  # UTCOMMA, UTCCP, LDTM... ran with a true predicate
 
-    check = decide_arch(arch="sm_100a", sass=_static(kernel), kernels=[kernel], task_flops=GEMM_FLOPS, raw_page=page)
+    judge = functools.partial(decide_arch, arch="sm_100a", sass=_static(kernel), kernels=[kernel], raw_page=page)
+    check = judge(task_flops=GEMM_FLOPS)
     assert check.status == ArchStatus.VERIFIED, check.reason
     assert check.ptxbench_verified and check.tensor_core_share == pytest.approx(1.0)
 
     # The same launch against four times the work: a quarter of it on the tensor cores is a token share.
-    token = decide_arch(
-        arch="sm_100a", sass=_static(kernel), kernels=[kernel], task_flops=4 * GEMM_FLOPS, raw_page=page
-    )
+    token = judge(task_flops=4 * GEMM_FLOPS)
     assert token.status == ArchStatus.TOKEN and token.tensor_core_share == pytest.approx(0.25)
     # Judged as an FP8 task it did none of the target's work.
-    fp8 = decide_arch(
-        arch="sm_100a", sass=_static(kernel), kernels=[kernel], task_flops=GEMM_FLOPS, raw_page=page, operands="fp8"
-    )
+    fp8 = judge(task_flops=GEMM_FLOPS, operands="fp8")
     assert fp8.status == ArchStatus.TOKEN and fp8.tensor_core_flops == 0
