@@ -5,7 +5,8 @@
 # BEFORE, AFTER: commits of this repository. PAIRS: how many A/B pairs (default 2). OUT: a JSON-lines file that
 # gets one row per run (default docs/runs/performance/test-suite-<date>.jsonl). Each run is a `git clone` of this
 # repository into a new folder under /tmp, checked out at the commit, then `make test` there: what CI does, with
-# the machine's package caches as they are. Nothing else should run on the machine meanwhile.
+# the machine's package caches as they are. Nothing else should run on the machine meanwhile. PYTEST_ADDOPTS reaches
+# both commits' pytest alike (e.g. -k to leave out the same tests on both sides) and is recorded in each row.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 before=$(git rev-parse --verify "${1:?BEFORE commit}^{commit}")
@@ -34,7 +35,7 @@ run_one() {  # run_one LABEL COMMIT: one fresh clone, one `make test`, one JSON 
     cp "$log" "${out%.jsonl}-$label-$(date -u +%H%M%S).log"
   fi
   python3 - "$label" "$commit" "$t0" "$t1" "$rc" "$summary" "$(nproc)" "$(cat /proc/loadavg)" <<'EOF' | tee -a "$out"
-import json, re, sys, datetime
+import json, os, re, sys, datetime
 label, commit, t0, t1, rc, summary, cores, loadavg = sys.argv[1:]
 passed = re.search(r"(\d+) passed", summary)
 pytest_s = re.search(r" in ([0-9.]+)s", summary)
@@ -43,6 +44,7 @@ print(json.dumps({
     "exit": int(rc), "wall_s": round(float(t1) - float(t0), 1),
     "pytest_s": float(pytest_s.group(1)) if pytest_s else None, "passed": int(passed.group(1)) if passed else None,
     "cores": int(cores), "loadavg_after": loadavg.split()[:3],
+    **({"pytest_addopts": os.environ["PYTEST_ADDOPTS"]} if os.environ.get("PYTEST_ADDOPTS") else {}),
 }))
 EOF
   rm -rf "$dir"
