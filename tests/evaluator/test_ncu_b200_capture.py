@@ -1,13 +1,16 @@
 """The sm_100a tensor-share rule (evaluator/both_sides/arches.py) on real Blackwell counters: two Nsight Compute
 2025.3.1 reports of `--set full` captured on a B200 and published by others, each one launch of an NVFP4 GEMM at
 M=128, N=7168, K=16384 done with tcgen05 (UTCOMMA), one by CUTLASS, one hand-written. Their counters, and the
-executions of each SASS opcode, were read from the report files with bench/ncu_report_metrics.py (no Nsight Compute
-host was at hand); provenance in tests/fixtures/ncu/README.md."""
+executions of each SASS opcode, were read from the report files with bench/ncu_report_metrics.py; the raw page of
+the rule's counters was also printed from each report by Nsight Compute itself (`ncu --import ... --page raw
+--csv --metrics`, bench/import_ncu_report.sh), which the arch stage's own parser reads here. Provenance in
+tests/fixtures/ncu/README.md."""
 
 from __future__ import annotations
 
 import csv
 import functools
+import gzip
 import io
 import json
 from pathlib import Path
@@ -15,7 +18,15 @@ from pathlib import Path
 import pytest
 
 from evaluator.arch_check import tensor_share
-from evaluator.arch_check.ncu import SourceKernel, SourceRow, decide_arch, family_execution, tensor_core_flops
+from evaluator.arch_check.ncu import (
+    SourceKernel,
+    SourceRow,
+    decide_arch,
+    family_execution,
+    parse_counters,
+    parse_launches,
+    tensor_core_flops,
+)
 from evaluator.binaries.sass import instruction_family
 from evaluator.both_sides.arches import CounterShareRule, arch_for_capability, get_arch
 from evaluator.both_sides.verdict import ArchStatus, SassCounts
@@ -130,3 +141,26 @@ def test_a_b200_gemm_done_on_tcgen05_is_verified_end_to_end_on_its_captured_coun
     # Judged as an FP8 task it did none of the target's work.
     fp8 = judge(task_flops=GEMM_FLOPS, operands="fp8")
     assert fp8.status == ArchStatus.TOKEN and fp8.tensor_core_flops == 0
+
+
+def _printed_page(name: str) -> str:
+    """The rule's raw page as Nsight Compute 2025.3.1 printed it from the report (bench/import_ncu_report.sh)."""
+    return gzip.decompress((NCU / f"{name}-raw-rule.csv.gz").read_bytes()).decode()
+
+
+@pytest.mark.parametrize("name", CAPTURES)
+def test_the_page_nsight_compute_prints_gives_the_same_counters_launch_and_verdict(name):
+    """Our report reader and Nsight Compute agree on every counter of the rule, and the arch stage's parser, on the
+    page as the profiler prints it, finds the GEMM's FLOPs and judges the launch as above."""
+    launch, page = _launch(name), _printed_page(name)
+    ((kernel_name, counters),) = parse_counters(page, RULE.metrics)
+    assert kernel_name == launch["mangled"]
+    assert counters == {m: launch["metrics"][m] for m in RULE.metrics}
+    assert sum(counters.values()) == GEMM_FLOPS
+    ((printed_launch),) = parse_launches(page)
+    assert (printed_launch.grid, printed_launch.block) == (tuple(launch["grid"]), tuple(launch["block"]))
+
+    kernel = _kernel(launch)
+    check = decide_arch(arch="sm_100a", sass=_static(kernel), kernels=[kernel], raw_page=page, task_flops=GEMM_FLOPS)
+    assert check.status == ArchStatus.VERIFIED, check.reason
+    assert check.tensor_core_share == pytest.approx(1.0)
