@@ -32,11 +32,17 @@ from evaluator.measure.candidate import CandidateSetup
 TINY = load_task(Path(__file__).resolve().parent / "tasks" / "tiny_gemm")
 
 
-def profiled_verdict(tmp_path, monkeypatch, *, in_process_ms: float, ranked_ms: float, ncu_ms: float) -> Verdict:
+def profiled_verdict(
+    tmp_path, monkeypatch, *, in_process_ms: float, ranked_ms: float, ncu_ms: float, host_floor_ms: float | None = None
+) -> Verdict:
     """A timed, passed workload whose ranked latency and in-process median differ, then the arch stage with a
     profile that took `ncu_ms`, and the profile absorbed into the verdict as the pipeline does."""
     workload = TINY.workloads[0]
-    perf = Performance(latency_ms=ranked_ms, candidate=summarize([in_process_ms] * 5, method="cupti", warmup=2))
+    perf = Performance(
+        latency_ms=ranked_ms,
+        candidate=summarize([in_process_ms] * 5, method="cupti", warmup=2),
+        host_floor_ms=host_floor_ms,
+    )
     row = WorkloadResult(workload.uuid, dict(workload.axes), Status.PASSED, "", Correctness(), performance=perf)
     setup = CandidateSetup(TINY, [workload], tmp_path / "kernel.so", tmp_path, tmp_path / "x", None)
     profile = ArchCheck(ArchStatus.VERIFIED, reason="wgmma executed", ncu_gpu_time_ms=ncu_ms)
@@ -73,3 +79,16 @@ def test_a_profiled_path_that_agrees_only_with_the_candidates_own_timer_is_held(
 def test_a_profile_that_describes_the_ranked_latency_is_not_held(tmp_path, monkeypatch):
     v = profiled_verdict(tmp_path, monkeypatch, in_process_ms=0.5, ranked_ms=1.0, ncu_ms=0.97)
     assert v.integrity.holds == []
+
+
+def test_the_host_floor_of_the_timed_workload_reaches_the_check(tmp_path, monkeypatch):
+    """h100-2026-12-06j's expert GEMM at M=128: 0.054 ms profiled, 0.0732 ms ranked, of which 0.0074 ms the host's
+    own cost a call (the trusted baseline process's floor). Mutation caught: `absorb_profile` not passing the
+    workload's `host_floor_ms` (the run's hold comes back)."""
+    honest = profiled_verdict(
+        tmp_path, monkeypatch, in_process_ms=0.0566, ranked_ms=0.07319, ncu_ms=0.05402, host_floor_ms=0.00742
+    )
+    assert honest.integrity.holds == []
+    without = profiled_verdict(tmp_path, monkeypatch, in_process_ms=0.0566, ranked_ms=0.07319, ncu_ms=0.05402)
+    [hold] = without.integrity.holds
+    assert hold.code == TIMER_DISAGREEMENT

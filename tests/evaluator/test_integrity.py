@@ -71,6 +71,47 @@ def test_ncu_margin_covers_every_honest_ratio_measured_and_holds_a_third_either_
     assert ig.ncu_hold(reported_ms=1.0, ncu_ms=1.30) is not None
 
 
+# (run, corpus entry, Nsight Compute's time of the profiled call, ranked latency, host floor), in ms, from the
+# committed verdicts in docs/runs/integrity/<run>/corpus.json.gz: the expert Hopper GEMM at M=128, and the Triton
+# kernel that launches cuBLAS with CUPTI's records blinded.
+HONEST_SMALL = [
+    ("h100-2026-12-05b", "control_reference_hopper", 0.05466, 0.06750, 0.00585),
+    ("h100-2026-12-06d", "control_reference_hopper", 0.05590, 0.06890, 0.01149),
+    ("h100-2026-12-06i", "control_reference_hopper", 0.05485, 0.06739, 0.00786),
+    ("h100-2026-12-06j", "control_reference_hopper", 0.05402, 0.07319, 0.00742),
+    ("h200-2026-12-05c", "control_reference_hopper", 0.05456, 0.06682, 0.01552),
+]
+HIDDEN_LIBRARY = [
+    ("h100-2026-12-05b", "triton_harness_cupti_blind", 0.06966, 0.14457, 0.00688),
+    ("h200-2026-12-05c", "triton_harness_cupti_blind", 0.06957, 0.12779, 0.01149),
+]
+
+
+def test_an_honest_small_kernel_is_judged_without_the_hosts_own_cost_of_each_call():
+    """The ranked latency of a 0.05 ms kernel holds the host's cost of driving the call, which Nsight Compute never
+    sees: h100-2026-12-06j held the expert GEMM at 0.738. Mutation caught: the floor not subtracted."""
+    for run, entry, ncu_ms, ranked_ms, floor_ms in HONEST_SMALL:
+        assert ig.ncu_hold(reported_ms=ranked_ms, ncu_ms=ncu_ms, host_floor_ms=floor_ms) is None, (run, entry)
+    run, entry, ncu_ms, ranked_ms, floor_ms = HONEST_SMALL[3]
+    assert ig.ncu_hold(reported_ms=ranked_ms, ncu_ms=ncu_ms) is not None  # the hold that run gave
+
+
+def test_a_library_hidden_from_the_profile_is_still_held_once_the_host_floor_is_left_out():
+    for run, entry, ncu_ms, ranked_ms, floor_ms in HIDDEN_LIBRARY:
+        hold = ig.ncu_hold(reported_ms=ranked_ms, ncu_ms=ncu_ms, host_floor_ms=floor_ms)
+        assert hold is not None and hold.code == ig.TIMER_DISAGREEMENT, (run, entry)
+        assert "once the host's own" in hold.message
+
+
+def test_the_host_floor_excuses_at_most_half_the_ranked_latency_and_never_a_slower_profile():
+    # A floor as large as the ranked latency (a host too busy to tell) leaves half of it to compare with.
+    assert ig.ncu_hold(reported_ms=0.06, ncu_ms=0.02, host_floor_ms=0.06) is not None
+    assert ig.ncu_hold(reported_ms=0.06, ncu_ms=0.03, host_floor_ms=0.06) is None
+    # The slower side is the ranked latency itself: a floor never excuses a profile slower than the timed calls.
+    assert ig.ncu_hold(reported_ms=1.0, ncu_ms=1.30, host_floor_ms=0.2) is not None
+    assert ig.ncu_hold(reported_ms=1.0, ncu_ms=0.70, host_floor_ms=-1.0) is not None  # a negative floor is none
+
+
 def test_profiled_launches_must_match_every_timed_call():
     a = ig.Launch("_Z4wgmmav", (132, 1, 1), (384, 1, 1))
     b = ig.Launch("_Z4simtv", (1024, 1, 1), (256, 1, 1))
