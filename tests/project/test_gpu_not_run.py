@@ -29,7 +29,9 @@ def _no_gpu_here() -> None:
 
 
 def _gpu_pass(tmp_path: Path, **extra: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in {"EVALUATOR_ALLOW_UNSANDBOXED", "EVALUATOR_BWRAP"}}
+    # The nested pytest collects every GPU test whatever options the outer run was given (PYTEST_ADDOPTS).
+    dropped = {"EVALUATOR_ALLOW_UNSANDBOXED", "EVALUATOR_BWRAP", "PYTEST_ADDOPTS"}
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     env.update(
         PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '')}",  # python3 is this virtualenv's
         OUT=str(tmp_path / "out"),
