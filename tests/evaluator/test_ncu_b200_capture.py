@@ -157,7 +157,7 @@ def test_the_page_nsight_compute_prints_gives_the_same_counters_launch_and_verdi
     assert kernel_name == launch["mangled"]
     assert counters == {m: launch["metrics"][m] for m in RULE.metrics}
     assert sum(counters.values()) == GEMM_FLOPS
-    ((printed_launch),) = parse_launches(page)
+    (printed_launch,) = parse_launches(page)
     assert (printed_launch.grid, printed_launch.block) == (tuple(launch["grid"]), tuple(launch["block"]))
 
     kernel = _kernel(launch)
