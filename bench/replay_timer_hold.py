@@ -1,0 +1,87 @@
+"""The profiled-call timer check (evaluator.checks.integrity.ncu_hold) as the evaluator decides it now, replayed over
+every committed corpus verdict that has a profile, beside what the verdict recorded when it ran.
+
+    python bench/replay_timer_hold.py [CORPUS_JSON_GZ ...]
+
+Default: docs/runs/integrity/*/corpus.json.gz. Prints how many verdicts were replayed and one line for each whose
+`timer_disagreement` decision differs now (run, entry, what the corpus expected, the profiled time over the ranked
+latency, the host floor). A change to the check's margin or yardstick shows here what it would have done to every
+run on record before any GPU runs it again. The recorded decision is the rule of its day: runs before the trusted
+clock ranked (h200-2026-12-01*, 12-03) held the profile against the in-process median within 50%, so what differs
+there is that change's doing.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from evaluator.checks.integrity import TIMER_DISAGREEMENT, ncu_hold  # noqa: E402
+
+CROSS_CHECK_ONLY = "profiled only to cross-check the timed figures"  # the reason an `absent` kernel's check ends with
+
+
+def _entries(node: Any) -> Iterator[dict[str, Any]]:
+    """Every corpus outcome (a dict with a name and a verdict) anywhere in a corpus file's rounds."""
+    if isinstance(node, dict):
+        if node.get("name") and isinstance(node.get("verdict"), dict):
+            yield node
+        for value in node.values():
+            yield from _entries(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _entries(value)
+
+
+def replay(entry: dict[str, Any]) -> tuple[bool, bool, float, float | None] | None:
+    """(held when it ran, held now, profiled over ranked, host floor), or None without a profiled, timed workload."""
+    verdict = entry["verdict"]
+    check = verdict.get("arch_check") or {}
+    ncu_ms = check.get("ncu_gpu_time_ms")
+    workload = next((w for w in verdict.get("workloads") or [] if w.get("uuid") == check.get("workload")), None)
+    perf = (workload or {}).get("performance") or {}
+    reported = check.get("ranked_latency_ms") or check.get("cupti_median_ms")
+    if not ncu_ms or not reported:
+        return None
+    holds = (verdict.get("integrity") or {}).get("holds") or []
+    was = any(h.get("code") == TIMER_DISAGREEMENT for h in holds)
+    now = ncu_hold(
+        reported_ms=reported,
+        ncu_ms=ncu_ms,
+        slower_only=str(check.get("reason", "")).endswith(CROSS_CHECK_ONLY),
+        host_floor_ms=perf.get("host_floor_ms"),
+    )
+    return was, now is not None, ncu_ms / reported, perf.get("host_floor_ms")
+
+
+def main(argv: list[str]) -> int:
+    files = [Path(a) for a in argv] or sorted((REPO / "docs" / "runs" / "integrity").glob("*/corpus.json.gz"))
+    replayed, changed = 0, []
+    for path in files:
+        for entry in _entries(json.loads(gzip.decompress(path.read_bytes()))):
+            result = replay(entry)
+            if result is None:
+                continue
+            replayed += 1
+            was, now, ratio, floor = result
+            if was != now:
+                changed.append(
+                    f"{path.parent.name}  {entry['name']}  expected {entry.get('expected', '?')}  "
+                    f"{'held' if was else 'not held'} -> {'held' if now else 'not held'}  "
+                    f"ncu/ranked {ratio:.3f}  host floor {floor if floor is None else round(floor, 5)}"
+                )
+    print(f"profiled verdicts replayed: {replayed} in {len(files)} files; decided otherwise now: {len(changed)}")
+    for line in changed:
+        print("  " + line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
