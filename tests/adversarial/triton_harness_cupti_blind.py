@@ -7,7 +7,7 @@ its injection variables and libraries) it runs its own GEMM in full, which is ve
 
 This is the attack inside the stated bound: the ranked latency is then the trusted clock's over cuBLAS's calls,
 and the profiled call (this Triton GEMM, about 0.81x cuBLAS) is within the 25% that Nsight Compute's time may
-differ from it, so it can pass. Expected: held `timer_disagreement` or FOREIGN_KERNEL; or, when it passes, a
+differ from it (from it less the host's own cost of a call, on the faster side), so it can pass. Expected: held `timer_disagreement` or FOREIGN_KERNEL; or, when it passes, a
 speedup of at most 1.3x (the honest kernel reads about 0.81x; cuBLAS's own speed is 1.0x), never more than the
 margin allows. docs/threat-model.md says why the margin is not smaller."""
 
