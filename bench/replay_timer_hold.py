@@ -23,21 +23,14 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from evaluator.arch_check.arch_stage import CROSS_CHECK_ONLY  # noqa: E402
 from evaluator.checks.integrity import TIMER_DISAGREEMENT, ncu_hold  # noqa: E402
 
-CROSS_CHECK_ONLY = "profiled only to cross-check the timed figures"  # the reason an `absent` kernel's check ends with
 
-
-def _entries(node: Any) -> Iterator[dict[str, Any]]:
-    """Every corpus outcome (a dict with a name and a verdict) anywhere in a corpus file's rounds."""
-    if isinstance(node, dict):
-        if node.get("name") and isinstance(node.get("verdict"), dict):
-            yield node
-        for value in node.values():
-            yield from _entries(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _entries(value)
+def _outcomes(path: Path) -> Iterator[dict[str, Any]]:
+    """Every outcome of every round in a corpus file (tests/adversarial/corpus.py writes a list of rounds)."""
+    for round_ in json.loads(gzip.decompress(path.read_bytes())):
+        yield from (o for o in round_.get("outcomes", []) if isinstance(o.get("verdict"), dict))
 
 
 def replay(entry: dict[str, Any]) -> tuple[bool, bool, float, float | None] | None:
@@ -56,7 +49,7 @@ def replay(entry: dict[str, Any]) -> tuple[bool, bool, float, float | None] | No
         reported_ms=reported,
         ncu_ms=ncu_ms,
         slower_only=str(check.get("reason", "")).endswith(CROSS_CHECK_ONLY),
-        host_floor_ms=perf.get("host_floor_ms"),
+        host_floor_ms=perf.get("host_floor_ms") if check.get("ranked_latency_ms") else None,
     )
     return was, now is not None, ncu_ms / reported, perf.get("host_floor_ms")
 
@@ -65,7 +58,7 @@ def main(argv: list[str]) -> int:
     files = [Path(a) for a in argv] or sorted((REPO / "docs" / "runs" / "integrity").glob("*/corpus.json.gz"))
     replayed, changed = 0, []
     for path in files:
-        for entry in _entries(json.loads(gzip.decompress(path.read_bytes()))):
+        for entry in _outcomes(path):
             result = replay(entry)
             if result is None:
                 continue

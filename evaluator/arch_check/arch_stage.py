@@ -31,6 +31,8 @@ from evaluator.isolation.sandbox import GroupResult, run_group
 from evaluator.measure.candidate import CandidateSetup, axes_text, candidate_env, child_command, write_job
 
 REPORT_MAX_BYTES = 1024 * 1024 * 1024  # an Nsight Compute report of one profiled call is tens of MB
+# How a kernel with no target instruction says it was profiled only to cross-check the timing (its reason's end).
+CROSS_CHECK_ONLY = "profiled only to cross-check the timed figures"
 
 
 @dataclass
@@ -100,7 +102,7 @@ def run_arch_stage(
     check = outcome.check
     check.workload = workload.uuid
     if absent:
-        check.reason += "; profiled only to cross-check the timed figures"
+        check.reason += f"; {CROSS_CHECK_ONLY}"
     result = next(w for w in evaluated if w.uuid == workload.uuid)
     perf = result.performance
     median = perf.candidate.median_ms if perf and perf.candidate else None

@@ -74,14 +74,15 @@ def absorb_profile(v: Verdict, outcome: ArchOutcome, timed_launches: dict[str, l
             check.status = ArchStatus.PROFILE_ERROR
             check.reason = f"not verified: {mismatch.message}"
     # Against the ranked latency, which the trusted clock bounds: a rewritten in-process timer cannot move it, so the
-    # in-process median alone is no yardstick. Less the host's own cost a call, measured where no candidate runs.
+    # in-process median alone is no yardstick. The ranked latency less the host's own cost a call (measured where no
+    # candidate runs); an in-process median, GPU time alone, is taken as it is.
     perf = next((w.performance for w in v.workloads if w.uuid == check.workload and w.performance), None)
     record.hold(
         ncu_hold(
             reported_ms=check.ranked_latency_ms or check.cupti_median_ms,
             ncu_ms=check.ncu_gpu_time_ms,
             slower_only=outcome.cross_check_only,
-            host_floor_ms=perf.host_floor_ms if perf is not None else None,
+            host_floor_ms=perf.host_floor_ms if perf is not None and check.ranked_latency_ms else None,
         )
     )
 

@@ -33,7 +33,13 @@ TINY = load_task(Path(__file__).resolve().parent / "tasks" / "tiny_gemm")
 
 
 def profiled_verdict(
-    tmp_path, monkeypatch, *, in_process_ms: float, ranked_ms: float, ncu_ms: float, host_floor_ms: float | None = None
+    tmp_path,
+    monkeypatch,
+    *,
+    in_process_ms: float,
+    ranked_ms: float | None,
+    ncu_ms: float,
+    host_floor_ms: float | None = None,
 ) -> Verdict:
     """A timed, passed workload whose ranked latency and in-process median differ, then the arch stage with a
     profile that took `ncu_ms`, and the profile absorbed into the verdict as the pipeline does."""
@@ -92,3 +98,13 @@ def test_the_host_floor_of_the_timed_workload_reaches_the_check(tmp_path, monkey
     without = profiled_verdict(tmp_path, monkeypatch, in_process_ms=0.0566, ranked_ms=0.07319, ncu_ms=0.05402)
     [hold] = without.integrity.holds
     assert hold.code == TIMER_DISAGREEMENT
+
+
+def test_the_host_floor_is_never_taken_off_an_in_process_median(tmp_path, monkeypatch):
+    """Without a ranked latency the yardstick is the candidate process's median, GPU time alone: no host cost in it
+    to leave out. Mutation caught: the floor passed whatever the yardstick."""
+    v = profiled_verdict(
+        tmp_path, monkeypatch, in_process_ms=0.07319, ranked_ms=None, ncu_ms=0.05402, host_floor_ms=0.00742
+    )
+    [hold] = v.integrity.holds
+    assert hold.code == TIMER_DISAGREEMENT and "once the host's own" not in hold.message
