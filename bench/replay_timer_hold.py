@@ -24,7 +24,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from evaluator.arch_check.arch_stage import CROSS_CHECK_ONLY  # noqa: E402
+from evaluator.both_sides.verdict import from_dict  # noqa: E402
 from evaluator.checks.integrity import TIMER_DISAGREEMENT, ncu_hold  # noqa: E402
+from evaluator.checks.integrity_record import timer_yardstick  # noqa: E402
 
 
 def _outcomes(path: Path) -> Iterator[dict[str, Any]]:
@@ -34,24 +36,23 @@ def _outcomes(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def replay(entry: dict[str, Any]) -> tuple[bool, bool, float, float | None] | None:
-    """(held when it ran, held now, profiled over ranked, host floor), or None without a profiled, timed workload."""
-    verdict = entry["verdict"]
-    check = verdict.get("arch_check") or {}
-    ncu_ms = check.get("ncu_gpu_time_ms")
-    workload = next((w for w in verdict.get("workloads") or [] if w.get("uuid") == check.get("workload")), None)
-    perf = (workload or {}).get("performance") or {}
-    reported = check.get("ranked_latency_ms") or check.get("cupti_median_ms")
-    if not ncu_ms or not reported:
+    """(held when it ran, held now, profiled over its yardstick, host floor allowed), or None without a profiled,
+    timed workload."""
+    verdict = from_dict(entry["verdict"])
+    check = verdict.arch_check
+    reported_ms, host_floor_ms = timer_yardstick(check, verdict)
+    if not check.ncu_gpu_time_ms or not reported_ms:
         return None
-    holds = (verdict.get("integrity") or {}).get("holds") or []
-    was = any(h.get("code") == TIMER_DISAGREEMENT for h in holds)
+    holds = verdict.integrity.holds if verdict.integrity is not None else []
+    was = any(h.code == TIMER_DISAGREEMENT for h in holds)
     now = ncu_hold(
-        reported_ms=reported,
-        ncu_ms=ncu_ms,
-        slower_only=str(check.get("reason", "")).endswith(CROSS_CHECK_ONLY),
-        host_floor_ms=perf.get("host_floor_ms") if check.get("ranked_latency_ms") else None,
+        reported_ms=reported_ms,
+        ncu_ms=check.ncu_gpu_time_ms,
+        # The verdict keeps no flag for a profile taken only to cross-check the timer; its reason says so.
+        slower_only=check.reason.endswith(CROSS_CHECK_ONLY),
+        host_floor_ms=host_floor_ms,
     )
-    return was, now is not None, ncu_ms / reported, perf.get("host_floor_ms")
+    return was, now is not None, check.ncu_gpu_time_ms / reported_ms, host_floor_ms
 
 
 def main(argv: list[str]) -> int:
@@ -68,7 +69,7 @@ def main(argv: list[str]) -> int:
                 changed.append(
                     f"{path.parent.name}  {entry['name']}  expected {entry.get('expected', '?')}  "
                     f"{'held' if was else 'not held'} -> {'held' if now else 'not held'}  "
-                    f"ncu/ranked {ratio:.3f}  host floor {floor if floor is None else round(floor, 5)}"
+                    f"ncu/yardstick {ratio:.3f}  host floor {floor if floor is None else round(floor, 5)}"
                 )
     print(f"profiled verdicts replayed: {replayed} in {len(files)} files; decided otherwise now: {len(changed)}")
     for line in changed:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from evaluator.arch_check.arch_stage import ArchOutcome
 from evaluator.both_sides.launches import Launch
-from evaluator.both_sides.verdict import ArchStatus, Integrity, Status, Verdict
+from evaluator.both_sides.verdict import ArchCheck, ArchStatus, Integrity, Status, Verdict
 from evaluator.checks.integrity import (
     describe_foreign,
     launch_mismatch,
@@ -73,18 +73,28 @@ def absorb_profile(v: Verdict, outcome: ArchOutcome, timed_launches: dict[str, l
         if check.status == ArchStatus.VERIFIED:
             check.status = ArchStatus.PROFILE_ERROR
             check.reason = f"not verified: {mismatch.message}"
-    # Against the ranked latency, which the trusted clock bounds: a rewritten in-process timer cannot move it, so the
-    # in-process median alone is no yardstick. The ranked latency less the host's own cost a call (measured where no
-    # candidate runs); an in-process median, GPU time alone, is taken as it is.
-    perf = next((w.performance for w in v.workloads if w.uuid == check.workload and w.performance), None)
+    reported_ms, host_floor_ms = timer_yardstick(check, v)
     record.hold(
         ncu_hold(
-            reported_ms=check.ranked_latency_ms or check.cupti_median_ms,
+            reported_ms=reported_ms,
             ncu_ms=check.ncu_gpu_time_ms,
             slower_only=outcome.cross_check_only,
-            host_floor_ms=perf.host_floor_ms if perf is not None and check.ranked_latency_ms else None,
+            host_floor_ms=host_floor_ms,
         )
     )
+
+
+def timer_yardstick(check: ArchCheck, v: Verdict) -> tuple[float | None, float | None]:
+    """What the profiled call's time is judged against: (that figure, the host's own cost a call to allow for).
+
+    The ranked latency, which the trusted clock bounds: a rewritten in-process timer cannot move it, so the in-process
+    median alone is no yardstick. It carries the host's cost a call (measured where no candidate runs); an in-process
+    median, GPU time alone, is taken as it is, with none.
+    """
+    if not check.ranked_latency_ms:
+        return check.cupti_median_ms, None
+    perf = next((w.performance for w in v.workloads if w.uuid == check.workload and w.performance), None)
+    return check.ranked_latency_ms, perf.host_floor_ms if perf is not None else None
 
 
 def _named_as_timed(profiled: list[Launch], timed: list[list[Launch]]) -> list[Launch]:

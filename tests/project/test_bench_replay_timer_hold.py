@@ -8,20 +8,31 @@ import json
 import subprocess
 import sys
 
+from evaluator.both_sides.verdict import (
+    ArchCheck,
+    ArchStatus,
+    Integrity,
+    IntegrityHold,
+    OverallStatus,
+    Performance,
+    Status,
+    Verdict,
+    WorkloadResult,
+    to_dict,
+)
 from tests.support.factories import REPO
 
 
 def _outcome(name: str, *, ncu_ms: float | None, ranked_ms: float, floor_ms: float, held: bool) -> dict:
-    holds = [{"code": "timer_disagreement", "message": "..."}] if held else []
-    return {
-        "name": name,
-        "expected": "PASSED + arch verified + held none",
-        "verdict": {
-            "arch_check": {"workload": "w1", "ncu_gpu_time_ms": ncu_ms, "ranked_latency_ms": ranked_ms, "reason": ""},
-            "workloads": [{"uuid": "w1", "performance": {"latency_ms": ranked_ms, "host_floor_ms": floor_ms}}],
-            "integrity": {"holds": holds},
-        },
-    }
+    """One corpus outcome around a verdict as the evaluator writes it (the replay reads it back as one)."""
+    verdict = Verdict("t", "gemm", "sm_90a", OverallStatus.PASSED, "now", "0" * 64, 1, ["timing", "arch"])
+    performance = Performance(latency_ms=ranked_ms, host_floor_ms=floor_ms)
+    verdict.workloads = [WorkloadResult("w1", {"M": 128}, Status.PASSED, performance=performance)]
+    verdict.arch_check = ArchCheck(
+        ArchStatus.VERIFIED, workload="w1", ncu_gpu_time_ms=ncu_ms, ranked_latency_ms=ranked_ms
+    )
+    verdict.integrity = Integrity(holds=[IntegrityHold("timer_disagreement", "...")] if held else [])
+    return {"name": name, "expected": "PASSED + arch verified + held none", "verdict": to_dict(verdict)}
 
 
 def test_a_decision_the_check_makes_otherwise_now_is_listed_and_unprofiled_entries_are_left_out(tmp_path):
@@ -48,4 +59,4 @@ def test_a_decision_the_check_makes_otherwise_now_is_listed_and_unprofiled_entri
     lines = done.stdout.splitlines()
     assert lines[0] == "profiled verdicts replayed: 2 in 1 files; decided otherwise now: 1"
     assert len(lines) == 2 and "run-x  control_reference_hopper" in lines[1]
-    assert "held -> not held  ncu/ranked 0.738  host floor 0.00742" in lines[1]
+    assert "held -> not held  ncu/yardstick 0.738  host floor 0.00742" in lines[1]
