@@ -74,6 +74,7 @@ class SharedOutputs:
     torch: Any
     _keep: Any  # the region's owner (gpu_share.SharedRegion or the mmap)
     inputs: int = 0
+    base: Any = None  # the whole region as one flat uint8 tensor (the parent's)
 
     @classmethod
     def create(
@@ -106,6 +107,7 @@ class SharedOutputs:
                 torch,
                 region,
                 len(lent),
+                base,
             )
         fd = os.memfd_create("ptxbench-outputs", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         os.ftruncate(fd, nbytes)
@@ -125,6 +127,7 @@ class SharedOutputs:
             torch,
             mapped,
             len(lent),
+            base,
         )
 
     def job_entry(self) -> dict[str, Any]:
@@ -151,6 +154,24 @@ class SharedOutputs:
             for t in self.outputs_of(slot):
                 poison(t)
         self._sync()
+
+    def sample_plan(self, slots: int, indices: Sequence[Any]) -> list[tuple[Any, Any]]:
+        """For a round of `slots` calls: per output, the region seen as that output's dtype and the positions there
+        of the elements `indices` names (flat indices within one output, a tensor per output) in every slot. Made
+        before the parent's clock starts, so that taking the samples costs one gather per output inside it."""
+        torch, plan = self.torch, []
+        for entry, idx in zip(self.entries[self.inputs :], indices, strict=True):
+            dtype = getattr(torch, entry["dtype"])
+            size = torch.empty(0, dtype=dtype).element_size()
+            typed = self.base.view(dtype)
+            starts = torch.arange(slots, dtype=torch.int64) * (self.slot_bytes // size) + entry["offset"] // size
+            plan.append((typed, (starts[:, None] + idx.to(torch.int64)[None, :]).to(typed.device)))
+        return plan
+
+    def take_samples(self, plan: list[tuple[Any, Any]]) -> list[Any]:
+        """Per output, the sampled elements of every slot ([slots, samples]), copied into the parent's private
+        memory; queued on the device, complete once the next capture (or `sync`) returns."""
+        return [typed[positions] for typed, positions in plan]
 
     def capture_slots(self, slots: Sequence[int], *, inputs: bool = False) -> dict[int, list[Any]]:
         """The outputs (with `inputs`, the lent inputs) of each slot in `slots`, copied into the parent's private

@@ -45,6 +45,7 @@ from evaluator.isolation.jail import Jail, hand_over
 from evaluator.isolation.sandbox import CandidateProcess, ChildDied, ProcessLimitHit, child_env
 from evaluator.languages import DEFAULT_LANGUAGE, Language
 from evaluator.measure import trusted_baseline
+from evaluator.measure.batch_samples import compare_samples, output_numels, sampled_references
 from evaluator.measure.compare import Comparison, worst
 from evaluator.measure.correctness import Checker, fill_correctness
 from evaluator.measure.lent_calls import InputDrawer, Lent, LentRound, lent_input_shapes, ranked_ms
@@ -273,7 +274,8 @@ def run_workload(
     if timing is not None:
         out_bytes = sum(t.numel() * t.element_size() for t in refs[0]) if refs else 0
         cap = min(timing.max_checked, max(4, CHECK_MEMORY_BYTES // max(out_bytes, 1)))
-        plan = TimingPlan.draw(seeds, timing.warm_rounds, timing.check_fraction, cap)
+        numels = output_numels(checker.task.definition, workload)
+        plan = TimingPlan.draw(seeds, timing.warm_rounds, timing.check_fraction, cap, numels)
         timing_refs = _timing_references(checker, workload, seeds, plan)
     drawer = input_drawer(checker, workload)
     trusted_base = None
@@ -399,6 +401,14 @@ def _timing_references(
     refs = {("timed", r, j): checker.reference_outputs(workload, seeds.timed[r][j]) for r, j in sorted(plan.checked)}
     for r, (batch, j) in enumerate(zip(seeds.batches, plan.batch_checked, strict=True)):
         refs[("batch", r, j)] = checker.reference_outputs(workload, batch[j])
+    if plan.batch_indices:
+        sampled = sampled_references(
+            lambda seed: checker.reference_outputs(workload, seed),
+            seeds.batches,
+            plan.batch_indices,
+            plan.batch_checked,
+        )
+        refs.update({("sampled", b, k): tuple(values) for (b, k), values in sampled.items()})
     return refs
 
 
@@ -440,11 +450,15 @@ def _time(
     batches: list[LentRound] = []
     for b, batch_seeds in enumerate(seeds.batches):
         j = plan.batch_checked[b]
-        batches.append(lent.round(protocol.BATCH_ROUND, batch_seeds, [j]))
+        indices = plan.batch_indices[b] if plan.batch_indices else ()
+        batches.append(lent.round(protocol.BATCH_ROUND, batch_seeds, [j], samples=indices))
         comparison = checker.compare_tensors(workload, batches[-1].captured.pop(j), refs[("batch", b, j)])
         run.checked_calls += 1
         if not comparison.ok:
             _batch_failed(result, j, comparison)
+            return
+        if (failed := _sampled_batch_failure(checker, batches[-1], b, refs)) is not None:
+            _batch_failed(result, *failed)
             return
     lent.child.send(protocol.finish_command())
     msg = protocol.check_timing(expect(lent.child, lent.deadline, protocol.TIMED))
@@ -489,6 +503,27 @@ def device_name(setup: CandidateSetup) -> str | None:
     import torch
 
     return str(torch.cuda.get_device_properties(setup.device).name)
+
+
+def _sampled_batch_failure(
+    checker: Checker, batch: LentRound, b: int, refs: dict[tuple[str, int, int], tuple[Any, ...]]
+) -> tuple[int, Comparison] | None:
+    """The first call of batch `b` whose sampled elements differ from the reference's, with that comparison."""
+    task = checker.task
+    for k in sorted(k for kind, bb, k in refs if kind == "sampled" and bb == b):
+        comparison = compare_samples(
+            task.definition,
+            [values[k] for values in batch.sampled],
+            refs[("sampled", b, k)],
+            atol=task.atol,
+            rtol=task.rtol,
+            rel_norm_bound=checker.rel_norm_bound,
+            device=checker.device,
+        )
+        if not comparison.ok:
+            return k, comparison
+    batch.sampled.clear()
+    return None
 
 
 def _batch_failed(result: WorkloadResult, call: int, comparison: Comparison) -> None:

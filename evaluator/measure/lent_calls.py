@@ -58,6 +58,8 @@ class LentRound:
     captured: dict[int, list[Any]] = field(default_factory=dict)  # slot -> its outputs, copied by the parent
     drawn: list[list[Any]] = field(default_factory=list)  # with keep_inputs: per slot, the inputs as drawn
     left: dict[int, list[Any]] = field(default_factory=dict)  # with keep_inputs: captured slots' inputs after the calls
+    # With `samples`: per output, the sampled elements of every slot ([calls, samples]), taken before the clock stopped
+    sampled: list[Any] = field(default_factory=list)
 
 
 def ranked_ms(batches: list[LentRound], drawing_ms: float) -> float | None:
@@ -143,11 +145,14 @@ def lent_round(
     *,
     sampled: bool = True,
     keep_inputs: bool = False,
+    samples: Sequence[Any] = (),
 ) -> LentRound:
     """One round: the command, the parent's clock around drawing, the calls and the capture of `capture`'s slots.
-    With `keep_inputs`, the drawn inputs are kept (the caller checks the lent ones were left unchanged)."""
+    With `keep_inputs`, the drawn inputs are kept (the caller checks the lent ones were left unchanged). With
+    `samples` (per output, flat element indices), those elements of every slot are taken with the capture."""
     if len(seeds) > shared.slots:
         raise RuntimeError(f"a round of {len(seeds)} calls and {shared.slots} lent slots")
+    plan = shared.sample_plan(len(seeds), samples) if samples else []
     child.send(protocol.round_command(round_, kind, len(seeds), sampled=sampled))
     protocol.check_round(expect(child, deadline, protocol.ROUND_READY), round_)
     shared.poison(len(seeds))
@@ -158,12 +163,20 @@ def lent_round(
     ready = time.perf_counter()
     child.send(protocol.go_command())
     protocol.check_round(expect(child, deadline, protocol.ROUND_DONE), round_)
+    taken = shared.take_samples(plan)  # complete once the capture returns
     captured = shared.capture_slots(capture)
     done = time.perf_counter()
     left = shared.capture_slots(capture, inputs=True) if keep_inputs else {}
     child.send(protocol.next_command())
     return LentRound(
-        kind, len(seeds), (done - t0) * 1e3, (ready - t0) * 1e3, captured, drawn if keep_inputs else [], left
+        kind,
+        len(seeds),
+        (done - t0) * 1e3,
+        (ready - t0) * 1e3,
+        captured,
+        drawn if keep_inputs else [],
+        left,
+        taken,
     )
 
 
@@ -186,6 +199,7 @@ class Lent:
         *,
         sampled: bool = True,
         keep_inputs: bool = False,
+        samples: Sequence[Any] = (),
     ) -> LentRound:
         return lent_round(
             self.child,
@@ -199,6 +213,7 @@ class Lent:
             capture,
             sampled=sampled,
             keep_inputs=keep_inputs,
+            samples=samples,
         )
 
 

@@ -7,10 +7,13 @@ of evaluator/measure/lent_calls.py.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from evaluator.both_sides.inputs import derive_seed
 from evaluator.checks.integrity import CHECK_FRACTION, CheckChooser
+from evaluator.measure.batch_samples import draw_indices
 
 
 @dataclass
@@ -29,17 +32,22 @@ class TimingPlan:
     nothing of it (every call of a round stays in the parent's memory until the round's capture)."""
 
     checked: set[tuple[int, int]]  # (timed round, call) of sampled timed rounds
-    batch_checked: list[int]  # per batch, the call whose outputs are compared
+    batch_checked: list[int]  # per batch, the call whose outputs are compared in full
+    # Per batch, per output: the flat indices of the elements taken from every call (evaluator/measure/batch_samples.py)
+    batch_indices: list[list[Any]] = field(default_factory=list)
 
     @classmethod
-    def draw(cls, seeds: Seeds, warm_rounds: int, fraction: float, cap: int) -> TimingPlan:
+    def draw(
+        cls, seeds: Seeds, warm_rounds: int, fraction: float, cap: int, output_numels: Sequence[int] = ()
+    ) -> TimingPlan:
         chooser = CheckChooser(fraction)
         chosen = [(r, j) for r in range(warm_rounds, len(seeds.timed)) for j in range(len(seeds.timed[r]))]
         chosen = [c for c in chosen if chooser.check()]
         rng = random.SystemRandom()
         if len(chosen) > cap:
             chosen = rng.sample(chosen, cap)
-        return cls(set(chosen), [rng.randrange(len(b)) for b in seeds.batches])
+        indices = [draw_indices(output_numels) for _ in seeds.batches] if output_numels else []
+        return cls(set(chosen), [rng.randrange(len(b)) for b in seeds.batches], indices)
 
 
 @dataclass

@@ -19,6 +19,7 @@ not hold an honest small kernel.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from typing import Any
 from evaluator.both_sides import protocol
 from evaluator.both_sides.shared_outputs import SharedOutputs
 from evaluator.checks.integrity import HOST_SLACK_MS
+from evaluator.measure.batch_samples import draw_indices
 from evaluator.measure.lent_calls import InputDrawer, Lent, fastest_drawing_ms, ranked_ms
 
 __all__ = ["FLOOR_FACTOR", "TrustedBaseline", "host_slack_ms", "measure"]
@@ -68,9 +70,15 @@ def measure(
     lent = Lent(child, expect, deadline, shared, drawer)
     for r, calls in enumerate(seeds.timed):
         lent.round(protocol.TIMED_ROUND, calls, sampled=r >= warm_rounds)
-    batches = [lent.round(protocol.BATCH_ROUND, calls, [b % len(calls)]) for b, calls in enumerate(seeds.batches)]
+    # The candidate's batches take sampled elements of every call before the clock stops: these pay the same gather.
+    numels = [math.prod(e["shape"]) for e in shared.entries[shared.inputs :]]
+    batches = [
+        lent.round(protocol.BATCH_ROUND, calls, [b % len(calls)], samples=draw_indices(numels))
+        for b, calls in enumerate(seeds.batches)
+    ]
     for batch in batches:
         batch.captured.clear()
+        batch.sampled.clear()
     child.send(protocol.finish_command())
     msg = protocol.check_timing(expect(child, deadline, protocol.TIMED))
     child.send(protocol.exit_command())

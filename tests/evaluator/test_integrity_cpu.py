@@ -86,6 +86,23 @@ def test_results_reused_on_some_timed_calls_only_fail_naming_a_timed_call():
     assert "may not be reused between calls" in w.message and w.performance is None
 
 
+def test_one_wrong_call_in_a_ranked_batch_fails_whoever_the_full_comparison_picks():
+    """STALE_CALLS on one call of the first batch (the previous call's result: right shape, wrong values). The
+    fastest batch ranks, so a kernel that skips a share of one batch's calls ranks faster by that share; one call a
+    batch is compared in full, so alone that would catch this call about once in the batch's length. Every call of
+    every batch is also compared on sampled elements taken before the clock stopped. Mutation caught: the batch
+    samples not compared (`_sampled_batch_failure` returning None): the kernel then PASSES unless the full
+    comparison happens to pick that call."""
+    trials, warmup, iters = 3, 3, 6
+    first_batch_call = trials + warmup + iters + 1
+    stale = first_batch_call + 3
+    v = timed(f"STALE_CALLS:{stale}:{stale}", trials=trials, warmup=warmup, iters=iters, batches=1)
+    w = v.workloads[0]
+    assert v.status == OverallStatus.INCORRECT_NUMERICAL, w.message
+    assert "of a back-to-back batch differs from the reference" in w.message, w.message
+    assert w.performance is None
+
+
 def test_a_kernel_whose_in_process_clock_under_reports_is_held_at_the_outside_clock():
     """TAMPERED_CLOCK slows the candidate process's host timer 1000x and takes 5 ms a call for real: the parent's
     own clock over the back-to-back batches disagrees, so the result is held (host_time) and the slower figure is
