@@ -9,7 +9,9 @@ outputs, evicts L2 with a write of its own (each call then reads its inputs cold
 the device, says `go`, and stops the clock when it holds the outputs it compares. Whatever the candidate process
 does from the moment a slot is written until that capture is inside the span.
 
-Only batches rank: back-to-back calls, each on its own slot, no synchronisation between them. The ranked time per
+Only batches rank: back-to-back calls, each on its own slot, no synchronisation between them; besides the call it
+copies whole, the parent takes sampled elements of every call's outputs before its clock stops
+(evaluator/measure/batch_samples.py). The ranked time per
 call is the batch's span less the drawing time the parent measured the same way in the trusted baseline's process,
 where no candidate code runs: a candidate that works while the parent draws slows the drawing and pays for it.
 The library baseline is ranked through the same rounds (evaluator/measure/trusted_baseline.py).
