@@ -107,6 +107,13 @@ class TaskFamily:
 # The bf16 tasks' rule: the bf16 rounding of the output under 1e-2, the library baselines well inside it
 # (docs/baselines.md).
 _BF16_ELEMENT_RULE = Tolerance(atol=0.01, rtol=0.01)
+# Attention's outputs are about as small as atol (O is a weighted mean of ~N(0,1) rows over S keys), so the element
+# rule alone cannot tell a narrower arithmetic from bf16's: a forward with P and V in e4m3 (a CPU emulation, S=4096)
+# passes it at a relative norm of about 0.03. The library baselines score 2.0e-3 to 2.6e-3, forward and backward,
+# and the expert kernels 2.1e-3 to 2.5e-3 on every workload (docs/baselines.md, the committed reference verdicts):
+# 1e-2 is four times them and a third of the e4m3 arithmetic.
+_ATTENTION_NORM = 1e-2
+_ATTENTION_RULE = Tolerance(atol=0.01, rtol=0.01, relative_norm=_ATTENTION_NORM)
 
 GEMM_BF16 = TaskFamily(
     name="gemm_bf16",
@@ -129,7 +136,7 @@ MHA_FWD = TaskFamily(
     flops="4*B*H*S*S*D",
     causal_flops="2*B*H*S*S*D",
     io_bytes=_ATTN_FWD_BYTES,
-    tolerance=_BF16_ELEMENT_RULE,
+    tolerance=_ATTENTION_RULE,
     reference="mha_fwd_reference.py",
     baselines=(
         TrustedFile(
@@ -157,12 +164,12 @@ MHA_BWD = TaskFamily(
     flops="10*B*H*S*S*D",
     causal_flops="5*B*H*S*S*D",
     io_bytes="2*8*B*H*S*D + 4*B*H*S",  # Q, K, V, O, dO in and dQ, dK, dV out (bf16); LSE in (fp32)
-    tolerance=_BF16_ELEMENT_RULE,
+    tolerance=_ATTENTION_RULE,
     # Causal attention backward: the first query rows attend few keys, so P and dS are O(1) there and the bf16
     # rounding of dS that every tensor-core kernel does (cuDNN and FlashAttention-2 alike) reaches up to 1.37x the
     # 1e-2 tolerance under the element rule (measured on an H200, docs/baselines.md). 3e-2 puts the library
     # baselines at about a third of the tolerance, as the other tasks have it.
-    causal_tolerance=Tolerance(atol=0.03, rtol=0.03),
+    causal_tolerance=Tolerance(atol=0.03, rtol=0.03, relative_norm=_ATTENTION_NORM),
     reference="mha_bwd_reference.py",
     baselines=(
         TrustedFile(
