@@ -352,6 +352,8 @@ class Integrity:
     timed_calls: int = 0  # timed candidate calls, all workloads
     checked_calls: int = 0  # outputs compared with the reference: timed calls chosen after they returned,
     # the re-check after each timing loop, one call of every back-to-back batch
+    # The other calls of the back-to-back batches compared on sampled elements (evaluator/measure/batch_samples.py)
+    sampled_calls: int = field(default=0, metadata={"added": "schema_version 3"})
     candidate_kernels: list[str] = field(default_factory=list)  # kernels compiled from the submission
     foreign_kernels: list[str] = field(default_factory=list)  # other kernels seen in candidate calls
     footprints: list[FootprintCheck] = field(default_factory=list)  # the submission's kernels as launched

@@ -26,6 +26,7 @@ def absorb_workload(record: Integrity, run: WorkloadRun) -> None:
         record.hold(hold)
     record.timed_calls += run.timed_calls
     record.checked_calls += run.checked_calls
+    record.sampled_calls += run.sampled_calls
     record.foreign_kernels.extend(k for k in run.foreign_kernels if k not in record.foreign_kernels)
     record.footprints.extend(
         c

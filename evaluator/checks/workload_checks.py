@@ -40,6 +40,7 @@ class WorkloadRun:
     holds: list[IntegrityHold] = field(default_factory=list)
     timed_calls: int = 0
     checked_calls: int = 0
+    sampled_calls: int = 0
     foreign_kernels: list[str] = field(default_factory=list)
     footprints: list[FootprintCheck] = field(default_factory=list)  # the submission's kernels as launched
     trusted_ms: float | None = None  # the ranked time per call: the parent's clock over the fastest batch

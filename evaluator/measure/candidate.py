@@ -457,7 +457,9 @@ def _time(
         if not comparison.ok:
             _batch_failed(result, j, comparison)
             return
-        if (failed := _sampled_batch_failure(checker, batches[-1], b, refs)) is not None:
+        compared, failed = _sampled_batch_failure(checker, batches[-1], b, refs)
+        run.sampled_calls += compared
+        if failed is not None:
             _batch_failed(result, *failed)
             return
     lent.child.send(protocol.finish_command())
@@ -507,10 +509,13 @@ def device_name(setup: CandidateSetup) -> str | None:
 
 def _sampled_batch_failure(
     checker: Checker, batch: LentRound, b: int, refs: dict[tuple[str, int, int], tuple[Any, ...]]
-) -> tuple[int, Comparison] | None:
-    """The first call of batch `b` whose sampled elements differ from the reference's, with that comparison."""
+) -> tuple[int, tuple[int, Comparison] | None]:
+    """How many calls of batch `b` were compared on their sampled elements, and the first that differs from the
+    reference's (with that comparison), if any."""
     task = checker.task
+    compared = 0
     for k in sorted(k for kind, bb, k in refs if kind == "sampled" and bb == b):
+        compared += 1
         comparison = compare_samples(
             task.definition,
             [values[k] for values in batch.sampled],
@@ -521,9 +526,9 @@ def _sampled_batch_failure(
             device=checker.device,
         )
         if not comparison.ok:
-            return k, comparison
+            return compared, (k, comparison)
     batch.sampled.clear()
-    return None
+    return compared, None
 
 
 def _batch_failed(result: WorkloadResult, call: int, comparison: Comparison) -> None:

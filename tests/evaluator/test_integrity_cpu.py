@@ -50,8 +50,10 @@ def test_honest_kernel_passes_with_its_calls_checked_and_timed_from_outside():
     assert v.status == OverallStatus.PASSED, v.workloads[0].message
     record = v.integrity
     assert record.timed_calls == iters and record.holds == []
-    # one call of each batch is always compared; timed calls at random, each with CHECK_FRACTION
+    # one call of each batch is always compared in full, every other one on sampled elements; timed calls at
+    # random, each with CHECK_FRACTION
     timed_checked = record.checked_calls - batches
+    assert record.sampled_calls > 0 and record.sampled_calls % batches == 0, record.sampled_calls
     assert v.workloads[0].correctness.timed_outputs_checked == timed_checked
     # Binomial(60, 0.5): 12..48 holds but for ~4e-6 of honest runs
     assert CHECK_FRACTION == 0.5 and 12 <= timed_checked <= 48, timed_checked
