@@ -284,6 +284,7 @@ def run_workload(
     # starts, and waits on standby; its submission is loaded only once the baseline was timed and that process is
     # gone, so nothing the candidate does can reach the baseline (the two start-ups overlap: ~3.5 s a workload).
     child = start(setup, workload, shared)
+    restore_threads = _one_parent_thread(setup.device_type)
     window = None
     try:
         if timing is not None:
@@ -337,6 +338,7 @@ def run_workload(
         else:
             result.message = f"the candidate process died ({exit_text(code, setup.sandboxed)}): {exc}"
     finally:
+        restore_threads()
         child.close(grace_s=10.0)
         if window is not None:
             run.gpm, run.gpm_reason = window.stop(), window.reason
@@ -451,7 +453,7 @@ def _time(
     for b, batch_seeds in enumerate(seeds.batches):
         j = plan.batch_checked[b]
         indices = plan.batch_indices[b] if plan.batch_indices else ()
-        batches.append(lent.round(protocol.BATCH_ROUND, batch_seeds, [j], samples=indices))
+        batches.append(lent.round(protocol.BATCH_ROUND, batch_seeds, [j], sample_at=indices))
         comparison = checker.compare_tensors(workload, batches[-1].captured.pop(j), refs[("batch", b, j)])
         run.checked_calls += 1
         if not comparison.ok:
@@ -507,6 +509,20 @@ def device_name(setup: CandidateSetup) -> str | None:
     return str(torch.cuda.get_device_properties(setup.device).name)
 
 
+def _one_parent_thread(device_type: str) -> Callable[[], None]:
+    """On a CPU device, this process's PyTorch work while the baseline's and the candidate's processes run (drawing,
+    gathering samples, comparing) on one thread, as theirs is (evaluator/candidate_process/child.py): threads of its
+    own left spinning or waiting at an OpenMP barrier on a loaded 2-core host take the time its clock measures (a
+    batch of microsecond calls then read 15x slower). Returns what restores the thread count."""
+    if device_type != "cpu":
+        return lambda: None
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    return lambda: torch.set_num_threads(before)
+
+
 def _sampled_batch_failure(
     checker: Checker, batch: LentRound, b: int, refs: dict[tuple[str, int, int], tuple[Any, ...]]
 ) -> tuple[int, tuple[int, Comparison] | None]:
@@ -518,7 +534,7 @@ def _sampled_batch_failure(
         compared += 1
         comparison = compare_samples(
             task.definition,
-            [values[k] for values in batch.sampled],
+            [values[k] for values in batch.samples],
             refs[("sampled", b, k)],
             atol=task.atol,
             rtol=task.rtol,
@@ -527,7 +543,7 @@ def _sampled_batch_failure(
         )
         if not comparison.ok:
             return compared, (k, comparison)
-    batch.sampled.clear()
+    batch.samples.clear()
     return compared, None
 
 

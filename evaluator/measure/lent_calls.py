@@ -60,8 +60,8 @@ class LentRound:
     captured: dict[int, list[Any]] = field(default_factory=dict)  # slot -> its outputs, copied by the parent
     drawn: list[list[Any]] = field(default_factory=list)  # with keep_inputs: per slot, the inputs as drawn
     left: dict[int, list[Any]] = field(default_factory=dict)  # with keep_inputs: captured slots' inputs after the calls
-    # With `samples`: per output, the sampled elements of every slot ([calls, samples]), taken before the clock stopped
-    sampled: list[Any] = field(default_factory=list)
+    # With `sample_at`: per output, those elements of every slot ([calls, samples]), taken before the clock stopped
+    samples: list[Any] = field(default_factory=list)
 
 
 def ranked_ms(batches: list[LentRound], drawing_ms: float) -> float | None:
@@ -147,14 +147,14 @@ def lent_round(
     *,
     sampled: bool = True,
     keep_inputs: bool = False,
-    samples: Sequence[Any] = (),
+    sample_at: Sequence[Any] = (),
 ) -> LentRound:
     """One round: the command, the parent's clock around drawing, the calls and the capture of `capture`'s slots.
     With `keep_inputs`, the drawn inputs are kept (the caller checks the lent ones were left unchanged). With
-    `samples` (per output, flat element indices), those elements of every slot are taken with the capture."""
+    `sample_at` (per output, flat element indices), those elements of every slot are taken with the capture."""
     if len(seeds) > shared.slots:
         raise RuntimeError(f"a round of {len(seeds)} calls and {shared.slots} lent slots")
-    plan = shared.sample_plan(len(seeds), samples) if samples else []
+    plan = shared.sample_plan(len(seeds), sample_at) if sample_at else []
     child.send(protocol.round_command(round_, kind, len(seeds), sampled=sampled))
     protocol.check_round(expect(child, deadline, protocol.ROUND_READY), round_)
     shared.poison(len(seeds))
@@ -201,7 +201,7 @@ class Lent:
         *,
         sampled: bool = True,
         keep_inputs: bool = False,
-        samples: Sequence[Any] = (),
+        sample_at: Sequence[Any] = (),
     ) -> LentRound:
         return lent_round(
             self.child,
@@ -215,7 +215,7 @@ class Lent:
             capture,
             sampled=sampled,
             keep_inputs=keep_inputs,
-            samples=samples,
+            sample_at=sample_at,
         )
 
 

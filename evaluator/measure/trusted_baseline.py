@@ -73,12 +73,12 @@ def measure(
     # The candidate's batches take sampled elements of every call before the clock stops: these pay the same gather.
     numels = [math.prod(e["shape"]) for e in shared.entries[shared.inputs :]]
     batches = [
-        lent.round(protocol.BATCH_ROUND, calls, [b % len(calls)], samples=draw_indices(numels))
+        lent.round(protocol.BATCH_ROUND, calls, [b % len(calls)], sample_at=draw_indices(numels))
         for b, calls in enumerate(seeds.batches)
     ]
     for batch in batches:
         batch.captured.clear()
-        batch.sampled.clear()
+        batch.samples.clear()
     child.send(protocol.finish_command())
     msg = protocol.check_timing(expect(child, deadline, protocol.TIMED))
     child.send(protocol.exit_command())
