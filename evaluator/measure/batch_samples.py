@@ -11,7 +11,7 @@ parent's own randomness and never leave it, so a call is only safe to leave wron
 A call left unwritten keeps the parent's poison and fails on any element; a call with wrong values fails unless all
 its sampled elements happen to fall where it is right. The element rule is the task's own, so an output that passes
 in full passes on any sample; the relative-norm bound is `SAMPLE_NORM_FACTOR` times the task's, since a few hundred
-elements only estimate the whole tensor's norm. The references of the sampled calls are computed before the
+elements only estimate the whole tensor's norm (`Checker.compare_samples`). The references of the sampled calls are computed before the
 candidate process exists, as the others are, within `SAMPLE_BUDGET_S` a workload: where one reference takes longer
 than that allows for every call, the calls checked are a random part of each batch, at least `MIN_SAMPLED_CALLS`.
 """
@@ -25,9 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from evaluator.both_sides.inputs import torch_dtype
 from evaluator.both_sides.taskdata import Definition, Workload
-from evaluator.measure.compare import Comparison, compare_output, worst
 
 SAMPLED_ELEMENTS = 512  # per output of a call; an output this small or smaller is taken whole
 SAMPLE_NORM_FACTOR = 2.0
@@ -77,33 +75,3 @@ def sampled_references(
         refs[(b, k)] = [out.reshape(-1)[idx.to(out.device)].cpu() for out, idx in zip(outputs, indices[b], strict=True)]
         per_batch[b] += 1
     return refs
-
-
-def compare_samples(
-    definition: Definition,
-    taken: Sequence[Any],
-    refs: Sequence[Any],
-    *,
-    atol: float,
-    rtol: float,
-    rel_norm_bound: float,
-    device: Any = None,
-) -> Comparison:
-    """One call's sampled elements (per output, a 1-D tensor) against the reference's: the task's element rule, the
-    relative-norm bound widened by SAMPLE_NORM_FACTOR."""
-    comparisons = []
-    for spec, out, ref in zip(definition.outputs, taken, refs, strict=True):
-        comparisons.append(
-            compare_output(
-                out,
-                ref,
-                name=f"{spec.name} (sampled elements)",
-                expected_shape=tuple(ref.shape),
-                expected_dtype=torch_dtype(spec.dtype),
-                atol=atol,
-                rtol=rtol,
-                rel_norm_bound=SAMPLE_NORM_FACTOR * rel_norm_bound,
-                device=device,
-            )
-        )
-    return worst(comparisons)

@@ -45,7 +45,7 @@ from evaluator.isolation.jail import Jail, hand_over
 from evaluator.isolation.sandbox import CandidateProcess, ChildDied, ProcessLimitHit, child_env
 from evaluator.languages import DEFAULT_LANGUAGE, Language
 from evaluator.measure import trusted_baseline
-from evaluator.measure.batch_samples import compare_samples, output_numels, sampled_references
+from evaluator.measure.batch_samples import output_numels, sampled_references
 from evaluator.measure.compare import Comparison, worst
 from evaluator.measure.correctness import Checker, fill_correctness
 from evaluator.measure.lent_calls import InputDrawer, Lent, LentRound, lent_input_shapes, ranked_ms
@@ -528,19 +528,10 @@ def _sampled_batch_failure(
 ) -> tuple[int, tuple[int, Comparison] | None]:
     """How many calls of batch `b` were compared on their sampled elements, and the first that differs from the
     reference's (with that comparison), if any."""
-    task = checker.task
     compared = 0
     for k in sorted(k for kind, bb, k in refs if kind == "sampled" and bb == b):
         compared += 1
-        comparison = compare_samples(
-            task.definition,
-            [values[k] for values in batch.samples],
-            refs[("sampled", b, k)],
-            atol=task.atol,
-            rtol=task.rtol,
-            rel_norm_bound=checker.rel_norm_bound,
-            device=checker.device,
-        )
+        comparison = checker.compare_samples([values[k] for values in batch.samples], refs[("sampled", b, k)])
         if not comparison.ok:
             return compared, (k, comparison)
     batch.samples.clear()

@@ -14,6 +14,7 @@ from evaluator.both_sides.inputs import as_output_tuple, input_deriver, load_ref
 from evaluator.both_sides.taskdata import Task, Workload
 from evaluator.both_sides.verdict import Correctness
 from evaluator.errors import EnvironmentProblem
+from evaluator.measure.batch_samples import SAMPLE_NORM_FACTOR
 from evaluator.measure.compare import DEFAULT_REL_NORM_BOUND, Comparison, compare_output, worst
 
 
@@ -59,18 +60,44 @@ class Checker:
             comparisons.append(self._compare_one(spec, out, ref, expected_shape, torch_dtype(spec.dtype)))
         return worst(comparisons)
 
+    def compare_samples(self, taken: list[Any], refs: tuple[Any, ...]) -> Comparison:
+        """The worst comparison of one call's sampled elements (per output, a 1-D tensor the parent took itself,
+        evaluator/measure/batch_samples.py) with the reference's at the same places: the task's element rule, the
+        relative-norm bound widened by SAMPLE_NORM_FACTOR."""
+        comparisons = [
+            self._compare_one(
+                spec,
+                out,
+                ref,
+                tuple(ref.shape),
+                torch_dtype(spec.dtype),
+                name=f"{spec.name} (sampled elements)",
+                norm_factor=SAMPLE_NORM_FACTOR,
+            )
+            for spec, out, ref in zip(self.task.definition.outputs, taken, refs, strict=True)
+        ]
+        return worst(comparisons)
+
     def _compare_one(
-        self, spec: Any, out: Any, ref: Any, expected_shape: tuple[int, ...], expected_dtype: Any
+        self,
+        spec: Any,
+        out: Any,
+        ref: Any,
+        expected_shape: tuple[int, ...],
+        expected_dtype: Any,
+        *,
+        name: str | None = None,
+        norm_factor: float = 1.0,
     ) -> Comparison:
         import torch
 
         kwargs = {
-            "name": spec.name,
+            "name": name or spec.name,
             "expected_shape": expected_shape,
             "expected_dtype": expected_dtype,
             "atol": self.task.atol,
             "rtol": self.task.rtol,
-            "rel_norm_bound": self.rel_norm_bound,
+            "rel_norm_bound": norm_factor * self.rel_norm_bound,
         }
         try:
             return compare_output(out, ref, device=self.device, **kwargs)

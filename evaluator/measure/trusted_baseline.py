@@ -19,7 +19,6 @@ not hold an honest small kernel.
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from typing import Any
 from evaluator.both_sides import protocol
 from evaluator.both_sides.shared_outputs import SharedOutputs
 from evaluator.checks.integrity import HOST_SLACK_MS
-from evaluator.measure.batch_samples import draw_indices
+from evaluator.measure.batch_samples import draw_indices, output_numels
 from evaluator.measure.lent_calls import InputDrawer, Lent, fastest_drawing_ms, ranked_ms
 
 __all__ = ["FLOOR_FACTOR", "TrustedBaseline", "host_slack_ms", "measure"]
@@ -71,7 +70,7 @@ def measure(
     for r, calls in enumerate(seeds.timed):
         lent.round(protocol.TIMED_ROUND, calls, sampled=r >= warm_rounds)
     # The candidate's batches take sampled elements of every call before the clock stops: these pay the same gather.
-    numels = [math.prod(e["shape"]) for e in shared.entries[shared.inputs :]]
+    numels = output_numels(drawer.definition, drawer.workload)
     batches = [
         lent.round(protocol.BATCH_ROUND, calls, [b % len(calls)], sample_at=draw_indices(numels))
         for b, calls in enumerate(seeds.batches)
