@@ -51,7 +51,7 @@ V1_ALIASES: dict[str, dict[str, str | tuple[str, ...]]] = {
     "run_metrics": {"best_speedup": "speedup"},  # `/api/v2/runs/<id>` `metrics`
 }
 # Fields added after version 2 began: version 1 answers exactly the names it always did, so it leaves these out.
-V2_ONLY = frozenset({"arch_rests_on_profile"})
+V2_ONLY = frozenset({"arch_rests_on_profile", "evaluations_of_source"})
 # Every name version 1 answers that version 2 does not (docs/api.md lists each).
 DEPRECATED_ALIASES = sorted({*V1_NAMES.values(), *(a for aliases in V1_ALIASES.values() for a in aliases)})
 

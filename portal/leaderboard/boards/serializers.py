@@ -47,6 +47,7 @@ KERNEL_FIELDS = (
     "evaluation_id",
     "submission_id",
     "source_sha256",
+    "evaluations_of_source",
     "held_reason",
     "is_synthetic",
 )
@@ -77,6 +78,8 @@ def kernel_entry(row: ranking.KernelRow, *, v: int = CURRENT_API_VERSION) -> dic
         "evaluation_id": row.evaluation_id,
         "submission_id": row.submission_id,
         "source_sha256": row.source_sha256,
+        # how many evaluations of this source the row's figures are the median of (ranking.typical_run)
+        "evaluations_of_source": row.evaluations_of_source,
         "held_reason": row.held_reason or None,  # section "held": why the row is not ranked
         "is_synthetic": row.is_synthetic,  # made up by seed_leaderboard, never measured
     }
