@@ -160,35 +160,37 @@ def test_kernel_api_rejects_bad_parameters(client, params, message):
     assert message in response.json()["error"]
 
 
-def test_rank_kernels_pure_rules():
-    def row(eid, speedup, sha, ref=False, minute=0):
-        return ranking.KernelRow(
-            evaluation_id=eid,
-            submission_id=1,
-            name=eid,
-            submitter="",
-            is_reference=ref,
-            source_sha256=sha,
-            arch_status="verified",
-            arch_full=False,
-            speedup_factor=speedup,
-            speedup_ci95_low=None,
-            speedup_ci95_high=None,
-            tflops=None,
-            fraction_of_peak=None,
-            gpu_name="",
-            finished_at=lf.T0 + timedelta(minutes=minute),
-        )
+def _row(eid, speedup, sha="s", *, ref=False, minute=0, status="verified"):
+    """A board row as the selectors build it, for the pure ranking rules."""
+    return ranking.KernelRow(
+        evaluation_id=eid,
+        submission_id=1,
+        name=eid,
+        submitter="",
+        is_reference=ref,
+        source_sha256=sha,
+        arch_status=status,
+        arch_full=False,
+        speedup_factor=speedup,
+        speedup_ci95_low=None,
+        speedup_ci95_high=None,
+        tflops=None,
+        fraction_of_peak=None,
+        gpu_name="",
+        finished_at=lf.T0 + timedelta(minutes=minute),
+    )
 
+
+def test_rank_kernels_pure_rules():
     ranked = ranking.rank_kernels(
         [
-            row("a", 2.0, "x"),
-            row("b", 2.0, "y", minute=1),
-            row("c", 1.0, "z"),
-            row("d", None, "w"),
-            row("e", 3.0, "x", minute=5),
-            row("f", 2.6, "x", minute=6),
-            row("r", 2.5, "x", ref=True),
+            _row("a", 2.0, "x"),
+            _row("b", 2.0, "y", minute=1),
+            _row("c", 1.0, "z"),
+            _row("d", None, "w"),
+            _row("e", 3.0, "x", minute=5),
+            _row("f", 2.6, "x", minute=6),
+            _row("r", 2.5, "x", ref=True),
         ]
     )
     # "a", "e" and "f" are one source: its row is the median run "f"; the reference shares that source but is its
@@ -203,31 +205,12 @@ def test_rank_kernels_pure_rules():
 
 
 def test_a_source_shows_its_verified_runs_median_and_an_even_count_its_slower_middle_run():
-    def row(eid, speedup, status="verified"):
-        return ranking.KernelRow(
-            evaluation_id=eid,
-            submission_id=1,
-            name=eid,
-            submitter="u",
-            is_reference=False,
-            source_sha256="s",
-            arch_status=status,
-            arch_full=False,
-            speedup_factor=speedup,
-            speedup_ci95_low=None,
-            speedup_ci95_high=None,
-            tflops=None,
-            fraction_of_peak=None,
-            gpu_name="",
-            finished_at=lf.T0,
-        )
-
     # A faster run that did not verify never stands for a source that did; of two verified runs, the slower.
-    (shown,) = ranking.rank_kernels([row("slow", 1.0), row("fast", 1.2), row("token", 3.0, "token")])
+    (shown,) = ranking.rank_kernels([_row("slow", 1.0), _row("fast", 1.2), _row("token", 3.0, status="token")])
     assert (shown.evaluation_id, shown.evaluations_of_source) == ("slow", 2)
-    (shown,) = ranking.rank_kernels([row("slow", 1.0), row("fast", 1.2), row("mid", 1.1)])
+    (shown,) = ranking.rank_kernels([_row("slow", 1.0), _row("fast", 1.2), _row("mid", 1.1)])
     assert (shown.evaluation_id, shown.evaluations_of_source) == ("mid", 3)
-    (shown,) = ranking.rank_kernels([row("token", 3.0, "token"), row("other", 2.0, "token")])
+    (shown,) = ranking.rank_kernels([_row("token", 3.0, status="token"), _row("other", 2.0, status="token")])
     assert (shown.evaluation_id, shown.section, shown.rank) == ("other", "token", None)
 
 
@@ -238,27 +221,7 @@ def test_evaluating_one_source_again_and_again_never_ranks_its_luckiest_run():
 
     rng = random.Random(7)
     speeds = [round(1.30 * (1 + rng.gauss(0, 0.02)), 4) for _ in range(41)]
-    rows = [
-        ranking.KernelRow(
-            evaluation_id=f"e{i}",
-            submission_id=1,
-            name="k.cu",
-            submitter="u",
-            is_reference=False,
-            source_sha256="same",
-            arch_status="verified",
-            arch_full=False,
-            speedup_factor=s,
-            speedup_ci95_low=None,
-            speedup_ci95_high=None,
-            tflops=None,
-            fraction_of_peak=None,
-            gpu_name="",
-            finished_at=lf.T0 + timedelta(minutes=i),
-        )
-        for i, s in enumerate(speeds)
-    ]
-    (shown,) = ranking.rank_kernels(rows)
+    (shown,) = ranking.rank_kernels([_row(f"e{i}", s, minute=i) for i, s in enumerate(speeds)])
     assert shown.speedup_factor == sorted(speeds)[20] < max(speeds)
     assert shown.evaluations_of_source == 41
 
