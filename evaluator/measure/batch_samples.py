@@ -11,9 +11,10 @@ parent's own randomness and never leave it, so a call is only safe to leave wron
 A call left unwritten keeps the parent's poison and fails on any element; a call with wrong values fails unless all
 its sampled elements happen to fall where it is right. The element rule is the task's own, so an output that passes
 in full passes on any sample; the relative-norm bound is `SAMPLE_NORM_FACTOR` times the task's, since a few hundred
-elements only estimate the whole tensor's norm (`Checker.compare_samples`). The references of the sampled calls are computed before the
-candidate process exists, as the others are, within `SAMPLE_BUDGET_S` a workload: where one reference takes longer
-than that allows for every call, the calls checked are a random part of each batch, at least `MIN_SAMPLED_CALLS`.
+elements only estimate the whole tensor's norm (`Checker.compare_samples`). The references of the sampled calls are
+computed before the candidate process exists, as the others are, within `SAMPLE_BUDGET_S` a workload: where one
+reference takes longer than that allows for every call, the calls checked are a random part of each batch, at least
+`MIN_SAMPLED_CALLS`.
 """
 
 from __future__ import annotations
