@@ -18,7 +18,8 @@ A `Jail` turns an argument vector into one that runs inside bubblewrap (`bwrap`)
   caller names (toolkit, include roots, build folder), no /opt, /sys or Python folders;
 - a size-capped private tmpfs at /tmp (HOME and TMPDIR point there) and a small one at /dev/shm: the only
   writable places besides the folders the caller names (the output exchange, the build folder);
-- the NVIDIA device nodes bound in when GPU work is asked for.
+- the NVIDIA device nodes bound in when GPU work is asked for: the driver's shared ones, and of the per-GPU nodes
+  only the pinned GPU's when the process is pinned to one (evaluator/isolation/gpu_nodes.py).
 Limits are applied in the forked child before `bwrap` starts (`preexec`): RLIMIT_CORE=0, RLIMIT_NOFILE,
 RLIMIT_FSIZE (for the compiler's processes the smaller `compiler_file_bytes`, in every mode), and, where a
 writable cgroup hierarchy exists (v1 or v2), the process joins a fresh cgroup with pids.max and a memory limit;
@@ -39,7 +40,6 @@ namespaces in a container, say) the evaluator refuses, unless unsandboxed mode w
 from __future__ import annotations
 
 import functools
-import glob
 import os
 import resource
 import shutil
@@ -55,6 +55,7 @@ import evaluator
 from evaluator.both_sides.verdict import SandboxInfo
 from evaluator.envflags import env_flag, option_or_flag
 from evaluator.errors import EnvironmentProblem
+from evaluator.isolation import gpu_nodes
 from evaluator.isolation.cgroups import Cgroup
 from evaluator.isolation.limits import Limits
 
@@ -386,9 +387,9 @@ def bwrap_args(
         if os.path.isdir(d):
             args += ["--tmpfs", d]
     args += ["--dev", "/dev"]
-    if gpu:
-        for node in sorted(glob.glob("/dev/nvidia*")):
-            args += ["--dev-bind", node, node]
+    if gpu:  # the driver's shared nodes and the pinned GPU's own (evaluator/isolation/gpu_nodes.py)
+        for host_path, sandbox_path in gpu_nodes.sandbox_gpu_nodes():
+            args += ["--dev-bind", host_path, sandbox_path]
     # 1777: the private tmpfs folders belong to root when bubblewrap runs as root; the sandbox user must write them.
     args += ["--perms", "1777", "--size", str(limits.shm_bytes), "--tmpfs", SANDBOX_SHM, "--remount-ro", "/dev"]
     args += ["--proc", "/proc"]
