@@ -26,10 +26,8 @@ TABLE = [DriverGpu("GPU-aaaa", 0), DriverGpu("GPU-bbbb", 1), DriverGpu("GPU-cccc
 
 
 def test_the_captured_driver_table_gives_the_uuid_and_minor():
-    gpu = parse_information(CAPTURED.read_text())
-    assert gpu is not None
-    assert gpu.uuid.startswith("GPU-") and len(gpu.uuid) == 40
-    assert gpu.minor == int(next(line for line in CAPTURED.read_text().splitlines() if "Minor" in line).split()[-1])
+    # An H100's entry (tests/fixtures/driver/README.md): the UUID nvidia-smi and the verdicts give, minor 0.
+    assert parse_information(CAPTURED.read_text()) == DriverGpu("GPU-5a5cd202-2e59-a8cf-c56b-c387dd74de53", 0)
 
 
 @pytest.mark.parametrize(
@@ -48,7 +46,7 @@ def test_a_table_entry_without_a_gpu_uuid_and_a_minor_is_none(text):
 
 def test_a_pinned_gpu_keeps_the_shared_nodes_and_its_own_only():
     assert nodes_for("GPU-bbbb", HOST, TABLE) == sorted([*SHARED, "nvidia1"])
-    assert nodes_for("gpu-BBBB".replace("gpu", "GPU"), HOST, TABLE) == sorted([*SHARED, "nvidia1"])
+    assert nodes_for("GPU-BBBB", HOST, TABLE) == sorted([*SHARED, "nvidia1"])  # UUID hex in either case
     # nvidia10 is not nvidia1's: minors are matched whole
     assert nodes_for("GPU-bbbb", [*HOST, "nvidia10"], TABLE) == sorted([*SHARED, "nvidia1"])
 
