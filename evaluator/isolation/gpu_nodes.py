@@ -92,3 +92,17 @@ def sandbox_gpu_nodes(environ: Mapping[str, str] = os.environ) -> list[tuple[str
     names = [os.path.basename(p) for p in glob.glob(os.path.join(DEV_DIR, "nvidia*"))]
     kept = nodes_for(pinned, names, driver_gpus() if pinned else ())
     return [(os.path.join(DEV_DIR, n), f"/dev/{n}") for n in kept]
+
+
+def describe_binding(environ: Mapping[str, str] = os.environ) -> str:
+    """The verdict's words for which GPUs a GPU sandbox could open (its sandbox record's `gpu_devices`)."""
+    pinned = pinned_gpu(environ)
+    if pinned is None:
+        return "not enforced: not pinned to one GPU by UUID, so every /dev/nvidia* node was bound"
+    if not pinned.startswith("GPU-"):
+        return f"not enforced: pinned to MIG instance {pinned}, every /dev/nvidia* node bound"
+    try:
+        per_gpu = [s for _, s in sandbox_gpu_nodes(environ) if _PER_GPU.fullmatch(os.path.basename(s))]
+    except EnvironmentProblem as exc:  # the sandbox was refused for the same reason: no GPU process ran
+        return f"not enforced: {exc}"
+    return f"{' '.join(per_gpu)} of {pinned} only, beside the driver's shared nodes (bubblewrap binds)"

@@ -157,6 +157,7 @@ class SandboxLedger:
     without_cgroup: list[str] = field(default_factory=list)  # why, once per process tree that ran without one
     limit_events: dict[str, int] = field(default_factory=dict)  # pids_max_hit, oom_kill, summed
     overrides: dict[str, str] = field(default_factory=dict)  # e.g. "profile": "outside bubblewrap: ..."
+    gpu_processes: int = 0  # of those, the ones given GPU device nodes
 
     def started(self, cgroup: Cgroup | None, reason: str) -> None:
         self.processes += 1
@@ -199,6 +200,7 @@ class Jail:
         writable, readable = list(writable), list(readable)
         if self.user is not None:
             hand_over(self.user, writable=writable, readable=readable)
+        self.ledger.gpu_processes += int(gpu)
         if self.mode != "bubblewrap":
             return list(argv)
         assert self.bwrap is not None
@@ -280,6 +282,8 @@ class Jail:
         info.limits["core_dumps"] = "off"  # RLIMIT_CORE=0 in every mode
         info.limits["compiler_file_bytes"] = f"{lim.compiler_file_bytes} (RLIMIT_FSIZE of the compiler)"
         info.limits["processes"], info.limits["memory_bytes"] = _cgroup_limits(lim, ledger, sandboxed)
+        if ledger.gpu_processes:
+            info.limits["gpu_devices"] = gpu_nodes.describe_binding() if sandboxed else "not enforced: unsandboxed"
         info.limits.update(ledger.overrides)
         info.limit_events = dict(ledger.limit_events)
         return info

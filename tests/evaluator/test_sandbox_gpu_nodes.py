@@ -110,3 +110,18 @@ def test_a_pinned_worker_whose_gpu_the_driver_does_not_list_opens_no_gpu_sandbox
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-eeee")
     with pytest.raises(EnvironmentProblem, match="GPU-eeee"):
         _nodes_inside(gpu=True)
+
+
+def test_the_verdicts_sandbox_record_says_which_gpu_node_was_bound(three_gpu_host, monkeypatch):
+    jail = open_jail(allow_unsandboxed=True)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-bbbb")
+    assert "gpu_devices" not in jail.record().limits  # no GPU process yet: nothing to say
+    jail.command(["true"], gpu=True)
+    said = jail.record().limits["gpu_devices"]
+    if jail.mode == "bubblewrap":
+        assert said.startswith("/dev/nvidia1 of GPU-bbbb only")
+    else:
+        assert said == "not enforced: unsandboxed"
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    if jail.mode == "bubblewrap":
+        assert jail.record().limits["gpu_devices"].startswith("not enforced: not pinned")
