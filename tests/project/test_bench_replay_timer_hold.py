@@ -60,3 +60,45 @@ def test_a_decision_the_check_makes_otherwise_now_is_listed_and_unprofiled_entri
     assert lines[0] == "profiled verdicts replayed: 2 in 1 files; decided otherwise now: 1"
     assert len(lines) == 2 and "run-x  control_reference_hopper" in lines[1]
     assert "held -> not held  ncu/yardstick 0.738  host floor 0.00742" in lines[1]
+
+
+def test_the_spread_sets_honest_kernels_against_the_entries_inside_the_margin(tmp_path):
+    run = tmp_path / "integrity" / "run-y"
+    (run / "pass" / "verdicts").mkdir(parents=True)
+    outcomes = [
+        _outcome("control_persistent_tiles", ncu_ms=1.05, ranked_ms=1.0, floor_ms=0.01, held=False),
+        _outcome("branch_when_profiled", ncu_ms=1.1, ranked_ms=1.0, floor_ms=0.01, held=False),
+        _outcome("env_maps", ncu_ms=1.3, ranked_ms=1.0, floor_ms=0.01, held=True),  # beyond the margin
+        _outcome("faster_when_profiled", ncu_ms=0.9, ranked_ms=1.0, floor_ms=0.01, held=False),
+    ]
+    for cheat in outcomes[1:]:  # only an entry expected to be held for nothing is an honest control
+        cheat["expected"] = "PASSED + held profile_mismatch"
+    rounds = [{"round": 1, "outcomes": outcomes}]
+    corpus = run / "pass" / "corpus.json.gz"
+    corpus.write_bytes(gzip.compress(json.dumps(rounds).encode()))
+    reference = run / "pass" / "verdicts" / "gemm-reference-h100.json"
+    reference.write_text(json.dumps(_outcome("ref", ncu_ms=0.8, ranked_ms=1.0, floor_ms=0.01, held=False)["verdict"]))
+    # One evaluation written twice (a part's file and the run's gathered one) counts once.
+    row = {"kernel": "gemm/reference", "evaluation": "e1", "trusted_ratio": 0.97}
+    holds = run / "holds.jsonl"
+    holds.write_text(json.dumps(row) + "\n" + json.dumps(row) + "\n")
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "bench" / "replay_timer_hold.py"),
+            "--spread",
+            str(corpus),
+            str(reference),
+            str(holds),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    lines = done.stdout.splitlines()
+    assert lines[0] == (
+        "honest profiled calls: 3; over their yardstick 0.800 (gemm-reference-h100, run-y) to "
+        "1.050 (control_persistent_tiles, run-y); held beyond 1.25 on the slower side"
+    )
+    assert lines[2:] == ["  branch_when_profiled: 1, 1.100 to 1.100"]
