@@ -4,19 +4,19 @@ every committed corpus verdict that has a profile, beside what the verdict recor
     python bench/replay_timer_hold.py [CORPUS_JSON_GZ ...]
     python bench/replay_timer_hold.py --spread [FILE ...]
 
-Default: every docs/runs/integrity/**/corpus*.json.gz. Prints how many verdicts were replayed and one line for each whose
-`timer_disagreement` decision differs now (run, entry, what the corpus expected, the profiled time over the ranked
-latency, the host floor). A change to the check's margin or yardstick shows here what it would have done to every
-run on record before any GPU runs it again.
+Default: every docs/runs/integrity/**/corpus*.json.gz. Prints how many verdicts were replayed and one line for each
+whose `timer_disagreement` decision differs now (run, entry, what the corpus expected, the profiled time over the
+ranked latency, the host floor). A change to the check's margin or yardstick shows here what it would have done to
+every run on record before any GPU runs it again. The recorded decision is the rule of its day: runs before the
+trusted clock ranked (h200-2026-12-01*, 12-03) held the profile against the in-process median within 50%, so what
+differs there is that change's doing.
 
 `--spread`: where honest kernels' profiled calls fall against their yardstick, and which other entries fall inside
 the margin on the slower side (the side a kernel that runs other code when not profiled lands on), from every
 committed corpus file, reference verdict (`docs/runs/**/verdicts/*.json`) and false-hold row
 (`docs/runs/**/holds*.jsonl`, its `trusted_ratio`), or from the FILEs named (by suffix: .json.gz, .json, .jsonl).
 Honest: the references, the false-hold rows, and corpus entries expected to be held for nothing ("held none").
-What a smaller margin would cost honest kernels and what it would catch, before anyone chooses one. The recorded decision is the rule of its day: runs before the trusted
-clock ranked (h200-2026-12-01*, 12-03) held the profile against the in-process median within 50%, so what differs
-there is that change's doing.
+It shows what a smaller margin would cost honest kernels and what it would catch, before anyone chooses one.
 """
 
 from __future__ import annotations
