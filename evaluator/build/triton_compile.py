@@ -9,6 +9,7 @@ loads (evaluator/candidate_process/triton_runtime.py).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import shutil
@@ -62,6 +63,21 @@ def triton_version() -> str:
         return version("triton")
     except Exception:  # noqa: BLE001 - PackageNotFoundError or a broken install: either way no Triton here
         raise EnvironmentProblem("Triton is not installed on this host (pip install '.[triton]')") from None
+
+
+@functools.cache
+def install_key() -> str:
+    """Triton's hash of its own install (its compiler sources and the 500 MB libtriton.so: about 0.3 s), the start of
+    every Triton cache key. Computed once per evaluator process and handed to each compile process, which would
+    otherwise hash the install again; that process runs this same install, so the keys it writes are the ones the
+    candidate process, which computes the hash itself, looks the kernels up by. "" when it cannot be computed here:
+    the compile process then hashes the install itself."""
+    try:
+        from triton.runtime.cache import triton_key
+
+        return str(triton_key())
+    except Exception:  # noqa: BLE001 - any failure only costs the compile process the hash it would make anyway
+        return ""
 
 
 def workload_calls(task: Task, workloads: list[Workload]) -> list[list[dict[str, Any]]]:
@@ -146,6 +162,7 @@ def _compile(
         "capability": capability,
         "calls": calls,
         "manifest": str(manifest_path),
+        "triton_key": install_key(),
     }
     job_path = workdir / "triton-job.json"
     hostile_files.write_private(job_path, json.dumps(job))

@@ -80,6 +80,19 @@ def _install_target(capability: int) -> list[tuple[str, str]]:
     return compiled
 
 
+def use_install_key(key: str | None) -> None:
+    """Triton's install hash as the parent computed it (evaluator/build/triton_compile.py), instead of hashing the
+    install again here. Candidate code that changes it only files its own kernels where the candidate process will
+    not find them."""
+    if not key:
+        return
+    import triton.runtime.autotuner as autotuner
+    import triton.runtime.cache as cache
+
+    cache.triton_key = lambda: key
+    autotuner.triton_key = lambda: key
+
+
 def _build_launcher_helper() -> None:
     """Build Triton's C launcher helper (cuda_utils) into the cache before any candidate code runs, so that
     each candidate process need not run a C compiler; it links libcuda, so hosts without a driver skip it."""
@@ -145,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     job = json.loads(Path(args.job).read_text())
     os.environ.update(triton_env(Path(job["cache_dir"])))
+    use_install_key(job.get("triton_key"))
     manifest = trace(job)
     Path(job["manifest"]).write_text(json.dumps(manifest))
     for kernel in manifest["kernels"]:

@@ -64,6 +64,31 @@ def test_reference_triton_gemm_compiles_ahead_of_time_with_gmma_and_tma(referenc
     assert prints and all(p.registers > 0 for p in prints)
 
 
+def test_the_compile_process_files_its_kernels_under_the_install_hash_the_parent_gave(reference, monkeypatch):
+    # Hashing the Triton install (libtriton.so is 500 MB) costs each compile process about 0.3 s; the parent does it
+    # once and hands it over. The second process below, which hashes the install itself, finding the kernels shows
+    # the two agree.
+    from triton import __version__
+    from triton.runtime import autotuner, cache
+
+    from evaluator.build.triton_compile import install_key
+    from evaluator.candidate_process.triton_aot import use_install_key
+
+    _, workdir = reference
+    job = json.loads((workdir / "build" / "triton-job.json").read_text())
+    assert job["triton_key"] == install_key() and job["triton_key"].startswith(__version__)
+    monkeypatch.setattr(cache, "triton_key", cache.triton_key)  # restored after the test: this process's Triton
+    monkeypatch.setattr(autotuner, "triton_key", autotuner.triton_key)
+    use_install_key("given")
+
+    class Part:
+        def hash(self) -> str:
+            return "part"
+
+    assert cache.get_cache_key(Part(), Part(), Part(), {}).startswith("given-part-part-part-")
+    assert autotuner.triton_key() == "given"
+
+
 def test_a_second_process_finds_the_compiled_kernels_and_compiles_nothing(reference, tmp_path):
     _, workdir = reference
     copy = tmp_path / "cache"
