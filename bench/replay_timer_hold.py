@@ -72,13 +72,6 @@ def _run_name(path: Path) -> str:
     return parts[parts.index("integrity") + 1] if "integrity" in parts[:-1] else path.parent.name
 
 
-def _verdict_ratio(document: dict[str, Any]) -> float | None:
-    verdict = from_dict(document)
-    yardstick, _ = timer_yardstick(verdict.arch_check, verdict)
-    ncu_ms = verdict.arch_check.ncu_gpu_time_ms
-    return ncu_ms / yardstick if ncu_ms and yardstick else None
-
-
 def spread_ratios(files: list[Path]) -> tuple[list[Ratio], list[Ratio]]:
     """(honest ratios, ratios of entries that are not controls) from corpus files, verdicts and false-hold rows."""
     honest: list[Ratio] = []
@@ -93,9 +86,9 @@ def spread_ratios(files: list[Path]) -> tuple[list[Ratio], list[Ratio]]:
                     control = "held none" in str(entry.get("expected", ""))
                     (honest if control else others).append((result[2], run, entry["name"]))
         elif path.suffix == ".json":
-            ratio = _verdict_ratio(json.loads(path.read_text()))
-            if ratio is not None:
-                honest.append((ratio, run, path.stem))
+            result = replay({"verdict": json.loads(path.read_text())})
+            if result is not None:
+                honest.append((result[2], run, path.stem))
         elif path.suffix == ".jsonl":
             for line in path.read_text().splitlines():
                 row = json.loads(line) if line.strip() else {}
