@@ -182,6 +182,7 @@ class CandidateProcess:
         os.close(to_child_r)
         os.close(from_child_w)
         self.killed = False
+        self._closed = False
         self.stdout = _CappedSink(self.proc.stdout, log_dir / f"{name}.stdout", output_cap, output_limit, self._flood)
         self.stderr = _CappedSink(self.proc.stderr, log_dir / f"{name}.stderr", output_cap, output_limit, self._flood)
         self.stdout.start()
@@ -263,7 +264,11 @@ class CandidateProcess:
             return None
 
     def close(self, grace_s: float = 10.0) -> int | None:
-        """Let the child exit on its own for `grace_s`, then kill the group; release pipes and threads."""
+        """Let the child exit on its own for `grace_s`, then kill the group; release pipes and threads. A second
+        call returns the first one's exit status: the pipes' descriptor numbers may belong to other files by then."""
+        if self._closed:
+            return self.proc.returncode
+        self._closed = True
         for fd in (self._to_child_w,):
             try:
                 os.close(fd)

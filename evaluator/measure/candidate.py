@@ -228,10 +228,29 @@ def measure_trusted_baseline(
             child, expect, shared=shared, drawer=drawer, seeds=seeds, warm_rounds=timing.warm_rounds, deadline=deadline
         )
     except (TimeoutError, ChannelViolation, CandidateError, ProcessLimitHit, ChildDied) as exc:
-        raise EnvironmentProblem(f"the trusted library-baseline process failed: {exc}") from None
+        code = child.close(grace_s=10.0)
+        why = str(exc) or type(exc).__name__
+        raise EnvironmentProblem(
+            f"the trusted library-baseline process failed: {why} ({death_text(child, code, setup.sandboxed)})"
+        ) from None
     finally:
         child.close(grace_s=10.0)
         shared.close()
+
+
+def death_text(child: CandidateProcess, code: int | None, sandboxed: bool) -> str:
+    """How a trusted process ended, for the operator who retries the evaluation: its exit status, what its cgroup
+    saw (a host-memory kill leaves no other trace) and the last line it wrote to stderr. Only for processes that
+    run no submission code: a candidate's own stderr is never quoted as the host's evidence."""
+    parts = [exit_text(code, sandboxed)]
+    if child.limit_events.get("oom_kill"):
+        parts.append("the sandbox's host-memory limit killed it")
+    if child.limit_events.get("pids_max_hit"):
+        parts.append("it hit the sandbox's process limit")
+    lines = [line.strip() for line in child.tails()[1].splitlines() if line.strip()]
+    if lines:
+        parts.append(f"last stderr line: {lines[-1][:300]}")
+    return "; ".join(parts)
 
 
 def await_standby(child: CandidateProcess, deadline: float) -> None:

@@ -81,3 +81,40 @@ def test_only_runs_the_entries_in_the_order_given_and_refuses_a_name_it_does_not
         corpus.main(["--cpu-only", "--only", f"{earlier},cublas_dlopn", "--no-compile-cache"])
     assert stop.value.code == 2
     assert "--only names no entry of this selection: cublas_dlopn" in capsys.readouterr().err
+
+
+def _failing_host(monkeypatch, failures: dict[str, int]) -> list[str]:
+    """The evaluation of each entry named in `failures` raises EnvironmentProblem that many times first (a host that
+    lost a trusted process); the rest is the real evaluation."""
+    real, calls = corpus.evaluate_entry, []
+
+    def evaluate_entry(entry, **kwargs):
+        calls.append(entry["name"])
+        if failures.get(entry["name"], 0) > 0:
+            failures[entry["name"]] -= 1
+            raise corpus.EnvironmentProblem("the trusted library-baseline process failed: planted")
+        return real(entry, **kwargs)
+
+    monkeypatch.setattr(corpus, "evaluate_entry", evaluate_entry)
+    return calls
+
+
+def test_an_entry_whose_host_failed_once_is_evaluated_again(monkeypatch):
+    """As the portal requeues an evaluation after an infrastructure failure. Mutation caught: one attempt only."""
+    calls = _failing_host(monkeypatch, {"cublas_dlopen": 1})
+    outcomes, _ = _round(beside=0)
+    assert calls.count("cublas_dlopen") == 2
+    first = outcomes[0]
+    assert first.ok, first.detail
+    assert "evaluated again after an environment problem: the trusted library-baseline process failed" in first.detail
+
+
+def test_a_host_that_keeps_failing_one_entry_loses_that_entry_not_the_round(monkeypatch):
+    """A GPU pass lost the rest of a round to one EnvironmentProblem. Mutation caught: the exception left to escape."""
+    _failing_host(monkeypatch, {"cublas_dlopen_as_gpu": 5})
+    outcomes, _ = _round(beside=0)
+    by_name = {o.name: o for o in outcomes}
+    lost = by_name["cublas_dlopen_as_gpu"]
+    assert not lost.ok and lost.actual == "environment problem"
+    assert lost.detail.count("planted") == corpus.ENVIRONMENT_ATTEMPTS
+    assert by_name["cublas_dlopen"].ok and by_name["include_etc_passwd"].ok

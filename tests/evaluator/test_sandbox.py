@@ -119,3 +119,20 @@ def test_run_group_kills_at_the_limit(tmp_path):
     assert result.timed_out and result.returncode is None
     assert time.monotonic() - start < 10
     assert "hi" in result.output
+
+
+def test_a_second_close_touches_no_descriptor_the_first_one_released(script, tmp_path):
+    """The trusted baseline's failure path closes its process to read how it ended, and the `finally` closes it
+    again: by then the old pipe numbers may belong to other files. Mutation caught: close() without its guard."""
+    child = spawn(script, tmp_path, "crash")
+    with pytest.raises(ChildDied):
+        child.receive(time.monotonic() + 30)
+    assert child.close() == 7
+    reader, writer = os.pipe()  # takes the lowest free numbers: the ones the first close released
+    try:
+        assert child.close() == 7
+        os.write(writer, b"still open")
+        assert os.read(reader, 64) == b"still open"
+    finally:
+        os.close(reader)
+        os.close(writer)
