@@ -3,6 +3,7 @@ shared compile cache; unsandboxed mode allowed, per test, where bubblewrap canno
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import socket
@@ -128,6 +129,23 @@ def shared_compile_cache(tmp_path_factory) -> Path:
         path.mkdir(exist_ok=True)
         return path
     return tmp_path_factory.mktemp("compile-cache")
+
+
+@pytest.fixture
+def demo_seed_file(tmp_path_factory) -> Path:
+    """Where the session's first demo seed keeps its rows (tests/support/demo_seed.py): beside the workers'
+    temporary folders, as the compile cache is."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "demo-seed.pickle"
+
+
+@pytest.fixture
+def demo_leaderboard(demo_seed_file):
+    """Seeds the demo leaderboard when called: `seed_leaderboard --demo`'s rows, copied from the session's first
+    seed."""
+    from tests.support import demo_seed
+
+    return functools.partial(demo_seed.seed_demo, demo_seed_file)
 
 
 @pytest.fixture(autouse=True)

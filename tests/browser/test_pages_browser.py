@@ -85,13 +85,13 @@ PHONE_PAGES = [
 ]
 
 
-def test_no_page_is_wider_than_a_phone_screen(live_server):
+def test_no_page_is_wider_than_a_phone_screen(live_server, demo_leaderboard):
     from portal.agent.models import ModelRun, Trajectory
     from portal.catalog.models import KnowledgePack
     from portal.submissions.models import Evaluation
 
     sync_catalog()
-    call_command("seed_leaderboard", "--demo", stdout=StringIO())
+    demo_leaderboard()
     call_command("import_reference_verdicts", stdout=StringIO())
     context_processors.reset()
     make_user("kai", password=PASSWORD)

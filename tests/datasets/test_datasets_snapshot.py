@@ -40,7 +40,7 @@ def _jsonl(path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_every_config_of_a_demo_snapshot_opens_with_datasets(results_dir, tmp_path, monkeypatch):
+def test_every_config_of_a_demo_snapshot_opens_with_datasets(results_dir, tmp_path, monkeypatch, demo_leaderboard):
     import datasets
 
     monkeypatch.setenv("RESULTS_DATASET_LICENCE", "cc-by-4.0")
@@ -49,7 +49,7 @@ def test_every_config_of_a_demo_snapshot_opens_with_datasets(results_dir, tmp_pa
     from portal.leaderboard.cache import leaderboard_changed
     from portal.submissions.models import Submission
 
-    call_command("seed_leaderboard", "--demo", stdout=StringIO())
+    demo_leaderboard()
     # Ban the seed user with the most public submissions: none of their work may appear (the demo bans none of
     # its 8 users; the ban's own signal starts a new leaderboard generation after commit, here by hand).
     banned_user = Submission.objects.filter(is_hidden=False).values("user").annotate(n=Count("id")).order_by("-n")[0]

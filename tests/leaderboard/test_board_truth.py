@@ -259,7 +259,7 @@ def test_a_row_the_evaluator_held_for_inconsistent_figures_is_listed_apart_with_
     assert good.id and "good.cu" not in held
 
 
-def test_demo_rows_agree_with_the_measured_reference_beside_them():
+def test_demo_rows_agree_with_the_measured_reference_beside_them(demo_leaderboard):
     """Catches the demo board's rank 1 at 1.11x and 522.7 TFLOP/s above the measured reference at 0.91x and
     739.4 TFLOP/s on the same GPU: each row's TFLOP/s over its speedup (the library's rate) now agrees with the
     reference verdicts' within noise."""
@@ -270,7 +270,7 @@ def test_demo_rows_agree_with_the_measured_reference_beside_them():
     from portal.leaderboard.boards import selectors
     from portal.leaderboard.cache import Generation
 
-    call_command("seed_leaderboard", "--demo", stdout=StringIO())
+    demo_leaderboard()
     call_command("import_reference_verdicts", stdout=StringIO())
     rows = selectors.kernel_board(Generation(), task=GEMM, arch="sm_90a", gpu="H200")
     reference = next(r for r in rows if r.name == "hopper_tma_wgmma")

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import functools
 import math
-from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.core.management import call_command
 
 from evaluator.both_sides import verdict as vm
 from evaluator.both_sides.arches import ARCHES
@@ -119,12 +117,12 @@ def _check_verdict(evaluation) -> list[str]:
     return problems
 
 
-def test_every_demo_row_obeys_the_rules_of_a_real_one():
+def test_every_demo_row_obeys_the_rules_of_a_real_one(demo_leaderboard):
     from portal.agent.models import ModelRun, RunTaskMetrics
     from portal.submissions.models import Evaluation
 
     sync_catalog()
-    call_command("seed_leaderboard", "--demo", stdout=StringIO())
+    demo_leaderboard()
     public = Evaluation.objects.filter(purpose=Evaluation.Purpose.PUBLIC).select_related("submission")
     assert public.count() > 4000
     problems = {}
