@@ -1,10 +1,10 @@
 """The demo leaderboard for tests that read it. `seed_leaderboard --demo` runs for real once in a test session
 (about 2.5 s, most of it Django's insert path) and leaves the rows it added in a file the test processes share;
-later calls copy those rows into the database with plain inserts (a few tenths of a second), their keys moved
-past the rows already there. The tasks
-they point at are found again by slug. `tests/leaderboard/test_demo_data.py` holds the copy to the command: the
-whole database after either is the same. A seed whose rows cannot be copied this way (a table without an integer
-key, a key to a row the copy cannot find again, another database than SQLite) is run for real every time."""
+later calls copy those rows into the database with plain inserts (a few tenths of a second): integer keys moved
+past the rows already there, UUID keys kept, the tasks they point at found again by slug.
+`tests/leaderboard/test_demo_data.py` holds the copy to the command: from the same start the whole database after
+either is the same. A seed whose rows cannot be copied this way (a key to a row the copy cannot find again, a key
+already taken, another database than SQLite) is run for real."""
 
 from __future__ import annotations
 
@@ -112,12 +112,12 @@ def replay(seed: SeedRows) -> bool:
         lookup[target, old] = found
 
     def moved(target: type[models.Model], value: Any) -> Any:
+        if value is None:
+            return None
         table = seeded.get(target)
-        if value is None or (table is not None and table.added(value) and table.base is None):
-            return value
-        if table is not None and table.added(value):
-            return value - table.base + largest[target]
-        return lookup[target, value]
+        if table is None or not table.added(value):
+            return lookup[target, value]  # a row the seed did not add
+        return value if table.base is None else value - table.base + largest[target]
 
     with transaction.atomic(), connection.cursor() as cursor:
         for table in seed.tables:
