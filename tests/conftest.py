@@ -124,19 +124,24 @@ def shared_compile_cache(tmp_path_factory) -> Path:
     runs two workers) every worker uses the same folder, beside the workers' own temporary folders: a kernel one
     worker compiled is a hit for the other. Safe to share: an entry is written under a temporary name and renamed
     into place (a reader never sees half of one), and a damaged entry fails its sha256 check and is compiled again."""
+    return _session_folder(tmp_path_factory, "compile-cache")
+
+
+@pytest.fixture(scope="session")
+def demo_seed_file(tmp_path_factory) -> Path:
+    """Where the session's first demo seed keeps its rows (tests/support/demo_seed.py), shared as the compile
+    cache is."""
+    return _session_folder(tmp_path_factory, "demo-seed") / "rows.pickle"
+
+
+def _session_folder(tmp_path_factory, name: str) -> Path:
+    """A folder for the whole session: under pytest-xdist beside the workers' own temporary folders, so every
+    worker gets the same one."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        path = tmp_path_factory.getbasetemp().parent / "compile-cache"
+        path = tmp_path_factory.getbasetemp().parent / name
         path.mkdir(exist_ok=True)
         return path
-    return tmp_path_factory.mktemp("compile-cache")
-
-
-@pytest.fixture
-def demo_seed_file(tmp_path_factory) -> Path:
-    """Where the session's first demo seed keeps its rows (tests/support/demo_seed.py): beside the workers'
-    temporary folders, as the compile cache is."""
-    base = tmp_path_factory.getbasetemp()
-    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "demo-seed.pickle"
+    return tmp_path_factory.mktemp(name)
 
 
 @pytest.fixture

@@ -84,12 +84,13 @@ def seed_and_capture() -> SeedRows | None:
         if model is _versions_model():  # the seed's last step, which a copy repeats rather than copies
             continue
         columns = tuple(f.column for f in _fields(model))
-        rows = _rows(model, columns, above=was if isinstance(was, int) else None)
-        if not isinstance(was, int):
-            rows = [row for row in rows if row[0] not in was]
+        if isinstance(was, int):
+            rows, keys = _rows(model, columns, above=was), None
+        else:
+            rows = [row for row in _rows(model, columns) if row[0] not in was]
+            keys = frozenset(row[0] for row in rows)
         if rows:
-            keys = None if isinstance(was, int) else frozenset(row[0] for row in rows)
-            tables.append(TableRows(model, columns, tuple(rows), was if isinstance(was, int) else None, keys))
+            tables.append(TableRows(model, columns, tuple(rows), was if keys is None else None, keys))
     found_by = _outside_keys(tables)
     return None if found_by is None else SeedRows(tuple(tables), found_by)
 
