@@ -10,8 +10,9 @@ PY := $(VENV)/bin/python
 # uv when it can be had (parallel, with pip's own configuration), else pip: scripts/install_python.sh
 INSTALL := bash scripts/install_python.sh $(VENV)
 RUFF := $(VENV)/bin/ruff
-# pytest-xdist workers for `make test` and `make test-fast` (docs/testing.md): two, one a core on the 2-core CI machine.
-TEST_WORKERS ?= 2
+# pytest-xdist workers for `make test` and `make test-fast` (docs/testing.md): three on the 2-core CI machine, where
+# two leave about a tenth of the cores idle while tests wait on sandboxed processes, time-outs and the browser.
+TEST_WORKERS ?= 3
 PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist worksteal
 
 .PHONY: run demo test test-fast test-gpu lint format migrations-check venv deps-run deps-test system-run system-test clean
