@@ -121,8 +121,8 @@ def _django_configured() -> bool:
 def shared_compile_cache(tmp_path_factory) -> Path:
     """One compile cache for the whole session (evaluator/build/compile_cache.py): nvcc at about 6 s a compile is most
     of the suite's time, and most tests that compile are about something else. Under pytest-xdist (`make test`
-    runs two workers) every worker uses the same folder, beside the workers' own temporary folders: a kernel one
-    worker compiled is a hit for the other. Safe to share: an entry is written under a temporary name and renamed
+    runs three workers) every worker uses the same folder, beside the workers' own temporary folders: a kernel one
+    worker compiled is a hit for the others. Safe to share: an entry is written under a temporary name and renamed
     into place (a reader never sees half of one), and a damaged entry fails its sha256 check and is compiled again."""
     return _session_folder(tmp_path_factory, "compile-cache")
 

@@ -7,7 +7,7 @@ import os
 os.environ.setdefault("DEBUG", "1")
 os.environ.setdefault("SECRET_KEY", "tests-only-" + "0" * 50)
 # Under pytest-xdist each worker gets a data folder of its own (artifacts under <evaluation id>/, Fixit datasets
-# under <dataset id>/, the test database): the two workers' databases both start at id 1. Set in the environment
+# under <dataset id>/, the test database): every worker's database starts at id 1. Set in the environment
 # so the worker processes a test starts (manage.py rqworker, gpu_worker) write to the same folder as the test.
 _worker = os.environ.get("PYTEST_XDIST_WORKER")
 if _worker and not os.environ.get("PORTAL_DATA_DIR", "").endswith(f"xdist-{_worker}"):  # not again in a child
